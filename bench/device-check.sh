@@ -1,0 +1,22 @@
+#!/usr/bin/env bash
+# The GPU check, run on the GPU machine over a build made elsewhere (scripts/build-static.sh):
+#   bash bench/device-check.sh [build-static]
+# Verifies sampled gemm variants against cuBLAS on random data (outputs poisoned first), times
+# them against cuBLAS in the same run, and ends with the tables. Logs and the database go to $OUT
+# when set (the device tool brings that folder back).
+set -uo pipefail
+build="${1:-build-static}"
+out="${OUT:-/tmp/sptune-check}"
+mkdir -p "$out"
+export SPTUNE_DB="$out/tuning.db" SPTUNE_CACHE_DIR="$out/cache"
+bin="$build/sptune"
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv || true
+"$bin" info || exit 1
+status=0
+run() { echo "+ $*"; "$@" 2>&1 | tee -a "$out/check.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
+# Tails in every dimension and K not a multiple of 8 (the element-wise load path).
+run "$bin" check gemm --gpu auto --shape M=1000,N=1032,K=1000 --sample 8 --runs 5
+run "$bin" check gemm --gpu auto --shape M=77,N=130,K=61 --sample 8 --runs 5
+# The acceptance shape, a broad sample.
+run "$bin" check gemm --gpu auto --shape M=4096,N=4096,K=4096 --sample ${SAMPLE:-48}
+exit $status

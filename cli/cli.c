@@ -1,0 +1,193 @@
+#include "cli.h"
+#include "sp_status.h"
+
+#include <errno.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+
+static cli_opt *find_opt(cli_cmd *cmd, const char *name, size_t len)
+{
+    for (cli_opt *o = cmd->opts; o && o->name; o++)
+        if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) return o;
+    return NULL;
+}
+
+int cli_parse(cli_cmd *cmd, int argc, char **argv, int *npos, char **pos)
+{
+    *npos = 0;
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
+        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+            cli_help(cmd, stdout);
+            return -1;
+        }
+        if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
+            if (*npos >= cmd->max_pos)
+                return cli_usage_error(cmd->name, "unexpected argument '%s'", a);
+            pos[(*npos)++] = argv[i];
+            continue;
+        }
+        const char *name = a + 2, *eq = strchr(name, '=');
+        size_t len = eq ? (size_t)(eq - name) : strlen(name);
+        cli_opt *o = find_opt(cmd, name, len);
+        if (!o) return cli_usage_error(cmd->name, "unknown option '--%.*s'", (int)len, name);
+        if (!o->arg) {
+            if (eq) return cli_usage_error(cmd->name, "--%s takes no value", o->name);
+            o->value = "1";
+        } else if (eq) {
+            o->value = eq + 1;
+        } else if (i + 1 < argc) {
+            o->value = argv[++i];
+        } else {
+            return cli_usage_error(cmd->name, "--%s needs a value (%s)", o->name, o->arg);
+        }
+    }
+    if (*npos < cmd->min_pos)
+        return cli_usage_error(cmd->name, "missing argument: %s", cmd->args);
+    return CLI_OK;
+}
+
+const char *cli_get(const cli_cmd *cmd, const char *name)
+{
+    for (const cli_opt *o = cmd->opts; o && o->name; o++)
+        if (strcmp(o->name, name) == 0) return o->value;
+    return NULL;
+}
+
+void cli_help(const cli_cmd *cmd, FILE *out)
+{
+    fprintf(out, "usage: sptune %s%s%s [options]\n\n%s\n", cmd->name, cmd->args[0] ? " " : "", cmd->args, cmd->summary);
+    if (cmd->details) fprintf(out, "\n%s\n", cmd->details);
+    fprintf(out, "\noptions:\n");
+    for (const cli_opt *o = cmd->opts; o && o->name; o++) {
+        char left[64];
+        snprintf(left, sizeof left, "--%s%s%s", o->name, o->arg ? " " : "", o->arg ? o->arg : "");
+        fprintf(out, "  %-22s %s\n", left, o->help);
+    }
+    fprintf(out, "  %-22s %s\n", "--help", "show this help");
+}
+
+int cli_error(const char *cmd, sptune_status st)
+{
+    fprintf(stderr, "sptune %s: %s\n", cmd, sptune_last_error()[0] ? sptune_last_error() : sptune_status_name(st));
+    return st == SPTUNE_ERR_NO_GPU ? CLI_NO_GPU : st == SPTUNE_ERR_INVALID || st == SPTUNE_ERR_NOT_FOUND ? CLI_USAGE : CLI_FAIL;
+}
+
+int cli_usage_error(const char *cmd, const char *fmt, ...)
+{
+    va_list ap;
+    fprintf(stderr, "sptune %s: ", cmd);
+    va_start(ap, fmt);
+    vfprintf(stderr, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, " (see 'sptune %s --help')\n", cmd);
+    return CLI_USAGE;
+}
+
+long long cli_int(const cli_cmd *cmd, const char *name, long long def)
+{
+    const char *v = cli_get(cmd, name);
+    if (!v) return def;
+    char *end;
+    errno = 0;
+    long long x = strtoll(v, &end, 10);
+    if (errno || end == v || *end || x < 0) {
+        cli_usage_error(cmd->name, "--%s wants a non-negative integer, got '%s'", name, v);
+        return -1;
+    }
+    return x;
+}
+
+int cli_gpu_target(const char *cmd, const char *g, sp_gpu_profile *gpu, int *ordinal)
+{
+    sptune_status st;
+    int count = 0;
+    *ordinal = -1;
+    if (!g) return cli_usage_error(cmd, "--gpu is required (auto, h100, h200, rtx-pro-6000 or sm_XX)");
+    if (strcmp(g, "auto") == 0) {
+        if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {
+            fprintf(stderr, "sptune %s: --gpu auto: %s; name a target instead (--gpu h100, h200, rtx-pro-6000 or sm_XX)\n",
+                    cmd, sptune_last_error());
+            return CLI_NO_GPU;
+        }
+        if ((st = sp_gpu_profile_device(0, gpu)) != SPTUNE_OK) return cli_error(cmd, st);
+        *ordinal = 0;
+        return CLI_OK;
+    }
+    if ((st = sp_gpu_profile_named(g, gpu)) != SPTUNE_OK) {
+        cli_error(cmd, st);
+        return CLI_USAGE; /* an unknown or too old target is a usage error */
+    }
+    /* A device of that profile, if this machine has one. */
+    if (sptune_gpu_count(&count) == SPTUNE_OK) {
+        for (int i = 0; i < count; i++) {
+            sp_gpu_profile dev;
+            if (sp_gpu_profile_device(i, &dev) == SPTUNE_OK && strcmp(dev.info.profile, gpu->info.profile) == 0) {
+                *gpu = dev;
+                *ordinal = i;
+                break;
+            }
+        }
+    }
+    sp_clear_error();
+    return CLI_OK;
+}
+
+int cli_load_template(const char *cmd, const char *op, sp_template **t)
+{
+    sptune_status st = sp_template_load(op, t);
+    if (st == SPTUNE_OK) return CLI_OK;
+    return cli_error(cmd, st);
+}
+
+static int collect_cb(const sp_config *c, void *ud)
+{
+    cli_configs *cs = ud;
+    if (cs->n == cs->cap) {
+        long long cap = cs->cap ? cs->cap * 2 : 256;
+        sp_config *v = realloc(cs->v, (size_t)cap * sizeof *v);
+        if (!v) return 1;
+        cs->v = v;
+        cs->cap = cap;
+    }
+    cs->v[cs->n++] = *c;
+    return 0;
+}
+
+int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
+                      cli_configs *out)
+{
+    long long count = 0;
+    memset(out, 0, sizeof *out);
+    sptune_status st = sp_template_space(t, gpu, p, collect_cb, out, &count);
+    if (st != SPTUNE_OK) return cli_error(cmd, st);
+    if (count != out->n) {
+        fprintf(stderr, "sptune %s: out of memory collecting the space\n", cmd);
+        return CLI_FAIL;
+    }
+    return CLI_OK;
+}
+
+void cli_sample(cli_configs *cs, const sp_template *t, long long n, unsigned long long seed)
+{
+    if (n >= cs->n) return;
+    sp_config def;
+    sp_config_default(t, &def);
+    char *keep = calloc((size_t)cs->n, 1);
+    if (!keep) { cs->n = n; return; }
+    long long kept = 0;
+    for (long long i = 0; i < cs->n && kept < n; i++)
+        if (memcmp(cs->v[i].idx, def.idx, (size_t)def.nparams * sizeof def.idx[0]) == 0) { keep[i] = 1; kept++; }
+    unsigned long long s = seed ? seed : 1;
+    while (kept < n) {
+        s ^= s << 13; s ^= s >> 7; s ^= s << 17; /* xorshift64 */
+        long long i = (long long)(s % (unsigned long long)cs->n);
+        if (!keep[i]) { keep[i] = 1; kept++; }
+    }
+    long long w = 0;
+    for (long long i = 0; i < cs->n; i++)
+        if (keep[i]) cs->v[w++] = cs->v[i];
+    cs->n = w;
+    free(keep);
+}

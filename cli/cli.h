@@ -1,0 +1,65 @@
+/* The command layer: option parsing and the pieces several commands share. Exit codes:
+ * 0 done, 1 failed, 2 usage error, 3 no GPU where one is needed. */
+#ifndef SP_CLI_H
+#define SP_CLI_H
+
+#include "sp_gpu.h"
+#include "sp_template.h"
+#include "sptune.h"
+#include <stdio.h>
+
+enum { CLI_OK = 0, CLI_FAIL = 1, CLI_USAGE = 2, CLI_NO_GPU = 3 };
+
+typedef struct cli_opt {
+    const char *name;   /* "gpu" for --gpu */
+    const char *arg;    /* NULL for a flag, else the argument's name for help ("G") */
+    const char *help;
+    const char *value;  /* filled by cli_parse: the argument, or "1" for a flag; NULL if absent */
+} cli_opt;
+
+typedef struct cli_cmd {
+    const char *name;
+    const char *args;     /* positional arguments for the usage line, "" if none */
+    const char *summary;
+    const char *details;  /* extra help text, may be NULL */
+    int min_pos, max_pos;
+    cli_opt *opts;        /* terminated by {NULL} */
+    int (*run)(struct cli_cmd *cmd, int npos, char **pos);
+} cli_cmd;
+
+/* Parses argv (after the command name) into cmd->opts and positional arguments (pos gets at most
+ * argc entries). Prints the error and returns CLI_USAGE on bad input, -1 for --help (printed). */
+int cli_parse(cli_cmd *cmd, int argc, char **argv, int *npos, char **pos);
+const char *cli_get(const cli_cmd *cmd, const char *name);
+void cli_help(const cli_cmd *cmd, FILE *out);
+/* "sptune CMD: <message>" on stderr and the exit code for a status. */
+int cli_error(const char *cmd, sptune_status st);
+int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+/* Non-negative integer option (default when absent); -1 after printing an error. */
+long long cli_int(const cli_cmd *cmd, const char *name, long long def);
+
+/* --gpu G for commands that need only a profile: auto (device 0), h100, h200, rtx-pro-6000,
+ * sm_XX. *ordinal is the device that matches (or -1 when the target is not present here). */
+int cli_gpu_target(const char *cmd, const char *g, sp_gpu_profile *gpu, int *ordinal);
+int cli_load_template(const char *cmd, const char *op, sp_template **t);
+
+/* Valid configurations of a template for a GPU (and problem, may be NULL), in space order. */
+typedef struct cli_configs {
+    sp_config *v;
+    long long n, cap;
+} cli_configs;
+int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu,
+                      const sp_problem *p, cli_configs *out);
+/* Keeps n configurations, in space order: the template's default (when valid) and a seeded
+ * random choice of the rest. */
+void cli_sample(cli_configs *cs, const sp_template *t, long long n, unsigned long long seed);
+
+int cmd_info(cli_cmd *cmd, int npos, char **pos);
+int cmd_ops(cli_cmd *cmd, int npos, char **pos);
+int cmd_space(cli_cmd *cmd, int npos, char **pos);
+int cmd_gen(cli_cmd *cmd, int npos, char **pos);
+int cmd_compile(cli_cmd *cmd, int npos, char **pos);
+int cmd_check(cli_cmd *cmd, int npos, char **pos);
+int cmd_auto(cli_cmd *cmd, int npos, char **pos);
+
+#endif

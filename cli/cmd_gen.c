@@ -1,0 +1,192 @@
+/* Commands that need no GPU: ops, space, gen, compile. */
+#include "cli.h"
+#include "sp_cache.h"
+#include "sp_status.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+int cmd_ops(cli_cmd *cmd, int npos, char **pos)
+{
+    char **names = NULL;
+    int n = 0;
+    sptune_status st = sp_template_list(&names, &n);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    int rc = CLI_OK;
+    for (int i = 0; i < n; i++) {
+        sp_template *t;
+        if ((st = sp_template_load(names[i], &t)) != SPTUNE_OK) {
+            rc = cli_error(cmd->name, st);
+            continue;
+        }
+        printf("%s (%s): %s\n", sp_template_name(t), sp_template_family(t), sp_template_description(t));
+        printf("  problem: ");
+        for (int d = 0; d < sp_template_ndims(t); d++) printf("%s%s", d ? "," : "", sp_template_dim(t, d));
+        printf("\n");
+        for (int p = 0; p < sp_template_nparams(t); p++) {
+            const sp_param *pr = sp_template_param(t, p);
+            printf("  %-10s {", pr->name);
+            for (int v = 0; v < pr->nvalues; v++) printf("%s%s", v ? ", " : "", pr->values[v].text);
+            printf("}  default %s  %s\n", pr->values[pr->default_index].text, pr->doc ? pr->doc : "");
+        }
+        sp_template_free(t);
+    }
+    sp_strv_free(names);
+    (void)npos; (void)pos;
+    return rc;
+}
+
+/* Optional --shape for space/gen/compile. */
+static int parse_shape(cli_cmd *cmd, sp_template *t, sp_problem *p, const sp_problem **out)
+{
+    const char *s = cli_get(cmd, "shape");
+    *out = NULL;
+    if (!s) return CLI_OK;
+    sptune_status st = sp_problem_parse(t, s, p);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    *out = p;
+    return CLI_OK;
+}
+
+int cmd_space(cli_cmd *cmd, int npos, char **pos)
+{
+    sp_gpu_profile gpu;
+    sp_template *t;
+    sp_problem prob;
+    const sp_problem *p;
+    int ordinal, rc;
+    (void)npos;
+    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
+    if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
+    if ((rc = parse_shape(cmd, t, &prob, &p))) { sp_template_free(t); return rc; }
+    cli_configs cs;
+    if ((rc = cli_collect_space(cmd->name, t, &gpu, p, &cs))) { sp_template_free(t); return rc; }
+    if (cli_get(cmd, "count")) {
+        printf("%lld\n", cs.n);
+    } else {
+        long long limit = cli_int(cmd, "limit", cs.n);
+        if (limit < 0) rc = CLI_USAGE;
+        for (long long i = 0; rc == CLI_OK && i < cs.n && i < limit; i++) {
+            char *s = sp_config_format(t, &cs.v[i]);
+            printf("%s\n", s ? s : "(out of memory)");
+            free(s);
+        }
+    }
+    free(cs.v);
+    sp_template_free(t);
+    return rc;
+}
+
+/* --config or the default, checked against the constraints. */
+static int pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *c)
+{
+    const char *text = cli_get(cmd, "config");
+    sptune_status st = text ? sp_config_parse(t, text, c) : SPTUNE_OK;
+    if (!text) sp_config_default(t, c);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    int ok = 0;
+    char *why = NULL;
+    if ((st = sp_template_check(t, c, gpu, p, &ok, &why)) != SPTUNE_OK) return cli_error(cmd->name, st);
+    if (!ok) {
+        char *s = sp_config_format(t, c);
+        fprintf(stderr, "sptune %s: configuration %s is not valid for %s: %s\n", cmd->name, s ? s : "?",
+                gpu->info.profile, why ? why : "constraint failed");
+        free(s);
+        free(why);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+
+int cmd_gen(cli_cmd *cmd, int npos, char **pos)
+{
+    sp_gpu_profile gpu;
+    sp_template *t;
+    sp_problem prob;
+    const sp_problem *p;
+    sp_config c;
+    int ordinal, rc;
+    (void)npos;
+    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
+    if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
+    if ((rc = parse_shape(cmd, t, &prob, &p)) || (rc = pick_config(cmd, t, &gpu, p, &c))) {
+        sp_template_free(t);
+        return rc;
+    }
+    sp_kernel_src k;
+    sptune_status st = sp_template_emit(t, &c, &gpu, p, &k);
+    if (st != SPTUNE_OK) { sp_template_free(t); return cli_error(cmd->name, st); }
+    fputs(k.source, stdout);
+    sp_kernel_src_free(&k);
+    sp_template_free(t);
+    return CLI_OK;
+}
+
+int cmd_compile(cli_cmd *cmd, int npos, char **pos)
+{
+    sp_gpu_profile gpu;
+    sp_template *t;
+    sp_problem prob;
+    const sp_problem *p;
+    int ordinal, rc;
+    (void)npos;
+    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
+    long long sample = cli_int(cmd, "sample", 0), seed = cli_int(cmd, "seed", 1);
+    if (sample < 0 || seed < 0) return CLI_USAGE;
+    int all = cli_get(cmd, "all") != NULL, one = cli_get(cmd, "config") != NULL;
+    if (all + one + (sample > 0) > 1) return cli_usage_error(cmd->name, "choose one of --config, --sample N, --all");
+    if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
+    cli_configs cs = {0};
+    if ((rc = parse_shape(cmd, t, &prob, &p))) goto out;
+    if (all || sample > 0) {
+        if ((rc = cli_collect_space(cmd->name, t, &gpu, p, &cs))) goto out;
+        if (sample > 0) cli_sample(&cs, t, sample, (unsigned long long)seed);
+    } else {
+        cs.v = malloc(sizeof *cs.v);
+        if (!cs.v) { rc = CLI_FAIL; goto out; }
+        cs.n = cs.cap = 1;
+        if ((rc = pick_config(cmd, t, &gpu, p, &cs.v[0]))) goto out;
+    }
+    sp_cache *cache = NULL;
+    sptune_status st = SPTUNE_OK;
+    if (!cli_get(cmd, "no-cache") && (st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) {
+        rc = cli_error(cmd->name, st);
+        goto out;
+    }
+    printf("%-5s %-6s %5s %7s %6s %6s %6s  %s\n", "#", "result", "regs", "smem", "dyn", "stack", "spill", "configuration");
+    int failed = 0;
+    for (long long i = 0; i < cs.n; i++) {
+        char *text = sp_config_format(t, &cs.v[i]);
+        sp_kernel_src k;
+        sp_cubin cub = {0};
+        if ((st = sp_template_emit(t, &cs.v[i], &gpu, p, &k)) != SPTUNE_OK) {
+            printf("%-5lld %-6s %s\n  %s\n", i + 1, "FAIL", text ? text : "?", sptune_last_error());
+            failed++;
+            free(text);
+            continue;
+        }
+        st = sp_kernel_build(cache, k.source, k.kernel, gpu.info.arch, (const char *const *)k.options, k.noptions, &cub);
+        if (st != SPTUNE_OK) {
+            printf("%-5lld %-6s %s\n  %s\n", i + 1, "FAIL", text ? text : "?", sptune_last_error());
+            failed++;
+        } else {
+            char dyn[16] = "-"; /* the launch geometry needs a problem (--shape) */
+            if (p) snprintf(dyn, sizeof dyn, "%u", k.smem);
+            printf("%-5lld %-6s %5d %7d %6s %6d %6d  %s\n", i + 1, cub.from_cache ? "cached" : "ok",
+                   cub.res.registers, cub.res.smem_static, dyn, cub.res.local_bytes,
+                   cub.res.spill_stores + cub.res.spill_loads, text ? text : "?");
+        }
+        fflush(stdout);
+        sp_cubin_free(&cub);
+        sp_kernel_src_free(&k);
+        free(text);
+    }
+    printf("%lld variants for %s (%s): %lld compiled, %d failed\n", cs.n, gpu.info.profile, gpu.info.arch,
+           cs.n - failed, failed);
+    sp_cache_close(cache);
+    rc = failed ? CLI_FAIL : CLI_OK;
+out:
+    free(cs.v);
+    sp_template_free(t);
+    return rc;
+}

@@ -1,0 +1,113 @@
+/* sptune: the command line, a thin layer over libsptune. */
+#include "cli.h"
+
+#include <string.h>
+
+static cli_opt info_opts[] = {
+    {"db", "PATH", "database to report (default: $SPTUNE_DB or the XDG data folder)", NULL},
+    {"cache-dir", "DIR", "kernel cache to report (default: $SPTUNE_CACHE_DIR or the XDG cache folder)", NULL},
+    {NULL, NULL, NULL, NULL}};
+static cli_opt ops_opts[] = {{NULL, NULL, NULL, NULL}};
+static cli_opt space_opts[] = {
+    {"gpu", "G", "target: auto, h100, h200, rtx-pro-6000 or sm_XX (required)", NULL},
+    {"count", NULL, "print only the number of valid configurations", NULL},
+    {"shape", "S", "problem (M=..,N=..,K=.. or MxNxK): also apply problem-dependent constraints", NULL},
+    {"limit", "N", "print at most N configurations", NULL},
+    {NULL, NULL, NULL, NULL}};
+static cli_opt gen_opts[] = {
+    {"gpu", "G", "target: auto, h100, h200, rtx-pro-6000 or sm_XX (required)", NULL},
+    {"config", "K=V,...", "parameter values (others take their default)", NULL},
+    {"shape", "S", "problem the kernel is rendered for (optional)", NULL},
+    {NULL, NULL, NULL, NULL}};
+static cli_opt compile_opts[] = {
+    {"gpu", "G", "target: auto, h100, h200, rtx-pro-6000 or sm_XX (required)", NULL},
+    {"config", "K=V,...", "compile this configuration (default: the template's default)", NULL},
+    {"sample", "N", "compile N configurations of the valid space (seeded random choice)", NULL},
+    {"all", NULL, "compile every valid configuration", NULL},
+    {"seed", "S", "seed for --sample (default 1)", NULL},
+    {"shape", "S", "problem, for problem-dependent constraints (optional)", NULL},
+    {"cache-dir", "DIR", "kernel cache folder (default: $SPTUNE_CACHE_DIR or the XDG cache folder)", NULL},
+    {"no-cache", NULL, "always compile, store nothing", NULL},
+    {NULL, NULL, NULL, NULL}};
+static cli_opt check_opts[] = {
+    {"gpu", "G", "GPU: auto or a profile present on this machine (required)", NULL},
+    {"shape", "S", "problem, e.g. M=4096,N=4096,K=4096 (required)", NULL},
+    {"config", "K=V,...", "check only this configuration", NULL},
+    {"sample", "N", "check N configurations of the valid space (default 16)", NULL},
+    {"all", NULL, "check every valid configuration", NULL},
+    {"seed", "S", "seed for --sample (default 1)", NULL},
+    {"runs", "N", "timed runs per variant (default: 20..200, until 200 ms)", NULL},
+    {"db", "PATH", "record results here (default: $SPTUNE_DB or the XDG data folder)", NULL},
+    {"no-db", NULL, "record nothing", NULL},
+    {"cache-dir", "DIR", "kernel cache folder", NULL},
+    {NULL, NULL, NULL, NULL}};
+static cli_opt auto_opts[] = {
+    {"gpu", "G", "auto or all (every GPU found), or a target: h100, h200, rtx-pro-6000, sm_XX", NULL},
+    {"sample", "N", "variants measured per problem (default 12)", NULL},
+    {"seed", "S", "seed of the variant choice (default 1)", NULL},
+    {"runs", "N", "timed runs per variant (default: 20..200, until 200 ms)", NULL},
+    {"db", "PATH", "record results here (default: $SPTUNE_DB or the XDG data folder)", NULL},
+    {"no-db", NULL, "record nothing", NULL},
+    {"cache-dir", "DIR", "kernel cache folder", NULL},
+    {"quiet", NULL, "print only the final table", NULL},
+    {NULL, NULL, NULL, NULL}};
+
+static cli_cmd commands[] = {
+    {"info", "", "Show the GPUs, driver, NVRTC, database and kernel cache of this machine.",
+     "Exits 3 with one line when no NVIDIA GPU or driver is found.", 0, 0, info_opts, cmd_info},
+    {"ops", "", "List the kernel families (ops) and their tuning parameters.", NULL, 0, 0, ops_opts, cmd_ops},
+    {"space", "OP", "List (or count) the valid configurations of OP for a GPU.", NULL, 1, 1, space_opts, cmd_space},
+    {"gen", "OP", "Print the CUDA C of one configuration of OP.", NULL, 1, 1, gen_opts, cmd_gen},
+    {"compile", "OP", "Compile configurations of OP with NVRTC and report their resources.",
+     "Columns: regs per thread, static shared memory, dynamic shared memory (bytes), stack frame and spill bytes.",
+     1, 1, compile_opts, cmd_compile},
+    {"check", "OP", "Verify configurations of OP against the reference on this machine's GPU, time them "
+                    "against the baseline (cuBLAS) in the same run, and record them.",
+     "Exits 3 when the GPU is not present, 1 when any variant failed.", 1, 1, check_opts, cmd_check},
+};
+static cli_cmd main_job = {
+    "--gpu", "", "Tune the default workload on every GPU found (--gpu auto) and print the best variant per "
+                 "problem against cuBLAS; with a named target that is absent, generate and compile only.",
+    "Exits 3 with one line when --gpu auto finds no GPU.", 0, 0, auto_opts, cmd_auto};
+
+static void usage(FILE *out)
+{
+    fprintf(out, "usage: sptune --gpu auto|all|h100|h200|rtx-pro-6000|sm_XX [options]   tune the default workload\n"
+                 "       sptune COMMAND [options]\n\ncommands:\n");
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
+    fprintf(out, "\n'sptune COMMAND --help' and 'sptune --gpu auto --help' describe the options.\n"
+                 "Environment: SPTUNE_DB, SPTUNE_CACHE_DIR, SPTUNE_TEMPLATES (a templates folder to use instead of the built-in one).\n");
+}
+
+static int run(cli_cmd *cmd, int argc, char **argv)
+{
+    char *pos[8];
+    int npos = 0;
+    int rc = cli_parse(cmd, argc, argv, &npos, pos);
+    if (rc < 0) return CLI_OK; /* --help */
+    if (rc != CLI_OK) return rc;
+    return cmd->run(cmd, npos, pos);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc < 2) {
+        usage(stderr);
+        return CLI_USAGE;
+    }
+    const char *a = argv[1];
+    if (strcmp(a, "--version") == 0 || strcmp(a, "version") == 0) {
+        printf("sptune %s\n", sptune_version());
+        return CLI_OK;
+    }
+    if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0 || strcmp(a, "help") == 0) {
+        usage(stdout);
+        return CLI_OK;
+    }
+    if (strncmp(a, "--", 2) == 0) return run(&main_job, argc - 1, argv + 1);
+    for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
+        if (strcmp(a, commands[i].name) == 0) return run(&commands[i], argc - 2, argv + 2);
+    fprintf(stderr, "sptune: unknown command '%s' (see 'sptune --help')\n", a);
+    return CLI_USAGE;
+}

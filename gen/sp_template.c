@@ -1,0 +1,568 @@
+/* Templates: find, load in the sandbox, validate the module table, describe. */
+#include "sp_template_int.h"
+
+#include "sp_hash.h"
+#include "sp_status.h"
+
+#include <lauxlib.h>
+
+#include <ctype.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+const char sp_template_key = 'T';
+
+#define MAX_VALUES 65536
+
+/* ---- small helpers ----------------------------------------------------------------------- */
+
+static int cmp_str(const void *a, const void *b)
+{
+    return strcmp(*(char *const *)a, *(char *const *)b);
+}
+
+static int is_ident(const char *s, size_t max)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n > max || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
+    return 1;
+}
+
+static int is_op_name(const char *s)
+{
+    size_t n = strlen(s);
+    if (n == 0 || n >= 64) return 0;
+    for (size_t i = 0; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_' || s[i] == '-')) return 0;
+    return 1;
+}
+
+static const char *kind_name(sp_value_kind k)
+{
+    return k == SP_VAL_INT ? "integer" : k == SP_VAL_STR ? "string" : "boolean";
+}
+
+/* Raises "<path>: <message>" (a validation error: no line, the table as a whole is wrong). */
+static int vfail(lua_State *L, const sp_template *t, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
+static int vfail(lua_State *L, const sp_template *t, const char *fmt, ...)
+{
+    char msg[1536];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(msg, sizeof msg, fmt, ap);
+    va_end(ap);
+    return sp_sandbox_error(L, "%s: %s", t->path, msg);
+}
+
+/* A short description of the value at idx for messages: 1.5, 'a b', true, a table. */
+static const char *describe(lua_State *L, int idx, char *buf, size_t n)
+{
+    switch (lua_type(L, idx)) {
+    case LUA_TNUMBER:
+        if (lua_isinteger(L, idx)) snprintf(buf, n, "%lld", (long long)lua_tointeger(L, idx));
+        else snprintf(buf, n, "%.17g", (double)lua_tonumber(L, idx));
+        break;
+    case LUA_TSTRING: snprintf(buf, n, "'%.60s'", lua_tostring(L, idx)); break;
+    case LUA_TBOOLEAN: snprintf(buf, n, "%s", lua_toboolean(L, idx) ? "true" : "false"); break;
+    default: snprintf(buf, n, "a %s", luaL_typename(L, idx));
+    }
+    return buf;
+}
+
+/* Pushes tbl[key] without metamethods; returns its type. tbl is an absolute index. */
+static int rawfield(lua_State *L, int tbl, const char *key)
+{
+    lua_pushstring(L, key);
+    return lua_rawget(L, tbl);
+}
+
+static char *dup_or_raise(lua_State *L, const char *s)
+{
+    char *d = sp_strdup(s);
+    if (!d) sp_sandbox_nomem(L);
+    return d;
+}
+
+/* Optional string field: NULL when absent. */
+static const char *opt_string(lua_State *L, const sp_template *t, int tbl, const char *key, const char *what)
+{
+    int ty = rawfield(L, tbl, key);
+    if (ty == LUA_TNIL) { lua_pop(L, 1); return NULL; }
+    if (ty != LUA_TSTRING) vfail(L, t, "%s must be a string (got %s)", what, luaL_typename(L, -1));
+    const char *s = lua_tostring(L, -1);
+    lua_pop(L, 1); /* still referenced by the module table */
+    return s;
+}
+
+/* ---- validation of the module table ------------------------------------------------------ */
+
+typedef struct load_ctx {
+    sp_template *t;
+    const char *src;
+    size_t len;
+    const char *stem;   /* the file stem when loaded from a file, else NULL */
+    const char *folder; /* the folder (family) of the path, "" when unknown */
+    char chunk[160];
+} load_ctx;
+
+static void read_meta(lua_State *L, load_ctx *x, int m)
+{
+    sp_template *t = x->t;
+    if (rawfield(L, m, "name") != LUA_TSTRING)
+        vfail(L, t, "name must be a string (got %s)", luaL_typename(L, -1));
+    const char *name = lua_tostring(L, -1);
+    if (!is_op_name(name)) vfail(L, t, "name '%s' must be a plain name (letters, digits, '_', '-')", name);
+    if (x->stem && strcmp(name, x->stem) != 0)
+        vfail(L, t, "name '%s' must be the file name '%s'", name, x->stem);
+    t->name = dup_or_raise(L, name);
+    lua_pop(L, 1);
+    const char *family = opt_string(L, t, m, "family", "family");
+    if (family && x->stem && strcmp(family, x->folder) != 0)
+        vfail(L, t, "family '%s' must be the folder '%s'", family, x->folder);
+    t->family = dup_or_raise(L, family ? family : x->folder);
+    const char *desc = opt_string(L, t, m, "description", "description");
+    t->description = dup_or_raise(L, desc ? desc : "");
+}
+
+static void read_dims(lua_State *L, sp_template *t, int m)
+{
+    int ty = rawfield(L, m, "dims"), d = lua_gettop(L);
+    if (ty == LUA_TNIL) { lua_pop(L, 1); return; }
+    if (ty != LUA_TTABLE) vfail(L, t, "dims must be a list of dimension names (got %s)", luaL_typename(L, d));
+    lua_Integer n = (lua_Integer)lua_rawlen(L, d);
+    if (n > SP_MAX_DIMS) vfail(L, t, "dims has %lld names (at most %d)", (long long)n, SP_MAX_DIMS);
+    for (int i = 0; i < n; i++) {
+        char buf[80];
+        lua_rawgeti(L, d, i + 1);
+        if (lua_type(L, -1) != LUA_TSTRING || !is_ident(lua_tostring(L, -1), 23))
+            vfail(L, t, "dims[%d] must be an identifier of at most 23 characters (got %s)", i + 1,
+                  describe(L, -1, buf, sizeof buf));
+        const char *s = lua_tostring(L, -1);
+        for (int j = 0; j < i; j++)
+            if (strcmp(t->dims[j], s) == 0) vfail(L, t, "dims[%d]: dimension '%s' is declared twice", i + 1, s);
+        snprintf(t->dims[i], sizeof t->dims[i], "%s", s);
+        t->ndims = i + 1;
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+/* Converts the Lua value at idx into v (text malloc'd); returns 0 with *err set when it is not
+ * an allowed value. */
+static int to_value(lua_State *L, int idx, sp_value *v, const char **err)
+{
+    char buf[32];
+    switch (lua_type(L, idx)) {
+    case LUA_TNUMBER: {
+        int isnum;
+        lua_Integer i = lua_tointegerx(L, idx, &isnum); /* integral floats (2^6) are accepted */
+        if (!isnum) { *err = "is not an integer (values are integers, strings or booleans)"; return 0; }
+        v->kind = SP_VAL_INT;
+        v->i = (long long)i;
+        snprintf(buf, sizeof buf, "%lld", v->i);
+        v->text = sp_strdup(buf);
+        break;
+    }
+    case LUA_TSTRING: {
+        size_t n;
+        const char *s = lua_tolstring(L, idx, &n);
+        int ok = n > 0 && n < 256 && strlen(s) == n;
+        for (size_t k = 0; ok && k < n; k++)
+            if (s[k] == ',' || s[k] == '=' || (unsigned char)s[k] <= ' ' || s[k] == 0x7f) ok = 0;
+        if (!ok) { *err = "must be a non-empty string without ',', '=', spaces or control characters"; return 0; }
+        v->kind = SP_VAL_STR;
+        v->i = 0;
+        v->text = sp_strdup(s);
+        break;
+    }
+    case LUA_TBOOLEAN:
+        v->kind = SP_VAL_BOOL;
+        v->i = lua_toboolean(L, idx);
+        v->text = sp_strdup(v->i ? "true" : "false");
+        break;
+    default:
+        *err = "is not an integer, a string or a boolean";
+        return 0;
+    }
+    if (!v->text) sp_sandbox_nomem(L);
+    return 1;
+}
+
+static void push_value(lua_State *L, const sp_value *v)
+{
+    if (v->kind == SP_VAL_INT) lua_pushinteger(L, (lua_Integer)v->i);
+    else if (v->kind == SP_VAL_BOOL) lua_pushboolean(L, (int)v->i);
+    else lua_pushstring(L, v->text);
+}
+
+static int cmp_value_ptr(const void *a, const void *b)
+{
+    const sp_value *x = *(const sp_value *const *)a, *y = *(const sp_value *const *)b;
+    return strcmp(x->text, y->text);
+}
+
+static void read_param(lua_State *L, sp_template *t, int i, int e, int values_tbl, int names_tbl)
+{
+    char buf[80];
+    sp_param *p = &t->params[i];
+    if (rawfield(L, e, "name") != LUA_TSTRING || !is_ident(lua_tostring(L, -1), 63))
+        vfail(L, t, "params[%d].name must be an identifier (got %s)", i + 1, describe(L, -1, buf, sizeof buf));
+    const char *name = lua_tostring(L, -1);
+    for (int j = 0; j < i; j++)
+        if (strcmp(t->params[j].name, name) == 0)
+            vfail(L, t, "params[%d]: parameter '%s' is declared twice", i + 1, name);
+    p->name = dup_or_raise(L, name);
+    t->nparams = i + 1; /* from here on sp_template_free releases this parameter */
+    lua_pop(L, 1);
+    char what[48];
+    snprintf(what, sizeof what, "params[%d].doc", i + 1);
+    const char *doc = opt_string(L, t, e, "doc", what);
+    p->doc = dup_or_raise(L, doc ? doc : "");
+
+    if (rawfield(L, e, "values") != LUA_TTABLE || lua_rawlen(L, -1) == 0)
+        vfail(L, t, "params[%d].values must be a non-empty list", i + 1);
+    int vals = lua_gettop(L);
+    size_t nv = lua_rawlen(L, vals);
+    if (nv > MAX_VALUES) vfail(L, t, "params[%d].values has %zu entries (at most %d)", i + 1, nv, MAX_VALUES);
+    p->values = calloc(nv, sizeof *p->values);
+    if (!p->values) sp_sandbox_nomem(L);
+    lua_createtable(L, (int)nv, 0); /* the canonical Lua values */
+    int lv = lua_gettop(L);
+    for (size_t j = 0; j < nv; j++) {
+        const char *err = NULL;
+        lua_rawgeti(L, vals, (lua_Integer)j + 1);
+        if (lua_isnil(L, -1))
+            vfail(L, t, "params[%d].values[%zu] is nil (values must be a list without holes)", i + 1, j + 1);
+        if (!to_value(L, -1, &p->values[j], &err))
+            vfail(L, t, "params[%d].values[%zu] = %s %s", i + 1, j + 1, describe(L, -1, buf, sizeof buf), err);
+        p->nvalues = (int)j + 1;
+        if (p->values[j].kind != p->values[0].kind)
+            vfail(L, t, "params[%d].values[%zu] is a %s but values[1] is a %s (one type per parameter)", i + 1,
+                  j + 1, kind_name(p->values[j].kind), kind_name(p->values[0].kind));
+        lua_pop(L, 1);
+        push_value(L, &p->values[j]);
+        lua_rawseti(L, lv, (lua_Integer)j + 1);
+    }
+    /* Each value once (sorted copy: lists may be long). */
+    const sp_value **sorted = lua_newuserdatauv(L, nv * sizeof *sorted, 0);
+    for (size_t j = 0; j < nv; j++) sorted[j] = &p->values[j];
+    qsort(sorted, nv, sizeof *sorted, cmp_value_ptr);
+    for (size_t j = 1; j < nv; j++)
+        if (strcmp(sorted[j - 1]->text, sorted[j]->text) == 0)
+            vfail(L, t, "params[%d].values has %s twice", i + 1, sorted[j]->text);
+    lua_pop(L, 1);
+
+    p->default_index = 0;
+    if (rawfield(L, e, "default") != LUA_TNIL) {
+        sp_value d = {0};
+        const char *err = NULL;
+        int found = -1;
+        if (to_value(L, -1, &d, &err)) {
+            for (int j = 0; j < p->nvalues && found < 0; j++)
+                if (p->values[j].kind == d.kind && strcmp(p->values[j].text, d.text) == 0) found = j;
+            free(d.text);
+        }
+        if (found < 0)
+            vfail(L, t, "params[%d].default = %s is not one of its values", i + 1, describe(L, -1, buf, sizeof buf));
+        p->default_index = found;
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, lv);
+    lua_rawseti(L, values_tbl, i + 1);
+    lua_pushstring(L, p->name);
+    lua_rawseti(L, names_tbl, i + 1);
+    lua_settop(L, vals - 1);
+}
+
+static void read_params(lua_State *L, sp_template *t, int m, int T)
+{
+    int ty = rawfield(L, m, "params"), ps = lua_gettop(L);
+    if (ty != LUA_TTABLE || lua_rawlen(L, ps) == 0)
+        vfail(L, t, "params must be a non-empty list of parameters (got %s)",
+              ty == LUA_TTABLE ? "an empty table" : luaL_typename(L, ps));
+    size_t n = lua_rawlen(L, ps);
+    if (n > SP_MAX_PARAMS) vfail(L, t, "params has %zu entries (at most %d)", n, SP_MAX_PARAMS);
+    lua_createtable(L, (int)n, 0);
+    int values_tbl = lua_gettop(L);
+    lua_createtable(L, (int)n, 0);
+    int names_tbl = lua_gettop(L);
+    for (int i = 0; i < (int)n; i++) {
+        if (lua_rawgeti(L, ps, i + 1) != LUA_TTABLE)
+            vfail(L, t, "params[%d] must be a table {name = ..., values = {...}} (got %s)", i + 1,
+                  luaL_typename(L, -1));
+        read_param(L, t, i, lua_gettop(L), values_tbl, names_tbl);
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, values_tbl);
+    lua_rawseti(L, T, SP_T_VALUES);
+    lua_pushvalue(L, names_tbl);
+    lua_rawseti(L, T, SP_T_NAMES);
+    lua_settop(L, ps - 1);
+}
+
+static void read_constraints(lua_State *L, sp_template *t, int m, int T)
+{
+    int ty = rawfield(L, m, "constraints"), cs = lua_gettop(L);
+    lua_newtable(L);
+    int fns = lua_gettop(L);
+    size_t n = 0;
+    if (ty != LUA_TNIL) {
+        if (ty != LUA_TTABLE)
+            vfail(L, t, "constraints must be a list of {why = ..., check = function} (got %s)", luaL_typename(L, cs));
+        n = lua_rawlen(L, cs);
+    }
+    if (n > SP_MAX_CONSTRAINTS) vfail(L, t, "constraints has %zu entries (at most %d)", n, SP_MAX_CONSTRAINTS);
+    if (n) {
+        t->why = calloc(n, sizeof *t->why);
+        if (!t->why) sp_sandbox_nomem(L);
+    }
+    for (int i = 0; i < (int)n; i++) {
+        if (lua_rawgeti(L, cs, i + 1) != LUA_TTABLE)
+            vfail(L, t, "constraints[%d] must be a table {why = \"...\", check = function(c, gpu, p)} (got %s)",
+                  i + 1, luaL_typename(L, -1));
+        int e = lua_gettop(L);
+        if (rawfield(L, e, "why") != LUA_TSTRING || lua_rawlen(L, -1) == 0)
+            vfail(L, t, "constraints[%d].why must be a non-empty string", i + 1);
+        t->why[i] = dup_or_raise(L, lua_tostring(L, -1));
+        t->nconstraints = i + 1;
+        lua_pop(L, 1);
+        if (rawfield(L, e, "check") != LUA_TFUNCTION)
+            vfail(L, t, "constraints[%d].check must be a function(c, gpu, p) (got %s)", i + 1, luaL_typename(L, -1));
+        lua_rawseti(L, fns, i + 1);
+        lua_pop(L, 1);
+    }
+    lua_pushvalue(L, fns);
+    lua_rawseti(L, T, SP_T_CONSTRAINTS);
+    lua_settop(L, cs - 1);
+}
+
+static void read_functions(lua_State *L, sp_template *t, int m, int T)
+{
+    int ty = rawfield(L, m, "kernel");
+    if (ty == LUA_TSTRING) {
+        if (!is_ident(lua_tostring(L, -1), 127))
+            vfail(L, t, "kernel '%.60s' must be a C identifier of at most 127 characters", lua_tostring(L, -1));
+    } else if (ty != LUA_TFUNCTION) {
+        vfail(L, t, "kernel must be a function(c, gpu) or a string naming the entry point (got %s)",
+              luaL_typename(L, -1));
+    }
+    lua_rawseti(L, T, SP_T_KERNEL);
+    if (rawfield(L, m, "launch") != LUA_TFUNCTION)
+        vfail(L, t, "launch must be a function(c, p, gpu) returning {grid = ..., block = ..., smem = ...} (got %s)",
+              luaL_typename(L, -1));
+    lua_rawseti(L, T, SP_T_LAUNCH);
+    if (rawfield(L, m, "emit") != LUA_TFUNCTION)
+        vfail(L, t, "emit must be a function(c, p, gpu) returning CUDA C source (got %s)", luaL_typename(L, -1));
+    lua_rawseti(L, T, SP_T_EMIT);
+    ty = rawfield(L, m, "options");
+    if (ty == LUA_TTABLE) {
+        int o = lua_gettop(L);
+        size_t n = lua_rawlen(L, o);
+        if (n > SP_MAX_OPTIONS) vfail(L, t, "options has %zu entries (at most %d)", n, SP_MAX_OPTIONS);
+        for (size_t i = 1; i <= n; i++) {
+            if (lua_rawgeti(L, o, (lua_Integer)i) != LUA_TSTRING || lua_rawlen(L, -1) == 0)
+                vfail(L, t, "options[%zu] must be a non-empty string", i);
+            lua_pop(L, 1);
+        }
+    } else if (ty != LUA_TNIL && ty != LUA_TFUNCTION) {
+        vfail(L, t, "options must be a function(c, gpu) or a list of strings (got %s)", luaL_typename(L, -1));
+    }
+    lua_rawseti(L, T, SP_T_OPTIONS);
+}
+
+static int tpl_load(lua_State *L)
+{
+    load_ctx *x = lua_touserdata(L, 1);
+    sp_template *t = x->t;
+    luaL_checkstack(L, 40, NULL);
+    if (luaL_loadbufferx(L, x->src, x->len, x->chunk, "t") != LUA_OK) return lua_error(L);
+    lua_call(L, 0, 1);
+    int m = lua_gettop(L);
+    if (!lua_istable(L, m)) vfail(L, t, "must return a table (got %s)", luaL_typename(L, m));
+    lua_createtable(L, 8, 0);
+    int T = lua_gettop(L);
+    read_meta(L, x, m);
+    read_dims(L, t, m);
+    read_params(L, t, m, T);
+    read_constraints(L, t, m, T);
+    read_functions(L, t, m, T);
+    lua_pushvalue(L, T);
+    lua_rawsetp(L, LUA_REGISTRYINDEX, &sp_template_key);
+    return 0;
+}
+
+/* ---- loading ----------------------------------------------------------------------------- */
+
+static void compute_hash(sp_template *t, const char *src, size_t len)
+{
+    sp_sha256 s;
+    uint8_t d[32];
+    sp_sha256_init(&s);
+    sp_sha256_field(&s, t->path, strlen(t->path));
+    sp_sha256_field(&s, src, len);
+    for (int i = 0; i < t->nlibs; i++) { /* sorted by path */
+        sp_sha256_field(&s, t->libs[i].path, strlen(t->libs[i].path));
+        sp_sha256_field(&s, t->libs[i].data, t->libs[i].len);
+    }
+    sp_sha256_final(&s, d);
+    sp_hex(d, sizeof d, t->hash);
+}
+
+/* Takes ownership of libs. stem is NULL for a template given as a string. */
+static sptune_status load_common(const char *path, const char *stem, const char *src, size_t len,
+                                 const sp_sandbox_limits *limits, sp_tfile *libs, int nlibs,
+                                 sp_template **out)
+{
+    sp_template *t = calloc(1, sizeof *t);
+    if (!t || !(t->path = sp_strdup(path))) {
+        free(t);
+        sp_tfiles_free(libs, nlibs);
+        return sp_fail(SPTUNE_ERR_NOMEM, "out of memory loading %s", path);
+    }
+    t->libs = libs;
+    t->nlibs = nlibs;
+    compute_hash(t, src, len);
+    load_ctx x = {.t = t, .src = src, .len = len, .stem = stem, .folder = ""};
+    char folder[64] = "";
+    if (sp_tsource_split(path, folder, NULL)) x.folder = folder;
+    snprintf(x.chunk, sizeof x.chunk, "@%s", path);
+    sptune_status st = sp_sandbox_open(&t->sb, limits, t->path, t->libs, t->nlibs);
+    if (st == SPTUNE_OK) st = sp_sandbox_pcall(&t->sb, tpl_load, &x, 0);
+    if (st != SPTUNE_OK) {
+        sp_template_free(t);
+        return st;
+    }
+    *out = t;
+    return SPTUNE_OK;
+}
+
+sptune_status sp_template_load_source(const char *chunkname, const char *source,
+                                      const sp_sandbox_limits *limits, sp_template **out)
+{
+    *out = NULL;
+    if (!chunkname || !source) return sp_fail(SPTUNE_ERR_INVALID, "sp_template_load_source: no chunk name or source");
+    if (chunkname[0] == '@') chunkname++;
+    if (strlen(chunkname) >= 140) return sp_fail(SPTUNE_ERR_INVALID, "chunk name too long: %s", chunkname);
+    sp_tfile *libs;
+    int nlibs;
+    sptune_status st = sp_tsource_libs(&libs, &nlibs);
+    if (st != SPTUNE_OK) return st;
+    return load_common(chunkname, NULL, source, strlen(source), limits, libs, nlibs, out);
+}
+
+sptune_status sp_template_list(char ***names, int *count)
+{
+    *names = NULL;
+    if (count) *count = 0;
+    char **paths;
+    int n;
+    sptune_status st = sp_tsource_paths(&paths, &n);
+    if (st != SPTUNE_OK) return st;
+    char **v = calloc((size_t)n + 1, sizeof *v);
+    if (!v) { sp_strv_free(paths); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
+    int k = 0;
+    for (int i = 0; i < n && st == SPTUNE_OK; i++) {
+        char dir[64], stem[64];
+        if (!sp_tsource_split(paths[i], dir, stem) || strcmp(dir, "lib") == 0) continue;
+        for (int j = 0; j < i; j++) {
+            char d2[64], s2[64];
+            if (sp_tsource_split(paths[j], d2, s2) && strcmp(d2, "lib") != 0 && strcmp(s2, stem) == 0)
+                st = sp_fail(SPTUNE_ERR_TEMPLATE, "op '%s' is defined twice: %s and %s", stem, paths[j], paths[i]);
+        }
+        if (st == SPTUNE_OK && !(v[k++] = sp_strdup(stem))) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    }
+    sp_strv_free(paths);
+    if (st != SPTUNE_OK) { sp_strv_free(v); return st; }
+    qsort(v, (size_t)k, sizeof *v, cmp_str);
+    *names = v;
+    if (count) *count = k;
+    return SPTUNE_OK;
+}
+
+sptune_status sp_template_load(const char *op, sp_template **out)
+{
+    *out = NULL;
+    if (!op || !*op) return sp_fail(SPTUNE_ERR_INVALID, "no template name given");
+    char **paths;
+    int n;
+    sptune_status st = sp_tsource_paths(&paths, &n);
+    if (st != SPTUNE_OK) return st;
+    const char *path = NULL;
+    for (int i = 0; i < n; i++) {
+        char dir[64], stem[64];
+        if (!sp_tsource_split(paths[i], dir, stem) || strcmp(dir, "lib") == 0 || strcmp(stem, op) != 0) continue;
+        if (path) {
+            st = sp_fail(SPTUNE_ERR_TEMPLATE, "op '%s' is defined twice: %s and %s", op, path, paths[i]);
+            break;
+        }
+        path = paths[i];
+    }
+    if (st == SPTUNE_OK && !path) {
+        char **names;
+        int count;
+        st = sp_template_list(&names, &count);
+        if (st == SPTUNE_OK) {
+            sp_buf ops = {0};
+            for (int i = 0; i < count; i++) sp_buf_printf(&ops, "%s%s", i ? ", " : "", names[i]);
+            st = sp_fail(SPTUNE_ERR_NOT_FOUND, "no template '%s' in %s (templates: %s)", op, sp_tsource_where(),
+                         ops.data ? ops.data : "none");
+            sp_buf_free(&ops);
+            sp_strv_free(names);
+        }
+    }
+    char *src = NULL;
+    size_t len = 0;
+    if (st == SPTUNE_OK) st = sp_tsource_read(path, &src, &len);
+    sp_tfile *libs = NULL;
+    int nlibs = 0;
+    if (st == SPTUNE_OK) st = sp_tsource_libs(&libs, &nlibs);
+    if (st == SPTUNE_OK) st = load_common(path, op, src, len, NULL, libs, nlibs, out);
+    free(src);
+    sp_strv_free(paths);
+    return st;
+}
+
+void sp_template_free(sp_template *t)
+{
+    if (!t) return;
+    sp_sandbox_close(&t->sb); /* first: finalizers may still call require() */
+    for (int i = 0; i < t->nparams; i++) {
+        sp_param *p = &t->params[i];
+        for (int j = 0; j < p->nvalues; j++) free(p->values[j].text);
+        free(p->values);
+        free(p->name);
+        free(p->doc);
+    }
+    for (int i = 0; i < t->nconstraints; i++) free(t->why[i]);
+    free(t->why);
+    sp_tfiles_free(t->libs, t->nlibs);
+    free(t->name);
+    free(t->family);
+    free(t->description);
+    free(t->path);
+    free(t);
+}
+
+/* ---- accessors --------------------------------------------------------------------------- */
+
+const char *sp_template_name(const sp_template *t) { return t->name; }
+const char *sp_template_family(const sp_template *t) { return t->family; }
+const char *sp_template_description(const sp_template *t) { return t->description; }
+const char *sp_template_path(const sp_template *t) { return t->path; }
+const char *sp_template_hash(const sp_template *t) { return t->hash; }
+int sp_template_nparams(const sp_template *t) { return t->nparams; }
+int sp_template_ndims(const sp_template *t) { return t->ndims; }
+
+const sp_param *sp_template_param(const sp_template *t, int i)
+{
+    return i >= 0 && i < t->nparams ? &t->params[i] : NULL;
+}
+
+const char *sp_template_dim(const sp_template *t, int i)
+{
+    return i >= 0 && i < t->ndims ? t->dims[i] : NULL;
+}

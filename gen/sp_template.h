@@ -1,0 +1,114 @@
+/* Lua templates: load in a sandbox, describe a parameter space, check constraints, render CUDA C.
+ * The Lua-side contract is written down in templates/README.md. A template object owns one Lua
+ * state and is not thread-safe; load one per thread. */
+#ifndef SP_TEMPLATE_H
+#define SP_TEMPLATE_H
+
+#include "sptune.h"
+#include "sp_gpu.h"
+
+#define SP_MAX_PARAMS 32
+#define SP_MAX_DIMS 16
+
+typedef enum sp_value_kind { SP_VAL_INT, SP_VAL_STR, SP_VAL_BOOL } sp_value_kind;
+
+typedef struct sp_value {
+    sp_value_kind kind;
+    long long i;  /* INT: the value; BOOL: 0/1 */
+    char *text;   /* canonical text of every kind: "128", "xor", "true" */
+} sp_value;
+
+typedef struct sp_param {
+    char *name;
+    char *doc;
+    int nvalues;
+    sp_value *values;
+    int default_index;
+} sp_param;
+
+/* A configuration: one value index per parameter, in the template's parameter order. */
+typedef struct sp_config {
+    int nparams;
+    int idx[SP_MAX_PARAMS];
+} sp_config;
+
+/* A problem: named numeric dimensions in the template's declared order ("M", "N", "K", ...). */
+typedef struct sp_problem {
+    int n;
+    char name[SP_MAX_DIMS][24];
+    double v[SP_MAX_DIMS];
+} sp_problem;
+
+/* Sandbox limits for one call into a template (load, a constraint, emit, ...). */
+typedef struct sp_sandbox_limits {
+    long long max_instructions; /* VM instructions per call; default 200 million */
+    size_t max_memory;          /* bytes held by the Lua state; default 256 MiB */
+} sp_sandbox_limits;
+
+typedef struct sp_template sp_template;
+
+/* Ops available: templates/<family>/<op>.lua (the embedded set, or $SPTUNE_TEMPLATES/<...> when
+ * that variable names a folder). *names is a NULL-terminated array; free with sp_strv_free. */
+sptune_status sp_template_list(char ***names, int *count);
+void sp_strv_free(char **v);
+
+/* Loads op by name (e.g. "gemm"). Errors name the file and line: "templates/dense/gemm.lua:12: ...". */
+sptune_status sp_template_load(const char *op, sp_template **out);
+/* Loads a template from a string (tests; chunkname like "templates/test/x.lua"). limits may be NULL. */
+sptune_status sp_template_load_source(const char *chunkname, const char *source,
+                                      const sp_sandbox_limits *limits, sp_template **out);
+void sp_template_free(sp_template *t);
+
+const char *sp_template_name(const sp_template *t);
+const char *sp_template_family(const sp_template *t);
+const char *sp_template_description(const sp_template *t);
+const char *sp_template_path(const sp_template *t);
+/* SHA-256 hex over the template file and every file of templates/lib. */
+const char *sp_template_hash(const sp_template *t);
+int sp_template_nparams(const sp_template *t);
+const sp_param *sp_template_param(const sp_template *t, int i);
+int sp_template_ndims(const sp_template *t);
+const char *sp_template_dim(const sp_template *t, int i);
+
+/* "bm=128,bn=64" -> config; parameters not named take their default. Unknown names or values
+ * are SPTUNE_ERR_INVALID with the accepted values in the message. */
+sptune_status sp_config_parse(const sp_template *t, const char *text, sp_config *out);
+void sp_config_default(const sp_template *t, sp_config *out);
+/* "bm=128,bn=64,..." in parameter order; malloc'd (NULL on exhaustion). */
+char *sp_config_format(const sp_template *t, const sp_config *c);
+
+/* "M=4096,N=4096,K=4096" or "4096x4096x4096" (declared order). Every dimension is required. */
+sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_problem *out);
+/* "M=4096,N=4096,K=4096"; malloc'd. */
+char *sp_problem_format(const sp_problem *p);
+
+/* Runs the template's constraints. *ok=1 if valid; else *ok=0 and *why (malloc'd, may be NULL
+ * when why is NULL) says which constraint failed. problem may be NULL: problem-dependent
+ * constraints then pass. A constraint that raises an error is SPTUNE_ERR_TEMPLATE. */
+sptune_status sp_template_check(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
+                                const sp_problem *problem, int *ok, char **why);
+
+/* Enumerates valid configurations in a fixed order (odometer over parameter values, the last
+ * parameter changing fastest). cb may be NULL (count only); a non-zero return from cb stops the
+ * walk (still SPTUNE_OK). *count gets the number of valid configurations visited. */
+typedef int (*sp_space_cb)(const sp_config *c, void *ud);
+sptune_status sp_template_space(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *problem,
+                                sp_space_cb cb, void *ud, long long *count);
+
+/* One rendered kernel: the source and how to launch it for the given problem. */
+typedef struct sp_kernel_src {
+    char *source;           /* CUDA C */
+    char kernel[128];       /* entry point name (extern "C") */
+    unsigned grid[3], block[3], cluster[3];
+    unsigned smem;          /* dynamic shared memory, bytes */
+    char **options;         /* extra NVRTC options from the template; NULL-terminated */
+    int noptions;
+} sp_kernel_src;
+
+/* Renders configuration c (must be valid) for gpu and problem. problem may be NULL: then grid is
+ * {0,0,0}. Deterministic: the same inputs give the same bytes. */
+sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
+                               const sp_problem *problem, sp_kernel_src *out);
+void sp_kernel_src_free(sp_kernel_src *k);
+
+#endif

@@ -1,0 +1,42 @@
+/* Internals shared by the gen/sp_template*.c files. */
+#ifndef SP_TEMPLATE_INT_H
+#define SP_TEMPLATE_INT_H
+
+#include "sp_sandbox.h"
+#include "sp_template.h"
+
+#define SP_MAX_CONSTRAINTS 256
+#define SP_MAX_OPTIONS 64
+
+/* Fields of the template's internal table (registry, key &sp_template_key). Functions are copied
+ * there at load time so that a template changing its own module table changes nothing. */
+enum {
+    SP_T_KERNEL = 1,      /* function or string */
+    SP_T_LAUNCH = 2,      /* function */
+    SP_T_EMIT = 3,        /* function */
+    SP_T_OPTIONS = 4,     /* nil, function or list of strings */
+    SP_T_CONSTRAINTS = 5, /* list of check functions */
+    SP_T_VALUES = 6,      /* list (per parameter) of lists of Lua values */
+    SP_T_NAMES = 7        /* list of parameter names */
+};
+extern const char sp_template_key;
+
+struct sp_template {
+    sp_sandbox sb;
+    char *path;        /* "templates/dense/gemm.lua" */
+    char *name, *family, *description;
+    char hash[65];
+    int nparams;
+    sp_param params[SP_MAX_PARAMS];
+    int ndims;
+    char dims[SP_MAX_DIMS][24];
+    int nconstraints;
+    char **why;        /* nconstraints entries */
+    sp_tfile *libs;    /* templates/lib files, read at load time (require() loads from here) */
+    int nlibs;
+};
+
+/* Checks that c is a configuration of t (SPTUNE_ERR_INVALID otherwise). */
+sptune_status sp_config_validate(const sp_template *t, const sp_config *c);
+
+#endif

@@ -1,0 +1,486 @@
+/* Running a loaded template: constraints, the space walk, rendering. */
+#include "sp_template_int.h"
+
+#include "sp_status.h"
+
+#include <lauxlib.h>
+
+#include <ctype.h>
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct run_ctx {
+    sp_template *t;
+    const sp_config *c;
+    const sp_gpu_profile *gpu;
+    const sp_problem *p;
+    int constraint;       /* the constraint running (for messages), -1 when none */
+    const char *stage;    /* "kernel", "launch", "emit", "options" (for messages) */
+    /* check */
+    int failed;
+    /* space */
+    sp_space_cb cb;
+    void *ud;
+    long long count;
+    sp_config cur;
+    /* emit */
+    sp_kernel_src *out;
+} run_ctx;
+
+/* ---- what templates see: c, gpu, p ------------------------------------------------------- */
+
+static int push_internal(lua_State *L)
+{
+    lua_rawgetp(L, LUA_REGISTRYINDEX, &sp_template_key);
+    return lua_gettop(L);
+}
+
+static void set_int(lua_State *L, const char *k, long long v)
+{
+    lua_pushinteger(L, (lua_Integer)v);
+    lua_setfield(L, -2, k);
+}
+
+static void set_bool(lua_State *L, const char *k, int v)
+{
+    lua_pushboolean(L, v != 0);
+    lua_setfield(L, -2, k);
+}
+
+static void set_str(lua_State *L, const char *k, const char *s, size_t max)
+{
+    lua_pushlstring(L, s, strnlen(s, max));
+    lua_setfield(L, -2, k);
+}
+
+static int push_gpu(lua_State *L, const sp_gpu_profile *g)
+{
+    const sptune_gpu_info *i = &g->info;
+    lua_createtable(L, 0, 24);
+    set_str(L, "name", i->profile, sizeof i->profile);
+    set_str(L, "display", i->name, sizeof i->name);
+    set_str(L, "arch", i->arch, sizeof i->arch);
+    set_int(L, "cc", i->cc_major * 10 + i->cc_minor);
+    set_int(L, "cc_major", i->cc_major);
+    set_int(L, "cc_minor", i->cc_minor);
+    set_int(L, "sm_count", i->sm_count);
+    set_int(L, "smem_per_block", i->smem_per_block_optin);
+    set_int(L, "smem_per_sm", i->smem_per_sm);
+    set_int(L, "regs_per_sm", i->regs_per_sm);
+    set_int(L, "max_threads_per_sm", i->max_threads_per_sm);
+    set_int(L, "l2_bytes", i->l2_bytes);
+    set_int(L, "mem_bytes", (long long)i->total_mem_bytes);
+    lua_pushnumber(L, i->mem_bandwidth_gbs);
+    lua_setfield(L, -2, "mem_bandwidth_gbs");
+    set_bool(L, "wgmma", g->has_wgmma);
+    set_bool(L, "tma", g->has_tma);
+    set_bool(L, "cluster", g->has_cluster);
+    set_bool(L, "mma_sp", g->has_mma_sp);
+    set_bool(L, "cp_async", g->has_cp_async);
+    return lua_gettop(L);
+}
+
+static int push_problem(lua_State *L, const sp_problem *p)
+{
+    if (!p) {
+        lua_pushnil(L);
+        return lua_gettop(L);
+    }
+    lua_createtable(L, 0, p->n);
+    for (int i = 0; i < p->n; i++) {
+        double v = p->v[i];
+        lua_pushlstring(L, p->name[i], strnlen(p->name[i], sizeof p->name[i]));
+        if (v == floor(v) && fabs(v) < 9.2e18) lua_pushinteger(L, (lua_Integer)v);
+        else lua_pushnumber(L, v);
+        lua_rawset(L, -3);
+    }
+    return lua_gettop(L);
+}
+
+/* Sets every field of the config table at cfg (absolute) from idx; names/values are the first
+ * stack slots of the parameter names and value lists. */
+static void fill_config(lua_State *L, const sp_template *t, int cfg, int names, int values, const int *idx)
+{
+    for (int i = 0; i < t->nparams; i++) {
+        lua_pushvalue(L, names + i);
+        lua_rawgeti(L, values + i, idx[i] + 1);
+        lua_rawset(L, cfg);
+    }
+}
+
+/* Pushes the parameter names then the value lists (2 * nparams slots); returns the first. */
+static int push_param_slots(lua_State *L, const sp_template *t, int T)
+{
+    luaL_checkstack(L, 2 * t->nparams + 20, NULL);
+    lua_rawgeti(L, T, SP_T_NAMES);
+    lua_rawgeti(L, T, SP_T_VALUES);
+    int nt = lua_gettop(L) - 1, vt = nt + 1;
+    int first = lua_gettop(L) + 1;
+    for (int i = 0; i < t->nparams; i++) lua_rawgeti(L, nt, i + 1);
+    for (int i = 0; i < t->nparams; i++) lua_rawgeti(L, vt, i + 1);
+    return first;
+}
+
+static int push_config(lua_State *L, const sp_template *t, int T, const sp_config *c)
+{
+    int slots = push_param_slots(L, t, T);
+    lua_createtable(L, 0, t->nparams);
+    int cfg = lua_gettop(L);
+    fill_config(L, t, cfg, slots, slots + t->nparams, c->idx);
+    lua_replace(L, slots - 2); /* keep only the table */
+    lua_settop(L, slots - 2);
+    return slots - 2;
+}
+
+/* ---- constraints ------------------------------------------------------------------------- */
+
+/* Runs the constraints in order; returns the index of the first that fails (leaving its reason,
+ * a string or nil, on the stack when want_reason) or -1 when all pass. */
+static int run_constraints(lua_State *L, run_ctx *x, int fns, int c, int g, int p, int want_reason)
+{
+    sp_template *t = x->t;
+    for (int i = 0; i < t->nconstraints; i++) {
+        x->constraint = i;
+        lua_rawgeti(L, fns, i + 1);
+        lua_pushvalue(L, c);
+        lua_pushvalue(L, g);
+        lua_pushvalue(L, p);
+        sp_sandbox_reset(&t->sb);
+        lua_call(L, 3, 2);
+        if (lua_type(L, -2) != LUA_TBOOLEAN)
+            sp_sandbox_error(L, "%s: the check returned %s, not a boolean", t->path, luaL_typename(L, -2));
+        if (lua_toboolean(L, -2)) {
+            lua_pop(L, 2);
+            continue;
+        }
+        x->constraint = -1;
+        if (want_reason) {
+            if (lua_type(L, -1) != LUA_TSTRING) {
+                lua_pop(L, 1);
+                lua_pushnil(L);
+            }
+            lua_remove(L, -2);
+        } else {
+            lua_pop(L, 2);
+        }
+        return i;
+    }
+    x->constraint = -1;
+    return -1;
+}
+
+static int run_check(lua_State *L)
+{
+    run_ctx *x = lua_touserdata(L, 1);
+    luaL_checkstack(L, 20, NULL);
+    int T = push_internal(L);
+    lua_rawgeti(L, T, SP_T_CONSTRAINTS);
+    int fns = lua_gettop(L);
+    int c = push_config(L, x->t, T, x->c);
+    int g = push_gpu(L, x->gpu);
+    int p = push_problem(L, x->p);
+    x->failed = run_constraints(L, x, fns, c, g, p, 1);
+    if (x->failed < 0) lua_pushnil(L);
+    return 1;
+}
+
+static int run_space(lua_State *L)
+{
+    run_ctx *x = lua_touserdata(L, 1);
+    const sp_template *t = x->t;
+    int T = push_internal(L);
+    lua_rawgeti(L, T, SP_T_CONSTRAINTS);
+    int fns = lua_gettop(L);
+    int slots = push_param_slots(L, t, T);
+    int g = push_gpu(L, x->gpu);
+    int p = push_problem(L, x->p);
+    lua_createtable(L, 0, t->nparams);
+    int c = lua_gettop(L);
+    sp_config *cur = &x->cur;
+    memset(cur, 0, sizeof *cur);
+    cur->nparams = t->nparams;
+    for (;;) {
+        /* Every field is written each time, so that a check that changes c changes nothing. */
+        fill_config(L, t, c, slots, slots + t->nparams, cur->idx);
+        if (run_constraints(L, x, fns, c, g, p, 0) < 0) {
+            x->count++;
+            if (x->cb && x->cb(cur, x->ud)) break;
+        }
+        int k = t->nparams - 1; /* the odometer: the last parameter changes fastest */
+        while (k >= 0 && ++cur->idx[k] == t->params[k].nvalues) cur->idx[k--] = 0;
+        if (k < 0) break;
+    }
+    return 0;
+}
+
+/* Appends " (in <what> for <config>)" to the thread's message. */
+static sptune_status annotate(sptune_status st, const sp_template *t, const sp_config *c, const char *what)
+{
+    if (st != SPTUNE_ERR_TEMPLATE) return st;
+    char old[3072];
+    snprintf(old, sizeof old, "%s", sptune_last_error());
+    char *cfg = sp_config_format(t, c);
+    sp_fail(st, "%s (in %s for %s)", old, what, cfg ? cfg : "?");
+    free(cfg);
+    return st;
+}
+
+static sptune_status check_args(const sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p)
+{
+    if (!t || !gpu) return sp_fail(SPTUNE_ERR_INVALID, "no template or GPU profile given");
+    if (!p) return SPTUNE_OK;
+    if (p->n < 0 || p->n > SP_MAX_DIMS) return sp_fail(SPTUNE_ERR_INVALID, "bad problem (%d dimensions)", p->n);
+    for (int i = 0; i < t->ndims; i++) {
+        int found = 0;
+        for (int j = 0; j < p->n && !found; j++) found = strncmp(p->name[j], t->dims[i], sizeof p->name[j]) == 0;
+        if (!found) return sp_fail(SPTUNE_ERR_INVALID, "the problem has no dimension '%s' (%s needs it)", t->dims[i], t->name);
+    }
+    for (int j = 0; j < p->n; j++)
+        if (!isfinite(p->v[j])) return sp_fail(SPTUNE_ERR_INVALID, "problem dimension %.23s is not finite", p->name[j]);
+    return SPTUNE_OK;
+}
+
+sptune_status sp_template_check(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
+                                const sp_problem *problem, int *ok, char **why)
+{
+    if (ok) *ok = 0;
+    if (why) *why = NULL;
+    sptune_status st = check_args(t, gpu, problem);
+    if (st == SPTUNE_OK) st = sp_config_validate(t, c);
+    if (st != SPTUNE_OK) return st;
+    run_ctx x = {.t = t, .c = c, .gpu = gpu, .p = problem, .constraint = -1, .failed = -1};
+    st = sp_sandbox_pcall(&t->sb, run_check, &x, 1);
+    if (st != SPTUNE_OK) {
+        if (x.constraint < 0) return annotate(st, t, c, "the constraints");
+        char what[600];
+        snprintf(what, sizeof what, "constraint '%.500s'", t->why[x.constraint]);
+        return annotate(st, t, c, what);
+    }
+    lua_State *L = t->sb.L;
+    if (x.failed >= 0 && why) {
+        const char *reason = lua_type(L, -1) == LUA_TSTRING ? lua_tostring(L, -1) : NULL;
+        *why = reason ? sp_asprintf("%s: %s", t->why[x.failed], reason) : sp_strdup(t->why[x.failed]);
+        if (!*why) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    }
+    lua_pop(L, 1);
+    if (ok && st == SPTUNE_OK) *ok = x.failed < 0;
+    return st;
+}
+
+sptune_status sp_template_space(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *problem,
+                                sp_space_cb cb, void *ud, long long *count)
+{
+    if (count) *count = 0;
+    sptune_status st = check_args(t, gpu, problem);
+    if (st != SPTUNE_OK) return st;
+    run_ctx x = {.t = t, .gpu = gpu, .p = problem, .constraint = -1, .cb = cb, .ud = ud};
+    st = sp_sandbox_pcall(&t->sb, run_space, &x, 0);
+    if (count) *count = x.count;
+    if (st != SPTUNE_OK) {
+        if (x.constraint < 0) return annotate(st, t, &x.cur, "the space walk");
+        char what[600];
+        snprintf(what, sizeof what, "constraint '%.500s'", t->why[x.constraint]);
+        return annotate(st, t, &x.cur, what);
+    }
+    return SPTUNE_OK;
+}
+
+/* ---- rendering --------------------------------------------------------------------------- */
+
+static int is_c_ident(const char *s, size_t n)
+{
+    if (n == 0 || n > 127 || strlen(s) != n || !(isalpha((unsigned char)s[0]) || s[0] == '_')) return 0;
+    for (size_t i = 1; i < n; i++)
+        if (!(isalnum((unsigned char)s[i]) || s[i] == '_')) return 0;
+    return 1;
+}
+
+static const char *describe(lua_State *L, int idx, char *buf, size_t n)
+{
+    if (lua_type(L, idx) == LUA_TNUMBER) {
+        if (lua_isinteger(L, idx)) snprintf(buf, n, "%lld", (long long)lua_tointeger(L, idx));
+        else snprintf(buf, n, "%.17g", (double)lua_tonumber(L, idx));
+    } else if (lua_type(L, idx) == LUA_TSTRING) {
+        snprintf(buf, n, "'%.40s'", lua_tostring(L, idx));
+    } else {
+        snprintf(buf, n, "a %s", luaL_typename(L, idx));
+    }
+    return buf;
+}
+
+/* launch's grid/block/cluster: a list of 1 to 3 positive integers (missing entries are 1). */
+static void read_dim3(lua_State *L, const sp_template *t, int r, const char *field, int required, unsigned out[3])
+{
+    char buf[64];
+    lua_pushstring(L, field);
+    int ty = lua_rawget(L, r);
+    out[0] = out[1] = out[2] = 1;
+    if (ty == LUA_TNIL && !required) { lua_pop(L, 1); return; }
+    if (ty != LUA_TTABLE || lua_rawlen(L, -1) > 3)
+        sp_sandbox_error(L, "%s: launch returned %s = %s (must be a list of 1 to 3 positive integers)", t->path,
+                         field, ty == LUA_TNIL ? "nil" : describe(L, -1, buf, sizeof buf));
+    for (int k = 0; k < 3; k++) {
+        if (lua_rawgeti(L, -1, k + 1) != LUA_TNIL) {
+            int isnum;
+            lua_Integer v = lua_tointegerx(L, -1, &isnum);
+            if (!isnum || v < 1 || v > INT_MAX)
+                sp_sandbox_error(L, "%s: launch returned %s[%d] = %s (must be a positive integer)", t->path, field,
+                                 k + 1, describe(L, -1, buf, sizeof buf));
+            out[k] = (unsigned)v;
+        }
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
+static void read_launch(lua_State *L, const sp_template *t, int r, sp_kernel_src *out)
+{
+    char buf[64];
+    if (!lua_istable(L, r))
+        sp_sandbox_error(L, "%s: launch returned %s, not a table {grid = {x, y, z}, block = {x, y, z}, smem = bytes}",
+                         t->path, describe(L, r, buf, sizeof buf));
+    read_dim3(L, t, r, "grid", 1, out->grid);
+    read_dim3(L, t, r, "block", 1, out->block);
+    read_dim3(L, t, r, "cluster", 0, out->cluster);
+    lua_pushliteral(L, "smem");
+    if (lua_rawget(L, r) != LUA_TNIL) {
+        int isnum;
+        lua_Integer v = lua_tointegerx(L, -1, &isnum);
+        if (!isnum || v < 0 || v > (lua_Integer)UINT_MAX)
+            sp_sandbox_error(L, "%s: launch returned smem = %s (must be a non-negative integer of bytes)", t->path,
+                             describe(L, -1, buf, sizeof buf));
+        out->smem = (unsigned)v;
+    }
+    lua_pop(L, 1);
+}
+
+static int run_emit(lua_State *L)
+{
+    run_ctx *x = lua_touserdata(L, 1);
+    sp_template *t = x->t;
+    sp_kernel_src *out = x->out;
+    char buf[64];
+    luaL_checkstack(L, 30, NULL);
+    int T = push_internal(L);
+    int c = push_config(L, t, T, x->c);
+    int g = push_gpu(L, x->gpu);
+    int p = push_problem(L, x->p);
+
+    x->stage = "kernel";
+    if (lua_rawgeti(L, T, SP_T_KERNEL) == LUA_TFUNCTION) {
+        lua_pushvalue(L, c);
+        lua_pushvalue(L, g);
+        sp_sandbox_reset(&t->sb);
+        lua_call(L, 2, 1);
+    }
+    size_t n = 0;
+    const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+    if (!name || !is_c_ident(name, n))
+        sp_sandbox_error(L, "%s: kernel returned %s (must be a C identifier of at most 127 characters)", t->path,
+                         describe(L, -1, buf, sizeof buf));
+    memcpy(out->kernel, name, n + 1);
+    lua_pop(L, 1);
+
+    if (x->p) {
+        x->stage = "launch";
+        lua_rawgeti(L, T, SP_T_LAUNCH);
+        lua_pushvalue(L, c);
+        lua_pushvalue(L, p);
+        lua_pushvalue(L, g);
+        sp_sandbox_reset(&t->sb);
+        lua_call(L, 3, 1);
+        read_launch(L, t, lua_gettop(L), out);
+        lua_pop(L, 1);
+    }
+
+    x->stage = "emit";
+    lua_rawgeti(L, T, SP_T_EMIT);
+    lua_pushvalue(L, c);
+    lua_pushvalue(L, p);
+    lua_pushvalue(L, g);
+    sp_sandbox_reset(&t->sb);
+    lua_call(L, 3, 1);
+    if (lua_type(L, -1) != LUA_TSTRING)
+        sp_sandbox_error(L, "%s: emit returned %s, not a string of CUDA C source", t->path, describe(L, -1, buf, sizeof buf));
+    const char *src = lua_tolstring(L, -1, &n);
+    if (strlen(src) != n) sp_sandbox_error(L, "%s: emit returned source with a NUL byte", t->path);
+    int s = lua_gettop(L);
+
+    x->stage = "options";
+    if (lua_rawgeti(L, T, SP_T_OPTIONS) == LUA_TFUNCTION) {
+        lua_pushvalue(L, c);
+        lua_pushvalue(L, g);
+        sp_sandbox_reset(&t->sb);
+        lua_call(L, 2, 1);
+        int o = lua_gettop(L);
+        if (!lua_isnil(L, o)) {
+            if (!lua_istable(L, o) || lua_rawlen(L, o) > SP_MAX_OPTIONS)
+                sp_sandbox_error(L, "%s: options returned %s (must be a list of at most %d strings)", t->path,
+                                 describe(L, o, buf, sizeof buf), SP_MAX_OPTIONS);
+            for (size_t i = 1; i <= lua_rawlen(L, o); i++) {
+                if (lua_rawgeti(L, o, (lua_Integer)i) != LUA_TSTRING || lua_rawlen(L, -1) == 0 ||
+                    strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
+                    sp_sandbox_error(L, "%s: options[%zu] must be a non-empty string (got %s)", t->path, i,
+                                     describe(L, -1, buf, sizeof buf));
+                lua_pop(L, 1);
+            }
+        }
+    }
+    x->stage = NULL;
+    lua_pushvalue(L, s);
+    lua_insert(L, -2);
+    return 2; /* source, options (nil or a list of strings) */
+}
+
+sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
+                               const sp_problem *problem, sp_kernel_src *out)
+{
+    if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sp_template_emit: no output");
+    memset(out, 0, sizeof *out);
+    sptune_status st = check_args(t, gpu, problem);
+    if (st == SPTUNE_OK) st = sp_config_validate(t, c);
+    if (st != SPTUNE_OK) return st;
+    run_ctx x = {.t = t, .c = c, .gpu = gpu, .p = problem, .constraint = -1, .out = out};
+    st = sp_sandbox_pcall(&t->sb, run_emit, &x, 2);
+    if (st != SPTUNE_OK) {
+        memset(out, 0, sizeof *out);
+        return annotate(st, t, c, x.stage ? x.stage : "emit");
+    }
+    lua_State *L = t->sb.L;
+    size_t n;
+    const char *src = lua_tolstring(L, -2, &n);
+    out->source = sp_strndup(src, n);
+    size_t nopt = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
+    out->options = calloc(nopt + 1, sizeof *out->options);
+    int oom = !out->source || !out->options;
+    for (size_t i = 0; !oom && i < nopt; i++) {
+        lua_rawgeti(L, -1, (lua_Integer)i + 1);
+        out->options[i] = sp_strdup(lua_tostring(L, -1));
+        lua_pop(L, 1);
+        if (!out->options[i]) oom = 1;
+        else out->noptions = (int)i + 1;
+    }
+    lua_pop(L, 2);
+    if (oom) {
+        sp_kernel_src_free(out);
+        return sp_fail(SPTUNE_ERR_NOMEM, "out of memory rendering %s", t->path);
+    }
+    if (!problem) {
+        memset(out->grid, 0, sizeof out->grid);
+        memset(out->block, 0, sizeof out->block);
+        memset(out->cluster, 0, sizeof out->cluster);
+        out->smem = 0;
+    }
+    return SPTUNE_OK;
+}
+
+void sp_kernel_src_free(sp_kernel_src *k)
+{
+    if (!k) return;
+    free(k->source);
+    sp_strv_free(k->options);
+    memset(k, 0, sizeof *k);
+}

@@ -1,0 +1,78 @@
+/* sptune: generate, compile, tune and serve sparse LLM kernels for NVIDIA GPUs.
+ * The one public header. Every function returns a status; on failure a readable
+ * message is left for the calling thread (sptune_last_error). The library never exits. */
+#ifndef SPTUNE_H
+#define SPTUNE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#define SPTUNE_VERSION_MAJOR 0
+#define SPTUNE_VERSION_MINOR 1
+#define SPTUNE_VERSION_PATCH 0
+#define SPTUNE_VERSION_STRING "0.1.0"
+
+typedef enum sptune_status {
+    SPTUNE_OK = 0,
+    SPTUNE_ERR_INVALID = 1,      /* bad argument, shape, configuration or option */
+    SPTUNE_ERR_NOMEM = 2,
+    SPTUNE_ERR_IO = 3,           /* file system */
+    SPTUNE_ERR_TEMPLATE = 4,     /* a Lua template failed to load, enumerate or render */
+    SPTUNE_ERR_COMPILE = 5,      /* NVRTC refused the generated source */
+    SPTUNE_ERR_NO_GPU = 6,       /* no NVIDIA driver or no device */
+    SPTUNE_ERR_CUDA = 7,         /* a driver call or a kernel failed */
+    SPTUNE_ERR_DB = 8,           /* database refused, corrupt, foreign or newer schema */
+    SPTUNE_ERR_NOT_FOUND = 9,    /* no such op, GPU profile, entry */
+    SPTUNE_ERR_UNSUPPORTED = 10, /* valid request this build or GPU cannot serve */
+    SPTUNE_ERR_WRONG_RESULT = 11 /* a kernel ran but its output failed verification */
+} sptune_status;
+
+/* Message of the last failure on this thread ("" if none). Valid until the next sptune call. */
+const char *sptune_last_error(void);
+/* Short, stable name of a status ("ok", "invalid", ...). */
+const char *sptune_status_name(sptune_status st);
+/* "0.1.0" */
+const char *sptune_version(void);
+
+/* ---- GPUs ---------------------------------------------------------------------------- */
+
+typedef struct sptune_gpu_info {
+    int ordinal;              /* driver device ordinal, -1 for a named (absent) profile */
+    char profile[32];         /* "h100", "h200", "rtx-pro-6000", or "sm_XX" for the generic profile */
+    char name[128];           /* device name as the driver reports it, or the profile's */
+    char arch[16];            /* NVRTC target: "sm_90a", "sm_120", "sm_86", ... */
+    int cc_major, cc_minor;
+    int sm_count;
+    int smem_per_block_optin; /* bytes */
+    int smem_per_sm;          /* bytes */
+    int regs_per_sm;
+    int max_threads_per_sm;
+    int l2_bytes;
+    double mem_bandwidth_gbs; /* nominal GB/s */
+    size_t total_mem_bytes;
+} sptune_gpu_info;
+
+/* Number of usable NVIDIA GPUs. Returns SPTUNE_ERR_NO_GPU (with the reason) when the driver
+ * cannot be loaded or reports no device. */
+sptune_status sptune_gpu_count(int *count);
+sptune_status sptune_gpu_get(int ordinal, sptune_gpu_info *info);
+/* A profile by name: "auto" is the first device; "h100", "h200", "rtx-pro-6000", "sm_XX[a]". */
+sptune_status sptune_gpu_profile(const char *name, sptune_gpu_info *info);
+
+/* Driver and NVRTC versions as "major.minor" (driver fails with SPTUNE_ERR_NO_GPU when absent). */
+sptune_status sptune_driver_version(char *buf, size_t len);
+sptune_status sptune_nvrtc_version(char *buf, size_t len);
+
+/* Default locations: the database ($SPTUNE_DB, else $XDG_DATA_HOME/sptune/tuning.db) and the
+ * kernel cache ($SPTUNE_CACHE_DIR, else $XDG_CACHE_HOME/sptune/kernels). */
+sptune_status sptune_default_db_path(char *buf, size_t len);
+sptune_status sptune_default_cache_dir(char *buf, size_t len);
+
+#ifdef __cplusplus
+}
+#endif
+#endif

@@ -1,0 +1,80 @@
+#include "sp_cublas.h"
+#include "sp_status.h"
+
+#include <cublas_v2.h>
+#include <dlfcn.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+struct sp_cublas {
+    void *lib;
+    cublasHandle_t handle;
+    char version[32];
+    __typeof__(cublasCreate_v2) *Create;
+    __typeof__(cublasDestroy_v2) *Destroy;
+    __typeof__(cublasSetStream_v2) *SetStream;
+    __typeof__(cublasGemmEx) *GemmEx;
+    __typeof__(cublasGetVersion_v2) *GetVersion;
+};
+
+static sptune_status check(cublasStatus_t s, const char *what)
+{
+    if (s == CUBLAS_STATUS_SUCCESS) return SPTUNE_OK;
+    return sp_fail(SPTUNE_ERR_CUDA, "%s: cuBLAS status %d", what, (int)s);
+}
+
+sptune_status sp_cublas_create(sp_cublas **out)
+{
+    static const char *names[] = {"libcublas.so.13", "libcublas.so.12", "libcublas.so"};
+    sp_cublas *h = calloc(1, sizeof *h);
+    if (!h) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    for (size_t i = 0; i < sizeof names / sizeof names[0] && !h->lib; i++)
+        h->lib = dlopen(names[i], RTLD_NOW | RTLD_LOCAL);
+    if (!h->lib) {
+        free(h);
+        return sp_fail(SPTUNE_ERR_UNSUPPORTED, "cuBLAS not found (libcublas.so.13): %s", dlerror());
+    }
+#define SYM(field, name) do { *(void **)&h->field = dlsym(h->lib, name); \
+        if (!h->field) { dlclose(h->lib); free(h); \
+            return sp_fail(SPTUNE_ERR_UNSUPPORTED, "cuBLAS lacks %s", name); } } while (0)
+    SYM(Create, "cublasCreate_v2");
+    SYM(Destroy, "cublasDestroy_v2");
+    SYM(SetStream, "cublasSetStream_v2");
+    SYM(GemmEx, "cublasGemmEx");
+    SYM(GetVersion, "cublasGetVersion_v2");
+#undef SYM
+    sptune_status st = check(h->Create(&h->handle), "cublasCreate");
+    if (st != SPTUNE_OK) { dlclose(h->lib); free(h); return st; }
+    int v = 0;
+    if (h->GetVersion(h->handle, &v) == CUBLAS_STATUS_SUCCESS)
+        snprintf(h->version, sizeof h->version, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
+    *out = h;
+    return SPTUNE_OK;
+}
+
+void sp_cublas_destroy(sp_cublas *h)
+{
+    if (!h) return;
+    if (h->handle) h->Destroy(h->handle);
+    /* libcublas stays loaded: unloading it while the runtime holds state is not safe. */
+    free(h);
+}
+
+sptune_status sp_cublas_set_stream(sp_cublas *h, CUstream s)
+{
+    return check(h->SetStream(h->handle, (cudaStream_t)s), "cublasSetStream");
+}
+
+sptune_status sp_cublas_gemm_nt(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
+                                CUdeviceptr C, int c_fp32)
+{
+    const float one = 1.0f, zero = 0.0f;
+    /* cuBLAS is column-major: C^T (N x M) = B (N x K, i.e. K x N col-major, transposed) * A^T. */
+    return check(h->GemmEx(h->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, (const void *)B,
+                           CUDA_R_16BF, K, (const void *)A, CUDA_R_16BF, K, &zero, (void *)C,
+                           c_fp32 ? CUDA_R_32F : CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
+}
+
+const char *sp_cublas_version(sp_cublas *h) { return h->version; }

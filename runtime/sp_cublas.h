@@ -1,0 +1,23 @@
+/* cuBLAS, loaded with dlopen like the driver: the tuner's baseline and reference, never a link
+ * dependency of libsptune. */
+#ifndef SP_CUBLAS_H
+#define SP_CUBLAS_H
+
+#include "sptune.h"
+#include <cuda.h>
+
+typedef struct sp_cublas sp_cublas;
+
+/* Loads libcublas and creates a handle bound to the current context. */
+sptune_status sp_cublas_create(sp_cublas **out);
+void sp_cublas_destroy(sp_cublas *h);
+sptune_status sp_cublas_set_stream(sp_cublas *h, CUstream s);
+
+/* Row-major C[M,N] = A[M,K] * B[N,K]^T with bf16 A and B and fp32 accumulation; C is bf16
+ * (c_fp32 == 0) or fp32 (c_fp32 != 0, used as the verification reference). */
+sptune_status sp_cublas_gemm_nt(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
+                                CUdeviceptr C, int c_fp32);
+/* "13.0.x" */
+const char *sp_cublas_version(sp_cublas *h);
+
+#endif

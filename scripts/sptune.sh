@@ -1,0 +1,9 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs sptune with the given arguments (default: --gpu auto).
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/scripts/deps.sh"
+cmake -S "$root" -B "$root/build" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$root/build" -j"$(nproc)" --target sptune_cli >/dev/null
+[ $# -gt 0 ] || set -- --gpu auto
+exec "$root/build/sptune" "$@"

@@ -1,0 +1,24 @@
+#!/usr/bin/env bash
+# Sets up, builds and runs the whole test suite twice: a normal build with warnings as errors,
+# and one under AddressSanitizer + UndefinedBehaviorSanitizer. GPU tests skip (and say so)
+# where no GPU is present.
+set -euo pipefail
+root="$(cd "$(dirname "$0")/.." && pwd)"
+source "$root/scripts/deps.sh"
+jobs="$(nproc)"
+
+run_suite() {  # folder, extra cmake options...
+  local dir="$1"; shift
+  cmake -S "$root" -B "$dir" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DSPTUNE_WERROR=ON "$@" >/dev/null
+  cmake --build "$dir" -j"$jobs"
+  (cd "$dir" && ctest --output-on-failure -j"$jobs")
+}
+
+echo "== build and tests"
+run_suite "$root/build-test"
+echo "== build and tests under ASan + UBSan"
+# protect_shadow_gap=0: the CUDA driver needs that address range (cuInit fails under ASan otherwise)
+export ASAN_OPTIONS="detect_leaks=1:protect_shadow_gap=0"
+
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+run_suite "$root/build-asan" -DSPTUNE_SANITIZE=ON

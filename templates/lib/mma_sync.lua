@@ -1,0 +1,189 @@
+-- Tensor-core main loop on mma.sync (m16n8k16, bf16 in, fp32 accumulate) fed by a multi-stage
+-- cp.async pipeline with ldmatrix fragment loads. Runs on sm_80, sm_90a and sm_120.
+--
+-- Computes, per CTA, acc = A[m0:m0+bm, :] * B[n0:n0+bn, :]^T where A is M x K and B is N x K,
+-- both row-major (K contiguous: activations and nn.Linear weights). Tails in M, N and K are
+-- zero-filled; when K is not a multiple of 8 or a pointer is not 16-byte aligned the tiles are
+-- loaded element by element instead of with 16-byte copies (same result, slower).
+--
+-- Accumulator layout (for epilogues): acc[i][j][e] holds row
+--   m0 + warp_m*wm + i*16 + (lane >> 2) + (e >= 2 ? 8 : 0)
+-- and column n0 + warp_n*wn + j*8 + (lane & 3)*2 + (e & 1).
+local text = require("lib.text")
+local M = {}
+
+-- Parameters a template using this main loop exposes (in this order).
+M.params = {
+  {name = "bm", values = {64, 128, 256}, default = 128, doc = "CTA tile rows (M)"},
+  {name = "bn", values = {64, 128, 256}, default = 128, doc = "CTA tile columns (N)"},
+  {name = "bk", values = {32, 64}, default = 32, doc = "K depth of one pipeline stage"},
+  {name = "wm", values = {32, 64}, default = 64, doc = "warp tile rows"},
+  {name = "wn", values = {32, 64}, default = 64, doc = "warp tile columns"},
+  {name = "stages", values = {2, 3, 4, 5}, default = 4, doc = "cp.async pipeline depth"},
+  {name = "swizzle", values = {"xor", "pad"}, default = "xor",
+   doc = "shared-memory layout against ldmatrix bank conflicts: XOR of 16-byte chunks, or row padding"},
+}
+
+function M.derive(c)
+  local d = {}
+  d.warps_m = c.bm // c.wm
+  d.warps_n = c.bn // c.wn
+  d.warps = d.warps_m * d.warps_n
+  d.threads = 32 * d.warps
+  d.mt = c.wm // 16           -- m16 tiles per warp
+  d.nt = c.wn // 8            -- n8 tiles per warp
+  d.row = c.swizzle == "pad" and c.bk + 8 or c.bk   -- elements per shared row
+  d.a_stage = c.bm * d.row    -- elements
+  d.b_stage = c.bn * d.row
+  d.smem = c.stages * (d.a_stage + d.b_stage) * 2
+  d.cpr = c.bk // 8           -- 16-byte chunks per tile row
+  d.a_iters = c.bm * d.cpr // math.max(d.threads, 1)
+  d.b_iters = c.bn * d.cpr // math.max(d.threads, 1)
+  -- accumulators + fragments + addressing, per thread (rough: the compiler's report is the truth)
+  d.est_regs = d.mt * d.nt * 4 + d.mt * 4 + d.nt * 2 + 40
+  return d
+end
+
+M.constraints = {
+  {why = "warp tile divides the CTA tile",
+   check = function(c) return c.bm % c.wm == 0 and c.bn % c.wn == 0 end},
+  {why = "2 to 8 warps per CTA",
+   check = function(c) local d = M.derive(c); return d.warps >= 2 and d.warps <= 8 end},
+  {why = "tile loads divide evenly among the threads",
+   check = function(c)
+     local d = M.derive(c)
+     return (c.bm * d.cpr) % d.threads == 0 and (c.bn * d.cpr) % d.threads == 0
+       and d.a_iters >= 1 and d.b_iters >= 1
+   end},
+  {why = "pipeline fits in shared memory",
+   check = function(c, gpu)
+     local need = M.derive(c).smem
+     if need > gpu.smem_per_block then
+       return false, string.format("%d bytes > %d", need, gpu.smem_per_block)
+     end
+     return true
+   end},
+  {why = "accumulators fit in registers",
+   check = function(c, gpu)
+     local d = M.derive(c)
+     return d.est_regs <= 232 and d.est_regs * d.threads <= gpu.regs_per_sm
+   end},
+  {why = "needs cp.async and mma.sync (sm_80+)",
+   check = function(c, gpu) return gpu.cp_async end},
+}
+
+-- Element offset of 16-byte chunk `cidx` of row `r` inside one stage (C expressions in, C out).
+local function off(c, r, cidx)
+  if c.swizzle == "pad" then
+    return string.format("((%s) * %d + ((%s) << 3))", r, c.bk + 8, cidx)
+  elseif c.bk == 64 then          -- 128-byte rows: XOR the chunk with the row's low 3 bits
+    return string.format("((%s) * 64 + (((%s) ^ ((%s) & 7)) << 3))", r, cidx, r)
+  else                            -- 64-byte rows: two rows share a 128-byte line
+    return string.format("((%s) * 32 + (((%s) ^ (((%s) >> 1) & 3)) << 3))", r, cidx, r)
+  end
+end
+
+-- Loads of one operand tile (rows x bk) into stage `stage` at k-tile `kt`.
+local function load_operand(c, d, v)
+  return text.fill([[
+        #pragma unroll
+        for (int i = 0; i < ${iters}; ++i) {
+            const int id = tid + i * ${threads};
+            const int r = id / ${cpr}, ch = id % ${cpr};
+            const int g = ${base} + r, gk = k0 + ch * 8;
+            const sp_u32 dst = ${smem} + (sp_u32)((stage) * ${stage_elems} + ${off}) * 2u;
+            if (vec) {
+                const bool in = g < ${limit} && gk < K;
+                sp_cp_async16(dst, in ? (const void *)(${ptr} + (size_t)g * K + gk) : (const void *)${ptr}, in ? 16 : 0);
+            } else {
+                sp_u32 w[4];
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const sp_u32 lo = (g < ${limit} && gk + 2 * e < K) ? ${ptr}[(size_t)g * K + gk + 2 * e] : 0u;
+                    const sp_u32 hi = (g < ${limit} && gk + 2 * e + 1 < K) ? ${ptr}[(size_t)g * K + gk + 2 * e + 1] : 0u;
+                    w[e] = lo | (hi << 16);
+                }
+                sp_st_shared_v4(dst, w[0], w[1], w[2], w[3]);
+            }
+        }]], {iters = v.iters, threads = d.threads, cpr = d.cpr, base = v.base, limit = v.limit,
+              smem = v.smem, stage_elems = v.stage_elems, off = off(c, "r", "ch"), ptr = v.ptr})
+end
+
+-- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, lane,
+-- warp_m, warp_n; unsigned char sp_smem[] (dynamic shared memory, >= derive(c).smem bytes).
+-- Declares float acc[mt][nt][4].
+function M.mainloop(c)
+  local d = M.derive(c)
+  local v = {
+    stages = c.stages, bk = c.bk, mt = d.mt, nt = d.nt, wm = c.wm, wn = c.wn,
+    a_stage = d.a_stage, b_stage = d.b_stage, ks = c.bk // 16, wait = c.stages - 2,
+    load_a = load_operand(c, d, {iters = d.a_iters, base = "m0", limit = "M", smem = "sA",
+                                 stage_elems = d.a_stage, ptr = "A"}),
+    load_b = load_operand(c, d, {iters = d.b_iters, base = "n0", limit = "N", smem = "sB",
+                                 stage_elems = d.b_stage, ptr = "B"}),
+    off_a = off(c, "ra", "ca"), off_b = off(c, "rb", "cb"),
+  }
+  return text.fill([[
+    const sp_u32 sA = sp_smem_u32(sp_smem);
+    const sp_u32 sB = sA + ${stages} * ${a_stage} * 2;
+    /* 16-byte copies need K % 8 == 0 and 16-byte aligned operands; otherwise load by element. */
+    const bool vec = (K % 8 == 0) && ((((unsigned long long)A) | ((unsigned long long)B)) & 15ull) == 0;
+    const int KT = (K + ${bk} - 1) / ${bk};
+    float acc[${mt}][${nt}][4];
+    #pragma unroll
+    for (int i = 0; i < ${mt}; ++i)
+        #pragma unroll
+        for (int j = 0; j < ${nt}; ++j)
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+
+    #pragma unroll
+    for (int s = 0; s < ${stages} - 1; ++s) {
+        if (s < KT) {
+            const int stage = s, k0 = s * ${bk};
+${load_a}
+${load_b}
+        }
+        sp_cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+        sp_cp_async_wait<${wait}>();
+        __syncthreads();
+        {
+            const int pf = kt + ${stages} - 1;
+            if (pf < KT) {
+                const int stage = pf % ${stages}, k0 = pf * ${bk};
+${load_a}
+${load_b}
+            }
+            sp_cp_async_commit();
+        }
+        const int st = kt % ${stages};
+        const sp_u32 a_base = sA + (sp_u32)(st * ${a_stage}) * 2u;
+        const sp_u32 b_base = sB + (sp_u32)(st * ${b_stage}) * 2u;
+        #pragma unroll
+        for (int ks = 0; ks < ${ks}; ++ks) {
+            sp_u32 af[${mt}][4], bf[${nt}][2];
+            #pragma unroll
+            for (int i = 0; i < ${mt}; ++i) {
+                const int ra = warp_m * ${wm} + i * 16 + (lane & 15);
+                const int ca = ks * 2 + (lane >> 4);
+                sp_ldmatrix_x4(a_base + (sp_u32)${off_a} * 2u, af[i][0], af[i][1], af[i][2], af[i][3]);
+            }
+            #pragma unroll
+            for (int j = 0; j < ${nt}; j += 2) {
+                const int rb = warp_n * ${wn} + j * 8 + (lane & 7) + ((lane >> 4) << 3);
+                const int cb = ks * 2 + ((lane >> 3) & 1);
+                sp_ldmatrix_x4(b_base + (sp_u32)${off_b} * 2u, bf[j][0], bf[j][1], bf[j + 1][0], bf[j + 1][1]);
+            }
+            #pragma unroll
+            for (int i = 0; i < ${mt}; ++i)
+                #pragma unroll
+                for (int j = 0; j < ${nt}; ++j) sp_mma_bf16_16816(acc[i][j], af[i], bf[j]);
+        }
+    }
+    sp_cp_async_wait<0>();
+]], v)
+end
+
+return M

@@ -1,0 +1,87 @@
+#!/usr/bin/env bash
+# The command line as a user meets it: exit codes and messages. Usage: cli_test.sh path/to/sptune
+set -u
+bin="$1"
+tmp="${SPTUNE_TEST_TMP:-/tmp}/cli.$$"
+rm -rf "$tmp"; mkdir -p "$tmp"
+export SPTUNE_CACHE_DIR="$tmp/cache" SPTUNE_DB="$tmp/tuning.db"
+pass=0 fail=0
+
+# expect CODE "description" cmd...: runs cmd, keeps stdout+stderr in $out, checks the exit code
+expect() {
+  local want="$1" what="$2"; shift 2
+  out="$("$@" 2>&1)"; local rc=$?
+  if [ "$rc" -eq "$want" ]; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: $what: exit $rc, want $want"; echo "$out" | head -20 | sed 's/^/    /'; fi
+}
+# has "description" pattern: checks the last output
+has() {
+  if printf '%s' "$out" | grep -qE -- "$2"; then pass=$((pass + 1)); else
+    fail=$((fail + 1)); echo "FAIL: $1: output lacks /$2/"; echo "$out" | head -20 | sed 's/^/    /'; fi
+}
+
+expect 0 "--version" "$bin" --version;            has "--version" "^sptune [0-9]+\.[0-9]+\.[0-9]+"
+expect 0 "--help" "$bin" --help;                  has "--help" "commands:"; has "--help lists compile" "compile"
+for c in info ops space gen compile check; do
+  expect 0 "$c --help" "$bin" "$c" --help;        has "$c --help" "usage: sptune $c"
+done
+expect 0 "--gpu --help" "$bin" --gpu auto --help; has "--gpu --help" "default workload"
+expect 2 "no arguments" "$bin"
+expect 2 "unknown command" "$bin" frobnicate;     has "unknown command" "unknown command 'frobnicate'"
+expect 2 "unknown option" "$bin" space gemm --gpu h100 --bogus; has "unknown option" "unknown option '--bogus'"
+expect 2 "missing op" "$bin" space --gpu h100;    has "missing op" "missing argument"
+expect 2 "missing --gpu value" "$bin" space gemm --gpu; has "missing value" "needs a value"
+
+# GPU presence: info and the main job either work (GPU here) or say so in one line with exit 3.
+if "$bin" info >/dev/null 2>&1; then
+  gpu=1
+  expect 0 "info with GPU" "$bin" info;           has "info lists a GPU" "GPU 0"
+else
+  gpu=0
+  expect 3 "info without GPU" "$bin" info;        has "info says no GPU" "no NVIDIA GPU/driver found"
+  has "info still reports NVRTC" "NVRTC +[0-9]+\.[0-9]+"
+  expect 3 "--gpu auto without GPU" "$bin" --gpu auto
+  has "--gpu auto says why and what to do" "no GPU to tune.*--gpu h100"
+  [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --gpu auto: more than one line"; }
+  expect 3 "check without GPU" "$bin" check gemm --gpu h100 --shape 64x64x64
+  has "check says compile-only" "no h100 GPU on this machine"
+  expect 3 "space --gpu auto without GPU" "$bin" space gemm --gpu auto --count
+  has "space auto hints at a target" "name a target"
+fi
+
+expect 0 "ops" "$bin" ops;                        has "ops lists gemm" "^gemm \(dense\)"; has "ops lists params" "stages"
+expect 0 "space count h100" "$bin" space gemm --gpu h100 --count; has "positive count" "^[1-9][0-9]*$"
+h100=$out
+expect 0 "space count rtx" "$bin" space gemm --gpu rtx-pro-6000 --count; has "positive count" "^[1-9][0-9]*$"
+# The RTX PRO 6000 has less shared memory per block, so fewer pipelines fit.
+[ "$out" -lt "$h100" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: rtx-pro-6000 space ($out) not smaller than h100 ($h100)"; }
+expect 0 "space list" "$bin" space gemm --gpu sm_80 --limit 3; has "space lists configs" "^bm=[0-9]+,bn="
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --limit 3"; }
+expect 2 "unknown gpu" "$bin" space gemm --gpu tpu;  has "unknown gpu lists names" "h100"
+expect 2 "old gpu" "$bin" space gemm --gpu sm_75;    has "sm_75 refused" "sm_80"
+expect 2 "unknown op" "$bin" space nosuchop --gpu h100; has "unknown op named" "nosuchop"
+
+expect 0 "gen default" "$bin" gen gemm --gpu h100;  has "gen prints CUDA C" 'extern "C" __global__'
+expect 0 "gen config" "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3
+has "gen uses the config" "sp_gemm_bm64_bn128_"
+a="$out"; "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3 >"$tmp/b.cu" 2>&1
+[ "$a" = "$(cat "$tmp/b.cu")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: gen is not deterministic"; }
+expect 2 "gen bad value" "$bin" gen gemm --gpu h100 --config bm=100; has "bad value message" "bm=100 is not allowed"
+expect 2 "gen bad key" "$bin" gen gemm --gpu h100 --config bq=1;     has "bad key message" "unknown parameter 'bq'"
+expect 2 "gen invalid combination" "$bin" gen gemm --gpu rtx-pro-6000 --config bm=256,bn=256,bk=64,stages=5
+has "invalid combination says why" "not valid for rtx-pro-6000"
+
+expect 0 "compile sample rtx" "$bin" compile gemm --gpu rtx-pro-6000 --sample 4
+has "compile reports 4" "4 variants for rtx-pro-6000 \(sm_120\): 4 compiled, 0 failed"; has "compile reports regs" "^1 +ok +[0-9]+"
+expect 0 "compile again hits the cache" "$bin" compile gemm --gpu rtx-pro-6000 --sample 4; has "cache hit" "cached"
+expect 0 "compile sm_90a" "$bin" compile gemm --gpu h100 --sample 2 --no-cache; has "h100 compiled" "2 compiled, 0 failed"
+expect 2 "compile conflicting options" "$bin" compile gemm --gpu h100 --all --sample 2
+
+if [ "$gpu" -eq 0 ]; then
+  expect 0 "--gpu h100 without the GPU compiles only" "$bin" --gpu h100 --sample 2
+  has "compile-only notice" "no h100 GPU on this machine"; has "compiled count" "2 variants compiled for sm_90a, 0 failed"
+fi
+
+rm -rf "$tmp"
+echo "cli: $pass passed, $fail failed"
+[ "$fail" -eq 0 ]

@@ -1,0 +1,34 @@
+#include "sp_test.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+int sp_test_failures = 0;
+int sp_test_checks = 0;
+
+const char *sp_test_tmpdir(const char *test_name)
+{
+    static char path[1024];
+    const char *base = getenv("SPTUNE_TEST_TMP");
+    char cmd[2 * sizeof path + 64];
+    snprintf(path, sizeof path, "%s/%s.%ld", base && *base ? base : "/tmp", test_name, (long)getpid());
+    snprintf(cmd, sizeof cmd, "rm -rf '%s' && mkdir -p '%s'", path, path);
+    if (system(cmd) != 0) {
+        fprintf(stderr, "cannot make %s\n", path);
+        exit(1);
+    }
+    return path;
+}
+
+int sp_test_done(const char *test_name)
+{
+    printf("%s: %d checks, %d failed\n", test_name, sp_test_checks, sp_test_failures);
+    return sp_test_failures ? 1 : 0;
+}
+
+int sp_test_skip(const char *test_name, const char *why)
+{
+    printf("%s: SKIPPED: %s\n", test_name, why);
+    return 77;
+}

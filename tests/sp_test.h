@@ -1,0 +1,26 @@
+/* A minimal test harness: CHECK records a failure and goes on; sp_test_done() prints the count
+ * line and returns the exit status (0 pass, 1 fail, 77 skipped). */
+#ifndef SP_TEST_H
+#define SP_TEST_H
+
+#include <stdio.h>
+
+extern int sp_test_failures;
+extern int sp_test_checks;
+
+#define CHECK(cond) do { sp_test_checks++; if (!(cond)) { sp_test_failures++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s\n", __FILE__, __LINE__, #cond); } } while (0)
+#define CHECK_MSG(cond, ...) do { sp_test_checks++; if (!(cond)) { sp_test_failures++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
+    fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+/* CHECK that an sptune call returned `want`; prints sptune_last_error() when it did not. */
+#define CHECK_ST(call, want) do { sptune_status st_ = (call); sp_test_checks++; if (st_ != (want)) { \
+    sp_test_failures++; fprintf(stderr, "%s:%d: %s returned %s (want %s): %s\n", __FILE__, __LINE__, \
+    #call, sptune_status_name(st_), sptune_status_name(want), sptune_last_error()); } } while (0)
+
+/* A fresh empty folder for this test under $SPTUNE_TEST_TMP (or /tmp); static storage. */
+const char *sp_test_tmpdir(const char *test_name);
+int sp_test_done(const char *test_name);
+int sp_test_skip(const char *test_name, const char *why);
+
+#endif

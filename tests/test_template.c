@@ -1,0 +1,745 @@
+/* Templates: validation, the space walk, checks, configurations, problems, rendering, and every
+ * template of the embedded set against two GPU profiles. */
+#include "sp_template.h"
+#include "sp_test.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <time.h>
+
+#define CHUNK "templates/test/cnt.lua"
+
+static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
+
+/* GPU profiles built by hand (runtime/sp_gpu.c is not needed for these tests). */
+static sp_gpu_profile h100(void)
+{
+    sp_gpu_profile g;
+    memset(&g, 0, sizeof g);
+    g.info.ordinal = -1;
+    snprintf(g.info.profile, sizeof g.info.profile, "h100");
+    snprintf(g.info.name, sizeof g.info.name, "NVIDIA H100 80GB HBM3");
+    snprintf(g.info.arch, sizeof g.info.arch, "sm_90a");
+    g.info.cc_major = 9;
+    g.info.cc_minor = 0;
+    g.info.sm_count = 132;
+    g.info.smem_per_block_optin = 232448;
+    g.info.smem_per_sm = 233472;
+    g.info.regs_per_sm = 65536;
+    g.info.max_threads_per_sm = 2048;
+    g.info.l2_bytes = 50 << 20;
+    g.info.mem_bandwidth_gbs = 3350.0;
+    g.info.total_mem_bytes = (size_t)80 << 30;
+    g.has_wgmma = g.has_tma = g.has_cluster = g.has_mma_sp = g.has_cp_async = 1;
+    return g;
+}
+
+static sp_gpu_profile rtx_pro_6000(void)
+{
+    sp_gpu_profile g;
+    memset(&g, 0, sizeof g);
+    g.info.ordinal = -1;
+    snprintf(g.info.profile, sizeof g.info.profile, "rtx-pro-6000");
+    snprintf(g.info.name, sizeof g.info.name, "NVIDIA RTX PRO 6000 Blackwell Workstation Edition");
+    snprintf(g.info.arch, sizeof g.info.arch, "sm_120");
+    g.info.cc_major = 12;
+    g.info.cc_minor = 0;
+    g.info.sm_count = 188;
+    g.info.smem_per_block_optin = 101376;
+    g.info.smem_per_sm = 102400;
+    g.info.regs_per_sm = 65536;
+    g.info.max_threads_per_sm = 1536;
+    g.info.l2_bytes = 128 << 20;
+    g.info.mem_bandwidth_gbs = 1792.0;
+    g.info.total_mem_bytes = (size_t)96 << 30;
+    g.has_wgmma = 0;
+    g.has_tma = g.has_cluster = g.has_mma_sp = g.has_cp_async = 1;
+    return g;
+}
+
+/* 3 x 4 x 2 = 24 raw configurations. */
+static const char *CNT =
+    "local util = {}\n"                                                          /* 1 */
+    "return {\n"                                                                 /* 2 */
+    "  name = 'cnt', family = 'test', description = 'counting',\n"               /* 3 */
+    "  dims = {'M', 'N', 'K'},\n"                                                /* 4 */
+    "  params = {\n"                                                             /* 5 */
+    "    {name = 'a', values = {1, 2, 3}, default = 2, doc = 'a'},\n"            /* 6 */
+    "    {name = 'b', values = {1, 2, 3, 2^2}},\n"                               /* 7 */
+    "    {name = 'flag', values = {true, false}, default = false},\n"            /* 8 */
+    "  },\n"                                                                     /* 9 */
+    "  constraints = {\n"                                                        /* 10 */
+    "    {why = 'product is even', check = function(c) return (c.a * c.b) % 2 == 0 end},\n"
+    "    {why = 'a divides M', check = function(c, gpu, p) return p == nil or p.M % c.a == 0 end},\n"
+    "    {why = 'flag needs b < 4', check = function(c, gpu, p)\n"               /* 13 */
+    "       if c.flag and c.b >= 4 then return false, 'b=' .. c.b end\n"
+    "       c.a = 99 -- a check that writes to c changes nothing\n"
+    "       return true end},\n"
+    "  },\n"
+    "  kernel = function(c, gpu) return string.format('sp_cnt_a%d_b%d_%s', c.a, c.b, gpu.arch) end,\n"
+    "  launch = function(c, p, gpu)\n"
+    "    return {grid = {(p.M + 63) // 64, p.N}, block = {32 * c.a}, smem = c.b * 1024}\n"
+    "  end,\n"
+    "  emit = function(c, p, gpu)\n"
+    "    local keys = {zeta = 1, alpha = 2, mid = 3, beta = 4, omega = 5, gamma = 6, delta = 7}\n"
+    "    local out = {}\n"
+    "    for k, v in pairs(keys) do out[#out + 1] = k .. '=' .. v end\n"
+    "    for k, v in pairs(c) do out[#out + 1] = k .. '=' .. tostring(v) end\n"
+    "    out[#out + 1] = 'gpu=' .. gpu.name .. ',' .. gpu.display .. ',' .. gpu.cc .. ',' .. tostring(gpu.wgmma)\n"
+    "    out[#out + 1] = 'p=' .. (p and (p.M .. 'x' .. p.N .. 'x' .. p.K) or 'nil')\n"
+    "    out[#out + 1] = 'types=' .. math.type(c.a) .. ',' .. math.type(c.b) .. ',' .. (p and math.type(p.M) or '-')\n"
+    "    return table.concat(out, ';')\n"
+    "  end,\n"
+    "  options = function(c, gpu) return {'-DA=' .. c.a, '--use_fast_math'} end,\n"
+    "}\n";
+
+static int cnt_valid(int a, int b, int flag, const double *M)
+{
+    if ((a * b) % 2) return 0;
+    if (M && (long long)*M % a) return 0;
+    if (flag && b >= 4) return 0;
+    return 1;
+}
+
+typedef struct walk {
+    const sp_template *t;
+    char text[4096];
+    int stop_after;
+    int seen;
+} walk;
+
+static int on_config(const sp_config *c, void *ud)
+{
+    walk *w = ud;
+    char *s = sp_config_format(w->t, c);
+    size_t n = strlen(w->text);
+    snprintf(w->text + n, sizeof w->text - n, "%s;", s ? s : "?");
+    free(s);
+    w->seen++;
+    return w->stop_after && w->seen >= w->stop_after;
+}
+
+static void expected_walk(char *out, size_t cap, const double *M)
+{
+    static const int as[] = {1, 2, 3}, bs[] = {1, 2, 3, 4}, fs[] = {1, 0};
+    out[0] = 0;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 2; k++)
+                if (cnt_valid(as[i], bs[j], fs[k], M)) {
+                    size_t n = strlen(out);
+                    snprintf(out + n, cap - n, "a=%d,b=%d,flag=%s;", as[i], bs[j], fs[k] ? "true" : "false");
+                }
+}
+
+/* A callback may render each configuration it is given (the walk is re-entrant). */
+typedef struct render_walk {
+    sp_template *t;
+    const sp_gpu_profile *g;
+    int rendered, failed;
+} render_walk;
+
+static int render_each(const sp_config *c, void *ud)
+{
+    render_walk *w = ud;
+    sp_kernel_src k;
+    int ok = 0;
+    if (sp_template_emit(w->t, c, w->g, NULL, &k) != SPTUNE_OK ||
+        sp_template_check(w->t, c, w->g, NULL, &ok, NULL) != SPTUNE_OK || !ok)
+        w->failed++;
+    else
+        w->rendered++;
+    sp_kernel_src_free(&k);
+    return 0;
+}
+
+static void test_space(sp_template *t)
+{
+    sp_gpu_profile g = h100();
+    long long n = -1;
+    walk w = {.t = t};
+    char want[4096];
+
+    CHECK_ST(sp_template_space(t, &g, NULL, on_config, &w, &n), SPTUNE_OK);
+    CHECK_MSG(n == 13, "count %lld", n); /* by hand: 8 even products, 5 of them with b < 4 */
+    expected_walk(want, sizeof want, NULL);
+    CHECK_MSG(strcmp(w.text, want) == 0, "walk\n got %s\nwant %s", w.text, want);
+
+    sp_problem p;
+    CHECK_ST(sp_problem_parse(t, "M=4,N=1,K=1", &p), SPTUNE_OK);
+    memset(&w, 0, sizeof w);
+    w.t = t;
+    CHECK_ST(sp_template_space(t, &g, &p, on_config, &w, &n), SPTUNE_OK);
+    CHECK_MSG(n == 10, "count %lld", n); /* a=3 does not divide M=4: 2 + 4 + 2 + 2 */
+    double M = 4;
+    expected_walk(want, sizeof want, &M);
+    CHECK_MSG(strcmp(w.text, want) == 0, "walk\n got %s\nwant %s", w.text, want);
+
+    /* Count only, and a callback that stops the walk. */
+    CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
+    CHECK(n == 13);
+    memset(&w, 0, sizeof w);
+    w.t = t;
+    w.stop_after = 3;
+    CHECK_ST(sp_template_space(t, &g, NULL, on_config, &w, &n), SPTUNE_OK);
+    CHECK(n == 3 && w.seen == 3);
+    CHECK(strcmp(w.text, "a=1,b=2,flag=true;a=1,b=2,flag=false;a=1,b=4,flag=false;") == 0);
+
+    render_walk rw = {.t = t, .g = &g};
+    CHECK_ST(sp_template_space(t, &g, NULL, render_each, &rw, &n), SPTUNE_OK);
+    CHECK(n == 13 && rw.rendered == 13 && rw.failed == 0);
+
+    /* sp_template_check: ok, why, why with a reason, problem-dependent. */
+    sp_config c;
+    int ok = -1;
+    char *why = NULL;
+    CHECK_ST(sp_config_parse(t, "a=1,b=1", &c), SPTUNE_OK);
+    CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, &why), SPTUNE_OK);
+    CHECK(ok == 0 && why && strcmp(why, "product is even") == 0);
+    free(why);
+    CHECK_ST(sp_config_parse(t, "a=2,b=4,flag=true", &c), SPTUNE_OK);
+    CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, &why), SPTUNE_OK);
+    CHECK_MSG(ok == 0 && why && strcmp(why, "flag needs b < 4: b=4") == 0, "%s", why ? why : "(null)");
+    free(why);
+    CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, NULL), SPTUNE_OK);
+    CHECK(ok == 0);
+    CHECK_ST(sp_config_parse(t, "a=3,b=2", &c), SPTUNE_OK);
+    CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, &why), SPTUNE_OK);
+    CHECK(ok == 1 && why == NULL);
+    CHECK_ST(sp_template_check(t, &c, &g, &p, &ok, &why), SPTUNE_OK);
+    CHECK(ok == 0 && why && strcmp(why, "a divides M") == 0);
+    free(why);
+    CHECK_ST(sp_template_check(t, &c, NULL, NULL, &ok, &why), SPTUNE_ERR_INVALID);
+    c.idx[0] = 7;
+    CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, &why), SPTUNE_ERR_INVALID);
+}
+
+static void test_emit(sp_template *t)
+{
+    sp_gpu_profile g = h100();
+    sp_config c;
+    sp_problem p;
+    sp_kernel_src k1, k2;
+    CHECK_ST(sp_config_parse(t, "a=2,b=3", &c), SPTUNE_OK);
+    CHECK_ST(sp_problem_parse(t, "M=200,N=3,K=5", &p), SPTUNE_OK);
+    CHECK_ST(sp_template_emit(t, &c, &g, &p, &k1), SPTUNE_OK);
+    CHECK_ST(sp_template_emit(t, &c, &g, &p, &k2), SPTUNE_OK);
+    if (!k1.source || !k2.source) return;
+    CHECK(strcmp(k1.source, k2.source) == 0);
+    CHECK_MSG(strcmp(k1.source, "alpha=2;beta=4;delta=7;gamma=6;mid=3;omega=5;zeta=1;a=2;b=3;flag=false;"
+                                "gpu=h100,NVIDIA H100 80GB HBM3,90,true;p=200x3x5;types=integer,integer,integer") == 0,
+              "%s", k1.source);
+    CHECK(strcmp(k1.kernel, "sp_cnt_a2_b3_sm_90a") == 0);
+    CHECK(k1.grid[0] == 4 && k1.grid[1] == 3 && k1.grid[2] == 1);
+    CHECK(k1.block[0] == 64 && k1.block[1] == 1 && k1.block[2] == 1);
+    CHECK(k1.cluster[0] == 1 && k1.cluster[1] == 1 && k1.cluster[2] == 1);
+    CHECK(k1.smem == 3072);
+    CHECK(k1.noptions == 2 && k1.options && strcmp(k1.options[0], "-DA=2") == 0 &&
+          strcmp(k1.options[1], "--use_fast_math") == 0 && k1.options[2] == NULL);
+    sp_kernel_src_free(&k2);
+
+    /* A second state (another hash seed) renders the same bytes: pairs() is ordered. */
+    sp_template *t2 = NULL;
+    CHECK_ST(sp_template_load_source(CHUNK, CNT, NULL, &t2), SPTUNE_OK);
+    if (t2) {
+        CHECK_ST(sp_template_emit(t2, &c, &g, &p, &k2), SPTUNE_OK);
+        CHECK(k2.source && strcmp(k1.source, k2.source) == 0);
+        CHECK(strcmp(sp_template_hash(t), sp_template_hash(t2)) == 0);
+        sp_kernel_src_free(&k2);
+        sp_template_free(t2);
+    }
+    sp_kernel_src_free(&k1);
+    CHECK(k1.source == NULL && k1.options == NULL);
+
+    /* Without a problem: no launch, p is nil. */
+    CHECK_ST(sp_template_emit(t, &c, &g, NULL, &k1), SPTUNE_OK);
+    CHECK(k1.source && has(k1.source, "p=nil;types=integer,integer,-"));
+    CHECK(k1.grid[0] == 0 && k1.block[0] == 0 && k1.smem == 0);
+    sp_kernel_src_free(&k1);
+
+    /* Decimal problem values reach Lua as floats. */
+    CHECK_ST(sp_problem_parse(t, "M=64,N=1.5,K=2", &p), SPTUNE_OK);
+    CHECK_ST(sp_template_emit(t, &c, &g, &p, &k1), SPTUNE_ERR_TEMPLATE); /* grid.y = 1.5 */
+    CHECK_MSG(has(sptune_last_error(), "grid[2] = 1.5 (must be a positive integer)"), "%s", sptune_last_error());
+    CHECK(k1.source == NULL);
+}
+
+/* A template whose kernel/launch/emit/options return `ret_*`. */
+static void bad_render(const char *kernel, const char *launch, const char *emit, const char *options,
+                       const char *want)
+{
+    char src[2048];
+    snprintf(src, sizeof src,
+             "return {name = 'r', dims = {'M'}, params = {{name = 'a', values = {1}}},\n"
+             "  kernel = %s, launch = function(c, p, gpu) return %s end,\n"
+             "  emit = function(c, p, gpu) return %s end, options = %s}\n",
+             kernel, launch, emit, options);
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/r.lua", src, NULL, &t), SPTUNE_OK);
+    if (!t) return;
+    sp_gpu_profile g = rtx_pro_6000();
+    sp_config c;
+    sp_problem p;
+    sp_kernel_src k;
+    sp_config_default(t, &c);
+    CHECK_ST(sp_problem_parse(t, "64", &p), SPTUNE_OK);
+    CHECK_ST(sp_template_emit(t, &c, &g, &p, &k), SPTUNE_ERR_TEMPLATE);
+    CHECK_MSG(has(sptune_last_error(), want), "want '%s' in '%s'", want, sptune_last_error());
+    CHECK_MSG(has(sptune_last_error(), "templates/test/r.lua"), "%s", sptune_last_error());
+    CHECK(k.source == NULL);
+    sp_template_free(t);
+}
+
+static void test_bad_render(void)
+{
+    const char *L = "{grid = {1}, block = {32}}";
+    bad_render("'k'", "{grid = {0}, block = {32}}", "'x'", "nil", "launch returned grid[1] = 0 (must be a positive integer)");
+    bad_render("'k'", "{grid = {1}}", "'x'", "nil", "launch returned block = nil");
+    bad_render("'k'", "{grid = {1, 2, 3, 4}, block = {1}}", "'x'", "nil", "grid = a table (must be a list of 1 to 3");
+    bad_render("'k'", "{grid = {1}, block = {32}, smem = -1}", "'x'", "nil", "smem = -1");
+    bad_render("'k'", "{grid = {1}, block = {32}, cluster = {2, 'x'}}", "'x'", "nil", "cluster[2] = 'x'");
+    bad_render("'k'", "42", "'x'", "nil", "launch returned 42, not a table");
+    bad_render("'k'", L, "42", "nil", "emit returned 42, not a string");
+    bad_render("'k'", L, "nil", "nil", "emit returned a nil, not a string");
+    bad_render("function() return 'not an ident' end", L, "'x'", "nil", "kernel returned 'not an ident'");
+    bad_render("function() return 7 end", L, "'x'", "nil", "kernel returned 7");
+    bad_render("'k'", L, "'x'", "function() return {1} end", "options[1] must be a non-empty string");
+    bad_render("'k'", L, "'x'", "function() return 'x' end", "options returned 'x'");
+    bad_render("'k'", L, "p.nothing.x", "nil", "templates/test/r.lua:3: attempt to index a nil value (field 'nothing') (in emit for a=1)");
+    bad_render("'k'", "error('launch broke')", "'x'", "nil", "templates/test/r.lua:2: launch broke (in launch for a=1)");
+}
+
+static void test_config(sp_template *t)
+{
+    sp_config c, d;
+    char *s;
+    CHECK(sp_template_nparams(t) == 3);
+    const sp_param *a = sp_template_param(t, 0), *b = sp_template_param(t, 1), *f = sp_template_param(t, 2);
+    CHECK(a && b && f && sp_template_param(t, 3) == NULL && sp_template_param(t, -1) == NULL);
+    if (!a || !b || !f) return;
+    CHECK(strcmp(a->name, "a") == 0 && a->nvalues == 3 && a->default_index == 1 && strcmp(a->doc, "a") == 0);
+    CHECK(b->nvalues == 4 && b->values[3].kind == SP_VAL_INT && b->values[3].i == 4 && strcmp(b->values[3].text, "4") == 0);
+    CHECK(f->values[0].kind == SP_VAL_BOOL && f->values[0].i == 1 && strcmp(f->values[1].text, "false") == 0);
+    CHECK(f->default_index == 1 && b->default_index == 0 && strcmp(b->doc, "") == 0);
+
+    sp_config_default(t, &c);
+    s = sp_config_format(t, &c);
+    CHECK(s && strcmp(s, "a=2,b=1,flag=false") == 0);
+    free(s);
+    CHECK_ST(sp_config_parse(t, "", &c), SPTUNE_OK);
+    CHECK(c.nparams == 3 && c.idx[0] == 1 && c.idx[1] == 0 && c.idx[2] == 1);
+    CHECK_ST(sp_config_parse(t, "  flag = true , b=4,a=3 ", &c), SPTUNE_OK);
+    s = sp_config_format(t, &c);
+    CHECK(s && strcmp(s, "a=3,b=4,flag=true") == 0);
+    CHECK_ST(sp_config_parse(t, s, &d), SPTUNE_OK);
+    CHECK(memcmp(&c, &d, sizeof c) == 0);
+    free(s);
+    CHECK_ST(sp_config_parse(t, "b=3", &c), SPTUNE_OK);
+    CHECK(c.idx[0] == 1 && c.idx[1] == 2 && c.idx[2] == 1);
+
+    /* Every configuration survives format -> parse. */
+    int all = 1;
+    for (int i = 0; i < 3; i++)
+        for (int j = 0; j < 4; j++)
+            for (int k = 0; k < 2; k++) {
+                c.idx[0] = i, c.idx[1] = j, c.idx[2] = k;
+                s = sp_config_format(t, &c);
+                if (!s || sp_config_parse(t, s, &d) != SPTUNE_OK || memcmp(&c, &d, sizeof c) != 0) all = 0;
+                free(s);
+            }
+    CHECK(all);
+
+    CHECK_ST(sp_config_parse(t, "bx=1", &c), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "unknown parameter 'bx' for cnt (parameters: a, b, flag)"), "%s", sptune_last_error());
+    CHECK_ST(sp_config_parse(t, "a=5", &c), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "a=5 is not allowed (values: 1, 2, 3)"), "%s", sptune_last_error());
+    CHECK_ST(sp_config_parse(t, "flag=yes", &c), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "flag=yes is not allowed (values: true, false)"), "%s", sptune_last_error());
+    CHECK_ST(sp_config_parse(t, "a=1,b=2,a=2", &c), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "parameter 'a' is given twice"), "%s", sptune_last_error());
+    CHECK_ST(sp_config_parse(t, "a", &c), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "expected name=value"), "%s", sptune_last_error());
+    CHECK_ST(sp_config_parse(t, "a=1,", &c), SPTUNE_ERR_INVALID);
+    CHECK_ST(sp_config_parse(t, "a=", &c), SPTUNE_ERR_INVALID);
+    CHECK_ST(sp_config_parse(t, "a=1.0", &c), SPTUNE_ERR_INVALID);
+    c.nparams = 2;
+    CHECK(sp_config_format(t, &c) == NULL);
+}
+
+static void test_problem(sp_template *t)
+{
+    sp_problem p, q;
+    char *s;
+    CHECK(sp_template_ndims(t) == 3 && strcmp(sp_template_dim(t, 2), "K") == 0 && sp_template_dim(t, 3) == NULL);
+    CHECK_ST(sp_problem_parse(t, "K=3, M=4096 ,N=2", &p), SPTUNE_OK);
+    CHECK_ST(sp_problem_parse(t, "4096x2x3", &q), SPTUNE_OK);
+    CHECK(p.n == 3 && memcmp(&p, &q, sizeof p) == 0);
+    s = sp_problem_format(&p);
+    CHECK(s && strcmp(s, "M=4096,N=2,K=3") == 0);
+    free(s);
+    CHECK_ST(sp_problem_parse(t, "M=0.5,N=1e3,K=-2", &p), SPTUNE_OK);
+    s = sp_problem_format(&p);
+    CHECK_MSG(s && strcmp(s, "M=0.5,N=1000,K=-2") == 0, "%s", s);
+    if (s) {
+        CHECK_ST(sp_problem_parse(t, s, &q), SPTUNE_OK);
+        CHECK(memcmp(&p, &q, sizeof p) == 0);
+    }
+    free(s);
+    CHECK_ST(sp_problem_parse(t, "M=0.1,N=1,K=1", &p), SPTUNE_OK);
+    s = sp_problem_format(&p);
+    CHECK(s && strcmp(s, "M=0.10000000000000001,N=1,K=1") == 0);
+    free(s);
+
+    static const struct { const char *text, *want; } bad[] = {
+        {"M=1,N=2", "missing dimension 'K'"},
+        {"M=1,N=2,K=3,Q=4", "unknown dimension 'Q'"},
+        {"M=1,M=2,N=1,K=1", "dimension 'M' given twice"},
+        {"M=inf,N=1,K=1", "M=inf in problem 'M=inf,N=1,K=1' is not a finite number"},
+        {"M=nan,N=1,K=1", "not a finite number"},
+        {"M=1e999,N=1,K=1", "not a finite number"},
+        {"M=0x10,N=1,K=1", "not a finite number"},
+        {"M=abc,N=1,K=1", "not a finite number"},
+        {"M=,N=1,K=1", "not a finite number"},
+        {"1x2", "missing dimension 'K'"},
+        {"1x2x3x4", "too many sizes"},
+        {"1xx3", "not a finite number"},
+        {"", "empty problem"},
+        {"M=1;N=2", "not a finite number"},
+    };
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_ST(sp_problem_parse(t, bad[i].text, &p), SPTUNE_ERR_INVALID);
+        CHECK_MSG(has(sptune_last_error(), bad[i].want), "'%s': want '%s' in '%s'", bad[i].text, bad[i].want,
+                  sptune_last_error());
+    }
+    CHECK_ST(sp_problem_parse(t, "M=1,N=2", &p), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "(cnt takes M, N, K)"), "%s", sptune_last_error());
+}
+
+/* ---- validation of the module table ------------------------------------------------------ */
+
+static void invalid(const char *body, const char *want)
+{
+    char src[2048];
+    snprintf(src, sizeof src, "return {name = 'v', %s}\n", body);
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/v.lua", src, NULL, &t), SPTUNE_ERR_TEMPLATE);
+    CHECK(t == NULL);
+    CHECK_MSG(has(sptune_last_error(), want), "want '%s' in '%s'", want, sptune_last_error());
+    CHECK_MSG(has(sptune_last_error(), "templates/test/v.lua"), "%s", sptune_last_error());
+    sp_template_free(t);
+}
+
+#define P1 "params = {{name = 'a', values = {1, 2}}}"
+#define FN "kernel = 'k', launch = function() end, emit = function() end"
+
+static void test_validation(void)
+{
+    invalid(P1 ", kernel = 'k', launch = function() end", "emit must be a function");
+    invalid(P1 ", kernel = 'k', emit = function() end", "launch must be a function");
+    invalid(P1 ", launch = function() end, emit = function() end", "kernel must be a function");
+    invalid(P1 ", kernel = 'not ident', launch = function() end, emit = function() end", "must be a C identifier");
+    invalid("params = {{name = 'a', values = {1, 2}, default = 3}}, " FN, "params[1].default = 3 is not one of its values");
+    invalid("params = {{name = 'a', values = {'x'}, default = 'y'}}, " FN, "params[1].default = 'y' is not one of its values");
+    invalid("params = {{name = 'a', values = {1}}, {name = 'a', values = {2}}}, " FN,
+            "params[2]: parameter 'a' is declared twice");
+    invalid("params = {{name = 'a', values = {1}}, {name = 'b', values = {1, 1.5}}}, " FN,
+            "params[2].values[2] = 1.5 is not an integer");
+    invalid("params = {{name = 'a', values = {1, 'x'}}}, " FN,
+            "params[1].values[2] is a string but values[1] is a integer (one type per parameter)");
+    invalid("params = {{name = 'a', values = {}}}, " FN, "params[1].values must be a non-empty list");
+    invalid("params = {{name = 'a'}}, " FN, "params[1].values must be a non-empty list");
+    invalid("params = {{name = 'a', values = {'x,y'}}}, " FN, "params[1].values[1] = 'x,y' must be a non-empty string");
+    invalid("params = {{name = 'a', values = {'x y'}}}, " FN, "without ',', '=', spaces");
+    invalid("params = {{name = 'a', values = {'k=v'}}}, " FN, "params[1].values[1] = 'k=v'");
+    invalid("params = {{name = 'a', values = {''}}}, " FN, "params[1].values[1] = ''");
+    invalid("params = {{name = 'a', values = {{}}}}, " FN, "params[1].values[1] = a table is not an integer, a string or a boolean");
+    invalid("params = {{name = 'a', values = {1, 2, 1}}}, " FN, "params[1].values has 1 twice");
+    invalid("params = {{name = '1a', values = {1}}}, " FN, "params[1].name must be an identifier");
+    invalid("params = {{values = {1}}}, " FN, "params[1].name must be an identifier (got a nil)");
+    invalid("params = {}, " FN, "params must be a non-empty list");
+    invalid(FN, "params must be a non-empty list of parameters (got nil)");
+    invalid("params = {1}, " FN, "params[1] must be a table");
+    invalid("params = {{name = 'a', values = {1}, doc = 3}}, " FN, "params[1].doc must be a string");
+    invalid(P1 ", dims = 'M', " FN, "dims must be a list");
+    invalid(P1 ", dims = {'M', 'M'}, " FN, "dims[2]: dimension 'M' is declared twice");
+    invalid(P1 ", dims = {'M', 3}, " FN, "dims[2] must be an identifier");
+    invalid(P1 ", dims = {'a','b','c','d','e','f','g','h','i','j','k','l','m','n','o','p','q'}, " FN,
+            "dims has 17 names (at most 16)");
+    invalid(P1 ", constraints = {function() end}, " FN, "constraints[1] must be a table");
+    invalid(P1 ", constraints = {{why = 'w'}}, " FN, "constraints[1].check must be a function");
+    invalid(P1 ", constraints = {{check = function() end}}, " FN, "constraints[1].why must be a non-empty string");
+    invalid(P1 ", constraints = 3, " FN, "constraints must be a list");
+    invalid(P1 ", options = 3, " FN, "options must be a function(c, gpu) or a list of strings");
+    invalid(P1 ", options = {'-DX', 4}, " FN, "options[2] must be a non-empty string");
+    invalid(P1 ", description = {}, " FN, "description must be a string");
+    invalid(P1 ", family = 3, " FN, "family must be a string");
+
+    /* More than SP_MAX_PARAMS parameters. */
+    char body[4096] = "params = {";
+    for (int i = 0; i <= SP_MAX_PARAMS; i++) {
+        size_t n = strlen(body);
+        snprintf(body + n, sizeof body - n, "{name = 'p%d', values = {1}},", i);
+    }
+    strcat(body, "}, " FN);
+    invalid(body, "params has 33 entries (at most 32)");
+
+    /* Not a table at all, or no name. */
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/v.lua", "return 42", NULL, &t), SPTUNE_ERR_TEMPLATE);
+    CHECK(has(sptune_last_error(), "templates/test/v.lua: must return a table (got number)"));
+    CHECK_ST(sp_template_load_source("templates/test/v.lua", "return {" P1 ", " FN "}", NULL, &t), SPTUNE_ERR_TEMPLATE);
+    CHECK(has(sptune_last_error(), "name must be a string (got nil)"));
+    CHECK_ST(sp_template_load_source("@templates/test/v.lua", "return {name = 'v', " P1 ", " FN "}", NULL, &t),
+             SPTUNE_OK);
+    if (t) {
+        CHECK(strcmp(sp_template_path(t), "templates/test/v.lua") == 0);
+        CHECK(strcmp(sp_template_family(t), "test") == 0 && strcmp(sp_template_description(t), "") == 0);
+        CHECK(sp_template_ndims(t) == 0);
+        sp_problem p;
+        CHECK_ST(sp_problem_parse(t, "", &p), SPTUNE_OK);
+        CHECK(p.n == 0);
+        CHECK_ST(sp_problem_parse(t, "4", &p), SPTUNE_ERR_INVALID);
+        sp_template_free(t);
+    }
+
+    /* A check that does not return a boolean is an error (0 would otherwise pass). */
+    t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/v.lua",
+                                     "return {name = 'v', " P1 ", " FN ",\n"
+                                     "constraints = {{why = 'mod', check = function(c) return c.a % 2 end}}}",
+                                     NULL, &t), SPTUNE_OK);
+    if (t) {
+        sp_gpu_profile g = h100();
+        long long n;
+        CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_ERR_TEMPLATE);
+        CHECK_MSG(has(sptune_last_error(), "the check returned number, not a boolean (in constraint 'mod' for a=1)"),
+                  "%s", sptune_last_error());
+        sp_template_free(t);
+    }
+    /* Integral floats (2^6) are integers; a check error names its constraint and config. */
+    t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/v.lua",
+                                     "return {name = 'v', params = {{name = 'a', values = {2^6, 2^7}}}, " FN ",\n"
+                                     "constraints = {{why = 'boom', check = function(c) error('x' .. c.a) end}}}",
+                                     NULL, &t), SPTUNE_OK);
+    if (t) {
+        sp_gpu_profile g = h100();
+        sp_config c;
+        int ok;
+        CHECK(strcmp(sp_template_param(t, 0)->values[1].text, "128") == 0);
+        CHECK_ST(sp_config_parse(t, "a=128", &c), SPTUNE_OK);
+        CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, NULL), SPTUNE_ERR_TEMPLATE);
+        CHECK_MSG(has(sptune_last_error(), "templates/test/v.lua:2: x128 (in constraint 'boom' for a=128)"), "%s",
+                  sptune_last_error());
+        sp_template_free(t);
+    }
+}
+
+/* ---- templates from a folder ------------------------------------------------------------- */
+
+static void write_file(const char *dir, const char *rel, const char *text)
+{
+    char path[1400];
+    snprintf(path, sizeof path, "%.1200s/%s", dir, rel);
+    FILE *f = fopen(path, "w");
+    CHECK_MSG(f != NULL, "cannot write %s", path);
+    if (!f) return;
+    fputs(text, f);
+    fclose(f);
+}
+
+static void test_folder(void)
+{
+    const char *dir = sp_test_tmpdir("test_template");
+    char sub[1300];
+    static const char *const dirs[] = {"fam", "lib", "other", ".hidden"};
+    for (int i = 0; i < 4; i++) {
+        snprintf(sub, sizeof sub, "%.1200s/%s", dir, dirs[i]);
+        mkdir(sub, 0755);
+    }
+    write_file(dir, "lib/h.lua", "return {n = 5}\n");
+    write_file(dir, "fam/op1.lua",
+               "local h = require('lib.h')\nreturn {name = 'op1', params = {{name = 'a', values = {h.n}}},\n"
+               " kernel = 'k', launch = function() end, emit = function() error('op1 emit') end}\n");
+    write_file(dir, "fam/zeta.lua", "return {name = 'wrong', params = {{name = 'a', values = {1}}}, " FN "}\n");
+    write_file(dir, "other/alpha.lua",
+               "return {name = 'alpha', family = 'fam', params = {{name = 'a', values = {1}}}, " FN "}\n");
+    write_file(dir, "other/notes.txt", "not a template\n");
+    write_file(dir, ".hidden/ghost.lua", "error('never')\n");
+    write_file(dir, "top.lua", "error('never')\n");
+    setenv("SPTUNE_TEMPLATES", dir, 1);
+
+    char **names = NULL;
+    int n = -1;
+    CHECK_ST(sp_template_list(&names, &n), SPTUNE_OK);
+    CHECK_MSG(n == 3 && names && strcmp(names[0], "alpha") == 0 && strcmp(names[1], "op1") == 0 &&
+              strcmp(names[2], "zeta") == 0 && names[3] == NULL, "n=%d", n);
+    sp_strv_free(names);
+
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load("op1", &t), SPTUNE_OK);
+    if (t) {
+        CHECK(strcmp(sp_template_name(t), "op1") == 0 && strcmp(sp_template_family(t), "fam") == 0);
+        CHECK(strcmp(sp_template_path(t), "templates/fam/op1.lua") == 0);
+        CHECK(sp_template_param(t, 0)->values[0].i == 5);
+        sp_gpu_profile g = h100();
+        sp_config c;
+        sp_kernel_src k;
+        sp_config_default(t, &c);
+        CHECK_ST(sp_template_emit(t, &c, &g, NULL, &k), SPTUNE_ERR_TEMPLATE);
+        CHECK_MSG(has(sptune_last_error(), "templates/fam/op1.lua:3: op1 emit"), "%s", sptune_last_error());
+        char hash[65];
+        snprintf(hash, sizeof hash, "%s", sp_template_hash(t));
+        sp_template_free(t);
+        t = NULL;
+        CHECK_ST(sp_template_load("op1", &t), SPTUNE_OK);
+        if (t) CHECK(strcmp(hash, sp_template_hash(t)) == 0);
+        sp_template_free(t);
+        t = NULL;
+        write_file(dir, "lib/h.lua", "return {n = 6}\n"); /* read at load time, part of the hash */
+        CHECK_ST(sp_template_load("op1", &t), SPTUNE_OK);
+        if (t) {
+            CHECK(sp_template_param(t, 0)->values[0].i == 6);
+            CHECK(strcmp(hash, sp_template_hash(t)) != 0);
+        }
+        sp_template_free(t);
+    }
+    t = NULL;
+    CHECK_ST(sp_template_load("zeta", &t), SPTUNE_ERR_TEMPLATE);
+    CHECK_MSG(has(sptune_last_error(), "templates/fam/zeta.lua: name 'wrong' must be the file name 'zeta'"), "%s",
+              sptune_last_error());
+    CHECK_ST(sp_template_load("alpha", &t), SPTUNE_ERR_TEMPLATE);
+    CHECK_MSG(has(sptune_last_error(), "family 'fam' must be the folder 'other'"), "%s", sptune_last_error());
+    CHECK_ST(sp_template_load("nope", &t), SPTUNE_ERR_NOT_FOUND);
+    CHECK_MSG(has(sptune_last_error(), "no template 'nope'") && has(sptune_last_error(), "alpha, op1, zeta"), "%s",
+              sptune_last_error());
+    CHECK_ST(sp_template_load("h", &t), SPTUNE_ERR_NOT_FOUND); /* lib is not a family */
+    CHECK_ST(sp_template_load("../fam/op1", &t), SPTUNE_ERR_NOT_FOUND);
+
+    /* The same op in two families is refused. */
+    write_file(dir, "other/op1.lua", "return {}\n");
+    CHECK_ST(sp_template_list(&names, &n), SPTUNE_ERR_TEMPLATE);
+    CHECK_MSG(has(sptune_last_error(), "op 'op1' is defined twice"), "%s", sptune_last_error());
+    CHECK_ST(sp_template_load("op1", &t), SPTUNE_ERR_TEMPLATE);
+    unsetenv("SPTUNE_TEMPLATES");
+}
+
+/* ---- a large space ----------------------------------------------------------------------- */
+
+static void test_large_space(void)
+{
+    const char *src =
+        "local v = {} for i = 0, 9 do v[#v + 1] = i end\n"
+        "local params = {}\n"
+        "for i = 1, 6 do params[i] = {name = 'p' .. i, values = v} end\n"
+        "return {name = 'big', params = params, kernel = 'k', launch = function() end, emit = function() end,\n"
+        "  constraints = {\n"
+        "    {why = 'sum', check = function(c) return (c.p1 + c.p2 + c.p3 + c.p4 + c.p5 + c.p6) % 7 == 0 end},\n"
+        "    {why = 'p1', check = function(c, gpu) return c.p1 < 9 and gpu.sm_count > 0 end},\n"
+        "  }}\n";
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/big.lua", src, NULL, &t), SPTUNE_OK);
+    if (!t) return;
+    long long want = 0;
+    for (int i = 0; i < 1000000; i++) {
+        int s = 0, x = i;
+        for (int k = 0; k < 6; k++) s += x % 10, x /= 10;
+        if (s % 7 == 0 && i / 100000 < 9) want++;
+    }
+    sp_gpu_profile g = h100();
+    long long n = 0;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    CHECK_MSG(n == want, "%lld != %lld", n, want);
+    printf("test_template: 10^6 raw configurations, %lld valid, in %.2f s\n", n, s);
+    CHECK_MSG(s < 20.0, "the walk took %.1f s", s);
+    sp_template_free(t);
+}
+
+/* ---- every template of the embedded set -------------------------------------------------- */
+
+typedef struct first_cfg {
+    sp_config c;
+    int have;
+} first_cfg;
+
+static int take_first(const sp_config *c, void *ud)
+{
+    first_cfg *f = ud;
+    if (!f->have) f->c = *c, f->have = 1;
+    return 0;
+}
+
+static void test_embedded(void)
+{
+    unsetenv("SPTUNE_TEMPLATES");
+    char **names = NULL;
+    int n = 0;
+    CHECK_ST(sp_template_list(&names, &n), SPTUNE_OK);
+    if (!names) return;
+    printf("test_template: %d embedded templates\n", n);
+    for (int i = 0; i < n; i++) {
+        sp_template *t = NULL;
+        CHECK_ST(sp_template_load(names[i], &t), SPTUNE_OK);
+        if (!t) continue;
+        CHECK(strcmp(sp_template_name(t), names[i]) == 0);
+        CHECK(strlen(sp_template_hash(t)) == 64);
+        sp_gpu_profile gpus[2] = {h100(), rtx_pro_6000()};
+        for (int k = 0; k < 2; k++) {
+            first_cfg f = {.have = 0};
+            long long count = -1;
+            struct timespec a, b;
+            clock_gettime(CLOCK_MONOTONIC, &a);
+            CHECK_ST(sp_template_space(t, &gpus[k], NULL, take_first, &f, &count), SPTUNE_OK);
+            clock_gettime(CLOCK_MONOTONIC, &b);
+            printf("  %-16s %-13s %8lld valid configurations (%.2f s)\n", names[i], gpus[k].info.profile, count,
+                   (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9);
+            CHECK_MSG(count > 0, "%s has no valid configuration on %s", names[i], gpus[k].info.profile);
+            if (!f.have) continue;
+            sp_kernel_src k1, k2;
+            CHECK_ST(sp_template_emit(t, &f.c, &gpus[k], NULL, &k1), SPTUNE_OK);
+            CHECK_ST(sp_template_emit(t, &f.c, &gpus[k], NULL, &k2), SPTUNE_OK);
+            CHECK(k1.source && k2.source && strcmp(k1.source, k2.source) == 0 && strlen(k1.source) > 0);
+            CHECK(k1.kernel[0] != 0 && strcmp(k1.kernel, k2.kernel) == 0);
+            sp_kernel_src_free(&k1);
+            sp_kernel_src_free(&k2);
+            /* The default configuration is either valid or has a reason. */
+            sp_config d;
+            int ok = -1;
+            char *why = NULL;
+            sp_config_default(t, &d);
+            CHECK_ST(sp_template_check(t, &d, &gpus[k], NULL, &ok, &why), SPTUNE_OK);
+            CHECK(ok == 1 || (ok == 0 && why != NULL));
+            free(why);
+        }
+        sp_template_free(t);
+    }
+    sp_strv_free(names);
+}
+
+int main(void)
+{
+    unsetenv("SPTUNE_TEMPLATES");
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source(CHUNK, CNT, NULL, &t), SPTUNE_OK);
+    if (t) {
+        CHECK(strcmp(sp_template_name(t), "cnt") == 0 && strcmp(sp_template_family(t), "test") == 0);
+        CHECK(strcmp(sp_template_description(t), "counting") == 0);
+        test_space(t);
+        test_emit(t);
+        test_config(t);
+        test_problem(t);
+        sp_template_free(t);
+    }
+    test_bad_render();
+    test_validation();
+    test_folder();
+    test_large_space();
+    test_embedded();
+    return sp_test_done("test_template");
+}

@@ -1,0 +1,169 @@
+#include "sp_bench.h"
+#include "sp_cuda.h"
+#include "sp_status.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <stdio.h>
+#include <string.h>
+
+void sp_bench_opts_default(sp_bench_opts *o)
+{
+    o->warmup_runs = 3;
+    o->warmup_ms = 20.0;
+    o->min_runs = 20;
+    o->max_runs = 200;
+    o->target_ms = 200.0;
+    o->flush_l2 = 1;
+}
+
+sptune_status sp_bench_open(int ordinal, const sp_bench_opts *opts, sp_bench *b)
+{
+    const sp_cuda_api *cu;
+    sptune_status st;
+    memset(b, 0, sizeof *b);
+    if (opts) b->opts = *opts; else sp_bench_opts_default(&b->opts);
+    if ((st = sp_cuda_load(&cu)) != SPTUNE_OK) return st;
+    if ((st = sp_gpu_profile_device(ordinal, &b->gpu)) != SPTUNE_OK) return st;
+    if ((st = sp_cuda_use_device(ordinal, &b->ctx)) != SPTUNE_OK) return st;
+    b->ordinal = ordinal;
+    if ((st = SP_CU(cu->StreamCreate(&b->stream, CU_STREAM_NON_BLOCKING))) != SPTUNE_OK) return st;
+    b->flush_bytes = (size_t)(b->gpu.info.l2_bytes > 0 ? b->gpu.info.l2_bytes : 64 << 20) * 2;
+    if ((st = SP_CU(cu->MemAlloc(&b->flush, b->flush_bytes))) != SPTUNE_OK) {
+        cu->StreamDestroy(b->stream);
+        return st;
+    }
+    b->rng = 0x9e3779b97f4a7c15ull ^ (unsigned long long)ordinal;
+    snprintf(b->method, sizeof b->method, "cuda-events;warmup>=%d runs/%.0fms;runs=%d..%d/%.0fms;l2-flush=%s;median",
+             b->opts.warmup_runs, b->opts.warmup_ms, b->opts.min_runs, b->opts.max_runs,
+             b->opts.target_ms, b->opts.flush_l2 ? "yes" : "no");
+    return SPTUNE_OK;
+}
+
+void sp_bench_close(sp_bench *b)
+{
+    const sp_cuda_api *cu;
+    if (sp_cuda_load(&cu) != SPTUNE_OK) return;
+    if (b->flush) cu->MemFree(b->flush);
+    if (b->stream) cu->StreamDestroy(b->stream);
+    memset(b, 0, sizeof *b);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return x < y ? -1 : x > y;
+}
+
+sptune_status sp_bench_time(sp_bench *b, sp_bench_fn fn, void *ud, sp_timing *t)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    int cap = b->opts.max_runs > 0 ? b->opts.max_runs : 1;
+    CUevent e0 = NULL, e1 = NULL;
+    float *ms = calloc((size_t)cap, sizeof *ms);
+    if (!ms) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    if ((st = SP_CU(cu->EventCreate(&e0, CU_EVENT_DEFAULT))) != SPTUNE_OK) goto out;
+    if ((st = SP_CU(cu->EventCreate(&e1, CU_EVENT_DEFAULT))) != SPTUNE_OK) goto out;
+
+    /* Warm-up: module load, caches, clocks. */
+    float spent = 0;
+    for (int i = 0; i < b->opts.warmup_runs || spent < b->opts.warmup_ms; i++) {
+        if ((st = SP_CU(cu->EventRecord(e0, b->stream))) != SPTUNE_OK) goto out;
+        if ((st = fn(ud, b->stream)) != SPTUNE_OK) goto out;
+        if ((st = SP_CU(cu->EventRecord(e1, b->stream))) != SPTUNE_OK) goto out;
+        if ((st = SP_CU(cu->EventSynchronize(e1))) != SPTUNE_OK) goto out;
+        float one = 0;
+        if ((st = SP_CU(cu->EventElapsedTime(&one, e0, e1))) != SPTUNE_OK) goto out;
+        spent += one;
+        if (i > 1000) break;
+    }
+
+    int n = 0;
+    double total = 0;
+    while (n < cap && (n < b->opts.min_runs || total < b->opts.target_ms)) {
+        if (b->opts.flush_l2 &&
+            (st = SP_CU(cu->MemsetD32Async(b->flush, (unsigned)n, b->flush_bytes / 4, b->stream))) != SPTUNE_OK)
+            goto out;
+        if ((st = SP_CU(cu->EventRecord(e0, b->stream))) != SPTUNE_OK) goto out;
+        if ((st = fn(ud, b->stream)) != SPTUNE_OK) goto out;
+        if ((st = SP_CU(cu->EventRecord(e1, b->stream))) != SPTUNE_OK) goto out;
+        if ((st = SP_CU(cu->EventSynchronize(e1))) != SPTUNE_OK) goto out;
+        if ((st = SP_CU(cu->EventElapsedTime(&ms[n], e0, e1))) != SPTUNE_OK) goto out;
+        total += ms[n];
+        n++;
+    }
+    qsort(ms, (size_t)n, sizeof *ms, cmp_float);
+    t->runs = n;
+    t->median_ms = n % 2 ? ms[n / 2] : 0.5 * (ms[n / 2 - 1] + ms[n / 2]);
+    t->min_ms = ms[0];
+    t->max_ms = ms[n - 1];
+    t->p10_ms = ms[(n - 1) / 10];
+    t->p90_ms = ms[(n - 1) * 9 / 10];
+    t->method = b->method;
+out:
+    if (e0) cu->EventDestroy(e0);
+    if (e1) cu->EventDestroy(e1);
+    free(ms);
+    return st;
+}
+
+sptune_status sp_bench_alloc(sp_bench *b, size_t bytes, CUdeviceptr *p)
+{
+    const sp_cuda_api *cu;
+    (void)b;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    *p = 0;
+    st = SP_CU(cu->MemAlloc(p, bytes ? bytes : 16));
+    if (st != SPTUNE_OK) return sp_wrap(st, "allocating %zu bytes on the GPU", bytes);
+    return SPTUNE_OK;
+}
+
+void sp_bench_free(CUdeviceptr p)
+{
+    const sp_cuda_api *cu;
+    if (p && sp_cuda_load(&cu) == SPTUNE_OK) cu->MemFree(p);
+}
+
+float sp_bf16_to_float(unsigned short h)
+{
+    unsigned u = (unsigned)h << 16;
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+unsigned short sp_float_to_bf16(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    if (isnan(f)) return 0x7fc0;
+    u += 0x7fff + ((u >> 16) & 1);
+    return (unsigned short)(u >> 16);
+}
+
+static unsigned long long next_rng(unsigned long long *s)
+{
+    /* splitmix64: fast, and every seed gives a fresh stream */
+    unsigned long long z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short *host, size_t n, float scale)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    for (size_t i = 0; i < n; i += 4) {
+        unsigned long long r = next_rng(&b->rng);
+        for (size_t j = 0; j < 4 && i + j < n; j++) {
+            float u = (float)((r >> (16 * j)) & 0xffff) / 65536.0f; /* [0,1) */
+            host[i + j] = sp_float_to_bf16((2.0f * u - 1.0f) * scale);
+        }
+    }
+    return SP_CU(cu->MemcpyHtoD(dst, host, n * sizeof *host));
+}

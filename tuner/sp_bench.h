@@ -1,0 +1,54 @@
+/* Measurement on one GPU: a stream, an L2-flush buffer, events, and the timing rule every
+ * candidate and every baseline goes through, so that both are measured the same way. */
+#ifndef SP_BENCH_H
+#define SP_BENCH_H
+
+#include "sp_db.h"
+#include "sp_gpu.h"
+#include <cuda.h>
+
+typedef struct sp_bench_opts {
+    int warmup_runs;      /* at least this many untimed runs (default 3) */
+    double warmup_ms;     /* and at least this long (default 20 ms) */
+    int min_runs;         /* timed runs (default 20) */
+    int max_runs;         /* (default 200) */
+    double target_ms;     /* timed runs continue until this much kernel time (default 200 ms) */
+    int flush_l2;         /* overwrite a buffer twice the L2 before each timed run (default 1) */
+} sp_bench_opts;
+
+void sp_bench_opts_default(sp_bench_opts *o);
+
+typedef struct sp_bench {
+    int ordinal;
+    sp_gpu_profile gpu;
+    CUcontext ctx;
+    CUstream stream;
+    CUdeviceptr flush;
+    size_t flush_bytes;
+    sp_bench_opts opts;
+    char method[160];     /* how timings were taken, stored with each result */
+    unsigned long long rng;
+} sp_bench;
+
+/* Binds to device `ordinal` (primary context), creates a stream and the flush buffer. */
+sptune_status sp_bench_open(int ordinal, const sp_bench_opts *opts, sp_bench *b);
+void sp_bench_close(sp_bench *b);
+
+/* One run of the thing measured, enqueued on the stream. */
+typedef sptune_status (*sp_bench_fn)(void *ud, CUstream stream);
+
+/* Warm-up, then timed runs with CUDA events around each (L2 flushed before each when enabled);
+ * median, min, max, p10, p90 into t (baseline_ms and rel_error untouched). */
+sptune_status sp_bench_time(sp_bench *b, sp_bench_fn fn, void *ud, sp_timing *t);
+
+/* Device memory helpers with checked calls. */
+sptune_status sp_bench_alloc(sp_bench *b, size_t bytes, CUdeviceptr *p);
+void sp_bench_free(CUdeviceptr p);
+/* Fills host and device buffers with bf16 values uniform in [-scale, scale) from the bench RNG. */
+sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short *host, size_t n, float scale);
+
+/* bf16 <-> float on the host (round to nearest even). */
+float sp_bf16_to_float(unsigned short h);
+unsigned short sp_float_to_bf16(float f);
+
+#endif

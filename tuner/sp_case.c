@@ -1,0 +1,76 @@
+#include "sp_case.h"
+#include "sp_cuda.h"
+#include "sp_status.h"
+
+#include <string.h>
+
+static const sp_case_ops *const all_ops[] = {&sp_case_gemm};
+
+const sp_case_ops *sp_case_find(const char *op)
+{
+    for (size_t i = 0; i < sizeof all_ops / sizeof all_ops[0]; i++)
+        if (strcmp(all_ops[i]->op, op) == 0) return all_ops[i];
+    return NULL;
+}
+
+sptune_status sp_case_create(sp_bench *b, const char *op, const sp_problem *p, sp_case *c)
+{
+    memset(c, 0, sizeof *c);
+    c->ops = sp_case_find(op);
+    if (!c->ops) return sp_fail(SPTUNE_ERR_UNSUPPORTED, "op '%s' has no GPU test harness yet", op);
+    c->bench = b;
+    c->problem = *p;
+    sptune_status st = c->ops->create(b, p, &c->state);
+    if (st != SPTUNE_OK) { c->ops = NULL; return st; }
+    return SPTUNE_OK;
+}
+
+void sp_case_destroy(sp_case *c)
+{
+    if (c->ops && c->state) c->ops->destroy(c->state);
+    memset(c, 0, sizeof *c);
+}
+
+sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err)
+{
+    const sp_cuda_api *cu;
+    char detail[512] = "";
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    *rel_err = -1;
+    if ((st = c->ops->poison(c->state, c->bench->stream)) != SPTUNE_OK) return st;
+    if ((st = sp_kernel_launch(k, c->bench->stream, c->ops->args(c->state))) != SPTUNE_OK) return st;
+    if ((st = sp_cuda_check(cu->StreamSynchronize(c->bench->stream), k->name)) != SPTUNE_OK) return st;
+    if ((st = c->ops->verify(c->state, rel_err, detail, sizeof detail)) != SPTUNE_OK) return st;
+    if (!(*rel_err <= c->ops->tolerance))
+        return sp_fail(SPTUNE_ERR_WRONG_RESULT, "%s: relative error %.3g exceeds %.3g%s%s", k->name,
+                       *rel_err, c->ops->tolerance, detail[0] ? "; " : "", detail);
+    return SPTUNE_OK;
+}
+
+typedef struct { const sp_kernel *k; void **args; } kernel_run;
+
+static sptune_status run_kernel(void *ud, CUstream s)
+{
+    kernel_run *r = ud;
+    return sp_kernel_launch(r->k, s, r->args);
+}
+
+sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t)
+{
+    kernel_run r = {k, c->ops->args(c->state)};
+    return sp_bench_time(c->bench, run_kernel, &r, t);
+}
+
+static sptune_status run_baseline(void *ud, CUstream s)
+{
+    sp_case *c = ud;
+    return c->ops->baseline(c->state, s);
+}
+
+sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t)
+{
+    return sp_bench_time(c->bench, run_baseline, c, t);
+}
+
+double sp_case_flops(const sp_case *c) { return c->ops->flops(&c->problem); }

@@ -1,0 +1,51 @@
+/* A problem instance on the GPU for one op: random inputs, the reference result, the kernel's
+ * arguments, verification and the baseline. Each op with a harness registers an sp_case_ops. */
+#ifndef SP_CASE_H
+#define SP_CASE_H
+
+#include "sp_bench.h"
+#include "sp_launch.h"
+#include "sp_template.h"
+
+typedef struct sp_case_ops {
+    const char *op;
+    const char *baseline_name;  /* "cuBLAS bf16 GEMM" */
+    /* Allocates inputs (random, never zeros), computes the reference. */
+    sptune_status (*create)(sp_bench *b, const sp_problem *p, void **state);
+    /* Kernel argument pointers for cuLaunchKernel (valid while state lives). */
+    void **(*args)(void *state);
+    /* Overwrites every output with a poison pattern (NaN) so unwritten elements show. */
+    sptune_status (*poison)(void *state, CUstream s);
+    /* Compares the output with the reference after a run; *rel_err = ||out-ref|| / ||ref||. */
+    sptune_status (*verify)(void *state, double *rel_err, char *detail, size_t detail_len);
+    /* One run of the baseline on stream s. */
+    sptune_status (*baseline)(void *state, CUstream s);
+    /* Floating-point operations of one run (for TFLOP/s in tables). */
+    double (*flops)(const sp_problem *p);
+    void (*destroy)(void *state);
+    double tolerance;           /* largest accepted rel_err */
+} sp_case_ops;
+
+typedef struct sp_case {
+    const sp_case_ops *ops;
+    sp_bench *bench;
+    sp_problem problem;
+    void *state;
+} sp_case;
+
+/* NULL when the op has no GPU harness yet. */
+const sp_case_ops *sp_case_find(const char *op);
+
+sptune_status sp_case_create(sp_bench *b, const char *op, const sp_problem *p, sp_case *c);
+void sp_case_destroy(sp_case *c);
+/* Poisons the output, launches k once, waits, verifies. SPTUNE_ERR_WRONG_RESULT when the error
+ * exceeds the op's tolerance (rel_err still set), SPTUNE_ERR_CUDA when the launch or the kernel
+ * failed (the context may then be unusable: a sticky error). */
+sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err);
+sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t);
+sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t);
+double sp_case_flops(const sp_case *c);
+
+extern const sp_case_ops sp_case_gemm;
+
+#endif
