@@ -8,11 +8,13 @@ set -uo pipefail
 build="${1:-build-static}"
 out="${OUT:-/tmp/sptune-check}"
 mkdir -p "$out"
-export SPTUNE_DB="$out/tuning.db" SPTUNE_CACHE_DIR="$out/cache"
+export SPTUNE_DB="$out/tuning.db" SPTUNE_CACHE_DIR="${SPTUNE_CACHE_DIR:-/tmp/sptune-cache}"
 bin="$build/sptune"
+status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv || true
 "$bin" info || exit 1
-status=0
+# The driver-level GPU test (kernel launch through the dlopen'd driver), when it was built.
+[ -x "$build/tests/test_gpu" ] && { "$build/tests/test_gpu" | tail -3 || status=1; }
 run() { echo "+ $*"; "$@" 2>&1 | tee -a "$out/check.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
 # Tails in every dimension and K not a multiple of 8 (the element-wise load path).
 run "$bin" check gemm --gpu auto --shape M=1000,N=1032,K=1000 --sample 8 --runs 5
