@@ -8,17 +8,22 @@ set -uo pipefail
 build="${1:-build-static}"
 out="${OUT:-/tmp/sptune-check}"
 mkdir -p "$out"
+git log -1 --format='commit %H %cd' 2>/dev/null || true
 export SPTUNE_DB="$out/tuning.db" SPTUNE_CACHE_DIR="${SPTUNE_CACHE_DIR:-/tmp/sptune-cache}"
 bin="$build/sptune"
 status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv || true
 "$bin" info || exit 1
 # The driver-level GPU test (kernel launch through the dlopen'd driver), when it was built.
-[ -x "$build/tests/test_gpu" ] && { "$build/tests/test_gpu" | tail -3 || status=1; }
+for t in test_gpu test_gpu_gemm; do
+  [ -x "$build/tests/$t" ] && { "$build/tests/$t" > "$out/$t.log" 2>&1 || status=1; tail -2 "$out/$t.log"; }
+done
 run() { echo "+ $*"; "$@" 2>&1 | tee -a "$out/check.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
 # Tails in every dimension and K not a multiple of 8 (the element-wise load path).
 run "$bin" check gemm --gpu auto --shape M=1000,N=1032,K=1000 --sample 8 --runs 5
 run "$bin" check gemm --gpu auto --shape M=77,N=130,K=61 --sample 8 --runs 5
 # The acceptance shape, a broad sample.
-run "$bin" check gemm --gpu auto --shape M=4096,N=4096,K=4096 --sample ${SAMPLE:-48}
+run "$bin" check gemm --gpu auto --shape M=4096,N=4096,K=4096 --sample ${SAMPLE:-96}
+# The main job: the default workload, a small sample per problem.
+run "$bin" --gpu auto --sample ${AUTO_SAMPLE:-8} --quiet
 exit $status

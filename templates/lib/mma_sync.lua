@@ -19,9 +19,11 @@ M.params = {
   {name = "bk", values = {32, 64}, default = 32, doc = "K depth of one pipeline stage"},
   {name = "wm", values = {32, 64}, default = 64, doc = "warp tile rows"},
   {name = "wn", values = {32, 64}, default = 64, doc = "warp tile columns"},
-  {name = "stages", values = {2, 3, 4, 5}, default = 4, doc = "cp.async pipeline depth"},
+  {name = "stages", values = {2, 3, 4, 5}, default = 3, doc = "cp.async pipeline depth"},
   {name = "swizzle", values = {"xor", "pad"}, default = "xor",
    doc = "shared-memory layout against ldmatrix bank conflicts: XOR of 16-byte chunks, or row padding"},
+  {name = "fragbuf", values = {1, 2}, default = 1,
+   doc = "register fragment buffers: 2 overlaps the next k-step's ldmatrix (and the barrier) with MMAs"},
 }
 
 function M.derive(c)
@@ -40,7 +42,7 @@ function M.derive(c)
   d.a_iters = c.bm * d.cpr // math.max(d.threads, 1)
   d.b_iters = c.bn * d.cpr // math.max(d.threads, 1)
   -- accumulators + fragments + addressing, per thread (rough: the compiler's report is the truth)
-  d.est_regs = d.mt * d.nt * 4 + d.mt * 4 + d.nt * 2 + 40
+  d.est_regs = d.mt * d.nt * 4 + (c.fragbuf or 1) * (d.mt * 4 + d.nt * 2) + 40
   return d
 end
 
@@ -66,7 +68,8 @@ M.constraints = {
   {why = "accumulators fit in registers",
    check = function(c, gpu)
      local d = M.derive(c)
-     return d.est_regs <= 232 and d.est_regs * d.threads <= gpu.regs_per_sm
+     -- 216: above it (64x64 warp tiles with two fragment buffers) ptxas spills
+     return d.est_regs <= 216 and d.est_regs * d.threads <= gpu.regs_per_sm
    end},
   {why = "needs cp.async and mma.sync (sm_80+)",
    check = function(c, gpu) return gpu.cp_async end},
@@ -112,18 +115,53 @@ end
 -- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, lane,
 -- warp_m, warp_n; unsigned char sp_smem[] (dynamic shared memory, >= derive(c).smem bytes).
 -- Declares float acc[mt][nt][4].
+-- ldmatrix loads of the A and B fragments of k-step `ks` (C expression) from the stage at byte
+-- addresses a_base/b_base into af<buf>/bf<buf>.
+local function frag_loads(c, d, buf, ks)
+  return text.fill([[
+            #pragma unroll
+            for (int i = 0; i < ${mt}; ++i) {
+                const int ra = warp_m * ${wm} + i * 16 + (lane & 15);
+                const int ca = (${ks}) * 2 + (lane >> 4);
+                sp_ldmatrix_x4(a_base + (sp_u32)${off_a} * 2u, af${buf}[i][0], af${buf}[i][1], af${buf}[i][2], af${buf}[i][3]);
+            }
+            #pragma unroll
+            for (int j = 0; j < ${nt}; j += 2) {
+                const int rb = warp_n * ${wn} + j * 8 + (lane & 7) + ((lane >> 4) << 3);
+                const int cb = (${ks}) * 2 + ((lane >> 3) & 1);
+                sp_ldmatrix_x4(b_base + (sp_u32)${off_b} * 2u, bf${buf}[j][0], bf${buf}[j][1], bf${buf}[j + 1][0], bf${buf}[j + 1][1]);
+            }]], {mt = d.mt, nt = d.nt, wm = c.wm, wn = c.wn, ks = ks, buf = buf,
+                  off_a = off(c, "ra", "ca"), off_b = off(c, "rb", "cb")})
+end
+
+local function mmas(d, buf)
+  return text.fill([[
+            #pragma unroll
+            for (int i = 0; i < ${mt}; ++i)
+                #pragma unroll
+                for (int j = 0; j < ${nt}; ++j) sp_mma_bf16_16816(acc[i][j], af${buf}[i], bf${buf}[j]);]],
+    {mt = d.mt, nt = d.nt, buf = buf})
+end
+
+-- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, lane,
+-- warp_m, warp_n; unsigned char sp_smem[] (dynamic shared memory, >= derive(c).smem bytes).
+-- Declares float acc[mt][nt][4].
+--
+-- fragbuf = 1: per k-tile, wait + barrier, then load fragments and multiply step by step.
+-- fragbuf = 2: fragments double-buffered in registers: the loads of k-step s+1 (and of the next
+-- stage's first step, across the barrier) are issued before the MMAs of step s, so the tensor
+-- cores need not idle at the barrier; costs registers for a second set of fragments.
 function M.mainloop(c)
   local d = M.derive(c)
   local v = {
-    stages = c.stages, bk = c.bk, mt = d.mt, nt = d.nt, wm = c.wm, wn = c.wn,
+    stages = c.stages, bk = c.bk, mt = d.mt, nt = d.nt,
     a_stage = d.a_stage, b_stage = d.b_stage, ks = c.bk // 16, wait = c.stages - 2,
     load_a = load_operand(c, d, {iters = d.a_iters, base = "m0", limit = "M", smem = "sA",
                                  stage_elems = d.a_stage, ptr = "A"}),
     load_b = load_operand(c, d, {iters = d.b_iters, base = "n0", limit = "N", smem = "sB",
                                  stage_elems = d.b_stage, ptr = "B"}),
-    off_a = off(c, "ra", "ca"), off_b = off(c, "rb", "cb"),
   }
-  return text.fill([[
+  local head = text.fill([[
     const sp_u32 sA = sp_smem_u32(sp_smem);
     const sp_u32 sB = sA + ${stages} * ${a_stage} * 2;
     /* 16-byte copies need K % 8 == 0 and 16-byte aligned operands; otherwise load by element. */
@@ -146,44 +184,73 @@ ${load_b}
         }
         sp_cp_async_commit();
     }
+]], v)
+  local prefetch = text.fill([[
+            {
+                const int pf = kt + ${stages} - 1;
+                if (pf < KT) {
+                    const int stage = pf % ${stages}, k0 = pf * ${bk};
+${load_a}
+${load_b}
+                }
+                sp_cp_async_commit();
+            }]], v)
+  local body
+  if c.fragbuf == 1 then
+    local steps = {}
+    for ks = 0, v.ks - 1 do
+      steps[#steps + 1] = frag_loads(c, d, "", tostring(ks))
+      steps[#steps + 1] = mmas(d, "")
+    end
+    body = text.fill([[
     for (int kt = 0; kt < KT; ++kt) {
         sp_cp_async_wait<${wait}>();
         __syncthreads();
-        {
-            const int pf = kt + ${stages} - 1;
-            if (pf < KT) {
-                const int stage = pf % ${stages}, k0 = pf * ${bk};
-${load_a}
-${load_b}
-            }
-            sp_cp_async_commit();
-        }
+${prefetch}
         const int st = kt % ${stages};
         const sp_u32 a_base = sA + (sp_u32)(st * ${a_stage}) * 2u;
         const sp_u32 b_base = sB + (sp_u32)(st * ${b_stage}) * 2u;
-        #pragma unroll
-        for (int ks = 0; ks < ${ks}; ++ks) {
-            sp_u32 af[${mt}][4], bf[${nt}][2];
-            #pragma unroll
-            for (int i = 0; i < ${mt}; ++i) {
-                const int ra = warp_m * ${wm} + i * 16 + (lane & 15);
-                const int ca = ks * 2 + (lane >> 4);
-                sp_ldmatrix_x4(a_base + (sp_u32)${off_a} * 2u, af[i][0], af[i][1], af[i][2], af[i][3]);
-            }
-            #pragma unroll
-            for (int j = 0; j < ${nt}; j += 2) {
-                const int rb = warp_n * ${wn} + j * 8 + (lane & 7) + ((lane >> 4) << 3);
-                const int cb = ks * 2 + ((lane >> 3) & 1);
-                sp_ldmatrix_x4(b_base + (sp_u32)${off_b} * 2u, bf[j][0], bf[j][1], bf[j + 1][0], bf[j + 1][1]);
-            }
-            #pragma unroll
-            for (int i = 0; i < ${mt}; ++i)
-                #pragma unroll
-                for (int j = 0; j < ${nt}; ++j) sp_mma_bf16_16816(acc[i][j], af[i], bf[j]);
-        }
+        sp_u32 af[${mt}][4], bf[${nt}][2];
+${steps}
     }
-    sp_cp_async_wait<0>();
-]], v)
+]], {wait = v.wait, prefetch = prefetch, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
+     mt = d.mt, nt = d.nt, steps = table.concat(steps, "\n")})
+  else
+    -- Unrolled k-steps; buffer (ks & 1) holds step ks. The barrier sits before the loads of the
+    -- last step's successor (the next stage's step 0); the prefetch overwrites the stage every
+    -- warp finished reading before that barrier one iteration earlier.
+    local steps = {}
+    for ks = 0, v.ks - 1 do
+      local cur, nxt = tostring(ks % 2), tostring((ks + 1) % 2)
+      if ks == v.ks - 1 then
+        steps[#steps + 1] = text.fill([[
+            sp_cp_async_wait<${wait}>();
+            __syncthreads();
+            st = (st + 1 == ${stages}) ? 0 : st + 1;
+            a_base = sA + (sp_u32)(st * ${a_stage}) * 2u;
+            b_base = sB + (sp_u32)(st * ${b_stage}) * 2u;]], {wait = v.wait, stages = c.stages,
+                                                            a_stage = d.a_stage, b_stage = d.b_stage})
+        steps[#steps + 1] = frag_loads(c, d, nxt, "0")
+      else
+        steps[#steps + 1] = frag_loads(c, d, nxt, tostring(ks + 1))
+      end
+      if ks == 0 then steps[#steps + 1] = prefetch end
+      steps[#steps + 1] = mmas(d, cur)
+    end
+    body = text.fill([[
+    sp_cp_async_wait<${wait}>();
+    __syncthreads();
+    int st = 0;
+    sp_u32 a_base = sA, b_base = sB;
+    sp_u32 af0[${mt}][4], bf0[${nt}][2], af1[${mt}][4], bf1[${nt}][2];
+${first}
+    for (int kt = 0; kt < KT; ++kt) {
+${steps}
+    }
+]], {wait = v.wait, mt = d.mt, nt = d.nt, first = frag_loads(c, d, "0", "0"),
+     steps = table.concat(steps, "\n")})
+  end
+  return head .. body .. "    sp_cp_async_wait<0>();\n"
 end
 
 return M
