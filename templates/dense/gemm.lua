@@ -12,7 +12,7 @@ params[#params + 1] = {name = "group_m", values = {1, 8}, default = 8,
                        doc = "CTA rows walked together along M before moving along N (L2 reuse)"}
 
 local function kernel_name(c)
-  return text.ident("sp_gemm", c, {"bm", "bn", "bk", "wm", "wn", "stages", "swizzle", "fragbuf", "group_m"})
+  return text.ident("sp_gemm", c, {"bm", "bn", "bk", "wm", "wn", "stages", "swizzle", "prefetch", "group_m"})
 end
 
 return {

@@ -22,8 +22,8 @@ M.params = {
   {name = "stages", values = {2, 3, 4, 5}, default = 3, doc = "cp.async pipeline depth"},
   {name = "swizzle", values = {"xor", "pad"}, default = "xor",
    doc = "shared-memory layout against ldmatrix bank conflicts: XOR of 16-byte chunks, or row padding"},
-  {name = "fragbuf", values = {1, 2}, default = 1,
-   doc = "register fragment buffers: 2 overlaps the next k-step's ldmatrix (and the barrier) with MMAs"},
+  {name = "prefetch", values = {"none", "a", "ab"}, default = "a",
+   doc = "fragments loaded one k-step ahead into a second register buffer: none, A only, or A and B"},
 }
 
 function M.derive(c)
@@ -42,7 +42,8 @@ function M.derive(c)
   d.a_iters = c.bm * d.cpr // math.max(d.threads, 1)
   d.b_iters = c.bn * d.cpr // math.max(d.threads, 1)
   -- accumulators + fragments + addressing, per thread (rough: the compiler's report is the truth)
-  d.est_regs = d.mt * d.nt * 4 + (c.fragbuf or 1) * (d.mt * 4 + d.nt * 2) + 40
+  local extra = ({none = 0, a = d.mt * 4, ab = d.mt * 4 + d.nt * 2})[c.prefetch or "none"]
+  d.est_regs = d.mt * d.nt * 4 + d.mt * 4 + d.nt * 2 + extra + 40
   return d
 end
 
@@ -115,42 +116,51 @@ end
 -- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, lane,
 -- warp_m, warp_n; unsigned char sp_smem[] (dynamic shared memory, >= derive(c).smem bytes).
 -- Declares float acc[mt][nt][4].
--- ldmatrix loads of the A and B fragments of k-step `ks` (C expression) from the stage at byte
--- addresses a_base/b_base into af<buf>/bf<buf>.
-local function frag_loads(c, d, buf, ks)
+-- ldmatrix loads of k-step `ks` (C expression) from the stage at byte address a_base (A) or
+-- b_base (B) into af<buf> / bf<buf>.
+local function frag_loads_a(c, d, buf, ks)
   return text.fill([[
             #pragma unroll
             for (int i = 0; i < ${mt}; ++i) {
                 const int ra = warp_m * ${wm} + i * 16 + (lane & 15);
                 const int ca = (${ks}) * 2 + (lane >> 4);
                 sp_ldmatrix_x4(a_base + (sp_u32)${off_a} * 2u, af${buf}[i][0], af${buf}[i][1], af${buf}[i][2], af${buf}[i][3]);
-            }
+            }]], {mt = d.mt, wm = c.wm, ks = ks, buf = buf, off_a = off(c, "ra", "ca")})
+end
+
+local function frag_loads_b(c, d, buf, ks)
+  return text.fill([[
             #pragma unroll
             for (int j = 0; j < ${nt}; j += 2) {
                 const int rb = warp_n * ${wn} + j * 8 + (lane & 7) + ((lane >> 4) << 3);
                 const int cb = (${ks}) * 2 + ((lane >> 3) & 1);
                 sp_ldmatrix_x4(b_base + (sp_u32)${off_b} * 2u, bf${buf}[j][0], bf${buf}[j][1], bf${buf}[j + 1][0], bf${buf}[j + 1][1]);
-            }]], {mt = d.mt, nt = d.nt, wm = c.wm, wn = c.wn, ks = ks, buf = buf,
-                  off_a = off(c, "ra", "ca"), off_b = off(c, "rb", "cb")})
+            }]], {nt = d.nt, wn = c.wn, ks = ks, buf = buf, off_b = off(c, "rb", "cb")})
 end
 
-local function mmas(d, buf)
+local function frag_loads(c, d, buf, ks)
+  return frag_loads_a(c, d, buf, ks) .. "\n" .. frag_loads_b(c, d, buf, ks)
+end
+
+local function mmas(d, abuf, bbuf)
   return text.fill([[
             #pragma unroll
             for (int i = 0; i < ${mt}; ++i)
                 #pragma unroll
-                for (int j = 0; j < ${nt}; ++j) sp_mma_bf16_16816(acc[i][j], af${buf}[i], bf${buf}[j]);]],
-    {mt = d.mt, nt = d.nt, buf = buf})
+                for (int j = 0; j < ${nt}; ++j) sp_mma_bf16_16816(acc[i][j], af${abuf}[i], bf${bbuf}[j]);]],
+    {mt = d.mt, nt = d.nt, abuf = abuf, bbuf = bbuf == nil and abuf or bbuf})
 end
 
 -- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, lane,
 -- warp_m, warp_n; unsigned char sp_smem[] (dynamic shared memory, >= derive(c).smem bytes).
 -- Declares float acc[mt][nt][4].
 --
--- fragbuf = 1: per k-tile, wait + barrier, then load fragments and multiply step by step.
--- fragbuf = 2: fragments double-buffered in registers: the loads of k-step s+1 (and of the next
--- stage's first step, across the barrier) are issued before the MMAs of step s, so the tensor
--- cores need not idle at the barrier; costs registers for a second set of fragments.
+-- prefetch = "none": per k-tile, wait + barrier, then load fragments and multiply step by step.
+-- prefetch = "ab": fragments double-buffered in registers: the loads of k-step s+1 (and of the
+-- next stage's first step, across the barrier) are issued before the MMAs of step s, so the
+-- tensor cores need not idle at the barrier; costs registers for a second set of fragments.
+-- prefetch = "a": only the A fragments are double-buffered (B is loaded at its own step), for
+-- warp tiles too large to hold two full fragment sets.
 function M.mainloop(c)
   local d = M.derive(c)
   local v = {
@@ -196,7 +206,7 @@ ${load_b}
                 sp_cp_async_commit();
             }]], v)
   local body
-  if c.fragbuf == 1 then
+  if c.prefetch == "none" then
     local steps = {}
     for ks = 0, v.ks - 1 do
       steps[#steps + 1] = frag_loads(c, d, "", tostring(ks))
@@ -219,9 +229,13 @@ ${steps}
     -- Unrolled k-steps; buffer (ks & 1) holds step ks. The barrier sits before the loads of the
     -- last step's successor (the next stage's step 0); the prefetch overwrites the stage every
     -- warp finished reading before that barrier one iteration earlier.
+    local both = c.prefetch == "ab"
     local steps = {}
     for ks = 0, v.ks - 1 do
       local cur, nxt = tostring(ks % 2), tostring((ks + 1) % 2)
+      -- B of this step first when it is not prefetched (before the barrier on the last step)
+      if not both then steps[#steps + 1] = frag_loads_b(c, d, "", tostring(ks)) end
+      local load_next = both and frag_loads or frag_loads_a
       if ks == v.ks - 1 then
         steps[#steps + 1] = text.fill([[
             sp_cp_async_wait<${wait}>();
@@ -230,24 +244,26 @@ ${steps}
             a_base = sA + (sp_u32)(st * ${a_stage}) * 2u;
             b_base = sB + (sp_u32)(st * ${b_stage}) * 2u;]], {wait = v.wait, stages = c.stages,
                                                             a_stage = d.a_stage, b_stage = d.b_stage})
-        steps[#steps + 1] = frag_loads(c, d, nxt, "0")
+        steps[#steps + 1] = load_next(c, d, nxt, "0")
       else
-        steps[#steps + 1] = frag_loads(c, d, nxt, tostring(ks + 1))
+        steps[#steps + 1] = load_next(c, d, nxt, tostring(ks + 1))
       end
       if ks == 0 then steps[#steps + 1] = prefetch end
-      steps[#steps + 1] = mmas(d, cur)
+      steps[#steps + 1] = mmas(d, cur, both and cur or "")
     end
     body = text.fill([[
     sp_cp_async_wait<${wait}>();
     __syncthreads();
     int st = 0;
     sp_u32 a_base = sA, b_base = sB;
-    sp_u32 af0[${mt}][4], bf0[${nt}][2], af1[${mt}][4], bf1[${nt}][2];
+    sp_u32 af0[${mt}][4], af1[${mt}][4], ${bdecl};
 ${first}
     for (int kt = 0; kt < KT; ++kt) {
 ${steps}
     }
-]], {wait = v.wait, mt = d.mt, nt = d.nt, first = frag_loads(c, d, "0", "0"),
+]], {wait = v.wait, mt = d.mt,
+     bdecl = both and string.format("bf0[%d][2], bf1[%d][2]", d.nt, d.nt) or string.format("bf[%d][2]", d.nt),
+     first = (both and frag_loads or frag_loads_a)(c, d, "0", "0"),
      steps = table.concat(steps, "\n")})
   end
   return head .. body .. "    sp_cp_async_wait<0>();\n"
