@@ -191,3 +191,25 @@ void cli_sample(cli_configs *cs, const sp_template *t, long long n, unsigned lon
     cs->n = w;
     free(keep);
 }
+
+/* --config or the default, checked against the constraints. */
+int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *c)
+{
+    const char *text = cli_get(cmd, "config");
+    sptune_status st = text ? sp_config_parse(t, text, c) : SPTUNE_OK;
+    if (!text) sp_config_default(t, c);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    int ok = 0;
+    char *why = NULL;
+    if ((st = sp_template_check(t, c, gpu, p, &ok, &why)) != SPTUNE_OK) return cli_error(cmd->name, st);
+    if (!ok) {
+        char *s = sp_config_format(t, c);
+        fprintf(stderr, "sptune %s: configuration %s is not valid for %s: %s\n", cmd->name, s ? s : "?",
+                gpu->info.profile, why ? why : "constraint failed");
+        free(s);
+        free(why);
+        return CLI_USAGE;
+    }
+    return CLI_OK;
+}
+

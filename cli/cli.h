@@ -42,6 +42,9 @@ long long cli_int(const cli_cmd *cmd, const char *name, long long def);
  * sm_XX. *ordinal is the device that matches (or -1 when the target is not present here). */
 int cli_gpu_target(const char *cmd, const char *g, sp_gpu_profile *gpu, int *ordinal);
 int cli_load_template(const char *cmd, const char *op, sp_template **t);
+/* --config (or the template's default) parsed and checked against the constraints for gpu and
+ * problem p (may be NULL); an invalid one is a usage error naming the failed constraint. */
+int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *c);
 
 /* Valid configurations of a template for a GPU (and problem, may be NULL), in space order. */
 typedef struct cli_configs {

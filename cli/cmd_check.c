@@ -105,7 +105,7 @@ static void print_summary(const sp_bench *b, const problem_summary *s)
     int failed = 0;
     for (int o = 0; o < SP_OUTCOME__COUNT; o++) failed += s->failed[o];
     if (s->ok == 0) {
-        printf("%-6s %-24s %-8s no variant passed (%d failed)\n", b->gpu.info.profile, s->problem, op, failed);
+        printf("%-6s %-8s %-24s no variant passed (%d failed)\n", b->gpu.info.profile, op, s->problem, failed);
         return;
     }
     printf("%-6s %-8s %-24s %9.4f %9.4f %7.2fx %7.1f %7.1e %3d/%-3d %s\n", b->gpu.info.profile, op, s->problem,
@@ -175,7 +175,7 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
         cs.v = malloc(sizeof *cs.v);
         if (!cs.v) { rc = CLI_FAIL; goto out; }
         cs.n = cs.cap = 1;
-        if ((st = sp_config_parse(t, cli_get(cmd, "config"), &cs.v[0])) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+        if ((rc = cli_pick_config(cmd, t, &gpu, &prob, &cs.v[0]))) goto out;
     } else {
         if ((rc = cli_collect_space(cmd->name, t, &gpu, &prob, &cs))) goto out;
         if (!cli_get(cmd, "all")) cli_sample(&cs, t, sample > 0 ? sample : 16, (unsigned long long)seed);

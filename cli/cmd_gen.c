@@ -77,27 +77,6 @@ int cmd_space(cli_cmd *cmd, int npos, char **pos)
     return rc;
 }
 
-/* --config or the default, checked against the constraints. */
-static int pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *c)
-{
-    const char *text = cli_get(cmd, "config");
-    sptune_status st = text ? sp_config_parse(t, text, c) : SPTUNE_OK;
-    if (!text) sp_config_default(t, c);
-    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
-    int ok = 0;
-    char *why = NULL;
-    if ((st = sp_template_check(t, c, gpu, p, &ok, &why)) != SPTUNE_OK) return cli_error(cmd->name, st);
-    if (!ok) {
-        char *s = sp_config_format(t, c);
-        fprintf(stderr, "sptune %s: configuration %s is not valid for %s: %s\n", cmd->name, s ? s : "?",
-                gpu->info.profile, why ? why : "constraint failed");
-        free(s);
-        free(why);
-        return CLI_USAGE;
-    }
-    return CLI_OK;
-}
-
 int cmd_gen(cli_cmd *cmd, int npos, char **pos)
 {
     sp_gpu_profile gpu;
@@ -109,7 +88,7 @@ int cmd_gen(cli_cmd *cmd, int npos, char **pos)
     (void)npos;
     if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
     if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
-    if ((rc = parse_shape(cmd, t, &prob, &p)) || (rc = pick_config(cmd, t, &gpu, p, &c))) {
+    if ((rc = parse_shape(cmd, t, &prob, &p)) || (rc = cli_pick_config(cmd, t, &gpu, p, &c))) {
         sp_template_free(t);
         return rc;
     }
@@ -145,7 +124,7 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
         cs.v = malloc(sizeof *cs.v);
         if (!cs.v) { rc = CLI_FAIL; goto out; }
         cs.n = cs.cap = 1;
-        if ((rc = pick_config(cmd, t, &gpu, p, &cs.v[0]))) goto out;
+        if ((rc = cli_pick_config(cmd, t, &gpu, p, &cs.v[0]))) goto out;
     }
     sp_cache *cache = NULL;
     sptune_status st = SPTUNE_OK;
