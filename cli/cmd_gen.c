@@ -36,15 +36,24 @@ int cmd_ops(cli_cmd *cmd, int npos, char **pos)
     return rc;
 }
 
-/* Optional --shape for space/gen/compile. */
-static int parse_shape(cli_cmd *cmd, sp_template *t, sp_problem *p, const sp_problem **out)
+/* What space, gen and compile start with: the target, the template and the optional --shape
+ * (*p is NULL without it). On failure nothing is left to free. */
+static int setup(cli_cmd *cmd, const char *op, sp_gpu_profile *gpu, sp_template **t, sp_problem *prob,
+                 const sp_problem **p)
 {
-    const char *s = cli_get(cmd, "shape");
-    *out = NULL;
-    if (!s) return CLI_OK;
-    sptune_status st = sp_problem_parse(t, s, p);
-    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
-    *out = p;
+    int ordinal, rc;
+    const char *shape = cli_get(cmd, "shape");
+    *p = NULL;
+    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), gpu, &ordinal))) return rc;
+    if ((rc = cli_load_template(cmd->name, op, t))) return rc;
+    if (!shape) return CLI_OK;
+    sptune_status st = sp_problem_parse(*t, shape, prob);
+    if (st != SPTUNE_OK) {
+        sp_template_free(*t);
+        *t = NULL;
+        return cli_error(cmd->name, st);
+    }
+    *p = prob;
     return CLI_OK;
 }
 
@@ -54,11 +63,9 @@ int cmd_space(cli_cmd *cmd, int npos, char **pos)
     sp_template *t;
     sp_problem prob;
     const sp_problem *p;
-    int ordinal, rc;
+    int rc;
     (void)npos;
-    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
-    if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
-    if ((rc = parse_shape(cmd, t, &prob, &p))) { sp_template_free(t); return rc; }
+    if ((rc = setup(cmd, pos[0], &gpu, &t, &prob, &p))) return rc;
     cli_configs cs;
     if ((rc = cli_collect_space(cmd->name, t, &gpu, p, &cs))) { sp_template_free(t); return rc; }
     if (cli_get(cmd, "count")) {
@@ -84,11 +91,10 @@ int cmd_gen(cli_cmd *cmd, int npos, char **pos)
     sp_problem prob;
     const sp_problem *p;
     sp_config c;
-    int ordinal, rc;
+    int rc;
     (void)npos;
-    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
-    if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
-    if ((rc = parse_shape(cmd, t, &prob, &p)) || (rc = cli_pick_config(cmd, t, &gpu, p, &c))) {
+    if ((rc = setup(cmd, pos[0], &gpu, &t, &prob, &p))) return rc;
+    if ((rc = cli_pick_config(cmd, t, &gpu, p, &c))) {
         sp_template_free(t);
         return rc;
     }
@@ -107,16 +113,14 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
     sp_template *t;
     sp_problem prob;
     const sp_problem *p;
-    int ordinal, rc;
+    int rc;
     (void)npos;
-    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
     long long sample = cli_int(cmd, "sample", 0), seed = cli_int(cmd, "seed", 1);
     if (sample < 0 || seed < 0) return CLI_USAGE;
     int all = cli_get(cmd, "all") != NULL, one = cli_get(cmd, "config") != NULL;
     if (all + one + (sample > 0) > 1) return cli_usage_error(cmd->name, "choose one of --config, --sample N, --all");
-    if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
+    if ((rc = setup(cmd, pos[0], &gpu, &t, &prob, &p))) return rc;
     cli_configs cs = {0};
-    if ((rc = parse_shape(cmd, t, &prob, &p))) goto out;
     if (all || sample > 0) {
         if ((rc = cli_collect_space(cmd->name, t, &gpu, p, &cs))) goto out;
         if (sample > 0) cli_sample(&cs, t, sample, (unsigned long long)seed);

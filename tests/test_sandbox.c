@@ -73,17 +73,10 @@ static sp_gpu_profile gpu(void)
 {
     sp_gpu_profile g;
     memset(&g, 0, sizeof g);
-    g.info.ordinal = -1;
-    snprintf(g.info.profile, sizeof g.info.profile, "h100");
-    snprintf(g.info.name, sizeof g.info.name, "NVIDIA H100 80GB HBM3");
-    snprintf(g.info.arch, sizeof g.info.arch, "sm_90a");
-    g.info.cc_major = 9;
-    g.info.sm_count = 132;
-    g.info.smem_per_block_optin = 232448;
-    g.info.smem_per_sm = 233472;
-    g.info.regs_per_sm = 65536;
-    g.info.max_threads_per_sm = 2048;
-    g.has_wgmma = g.has_tma = g.has_cluster = g.has_mma_sp = g.has_cp_async = 1;
+    if (sp_gpu_profile_named("h100", &g) != SPTUNE_OK) {
+        fprintf(stderr, "profile h100: %s\n", sptune_last_error());
+        exit(1);
+    }
     return g;
 }
 

@@ -13,53 +13,19 @@
 
 static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
-/* GPU profiles built by hand (runtime/sp_gpu.c is not needed for these tests). */
-static sp_gpu_profile h100(void)
+static sp_gpu_profile named(const char *name)
 {
     sp_gpu_profile g;
     memset(&g, 0, sizeof g);
-    g.info.ordinal = -1;
-    snprintf(g.info.profile, sizeof g.info.profile, "h100");
-    snprintf(g.info.name, sizeof g.info.name, "NVIDIA H100 80GB HBM3");
-    snprintf(g.info.arch, sizeof g.info.arch, "sm_90a");
-    g.info.cc_major = 9;
-    g.info.cc_minor = 0;
-    g.info.sm_count = 132;
-    g.info.smem_per_block_optin = 232448;
-    g.info.smem_per_sm = 233472;
-    g.info.regs_per_sm = 65536;
-    g.info.max_threads_per_sm = 2048;
-    g.info.l2_bytes = 50 << 20;
-    g.info.mem_bandwidth_gbs = 3350.0;
-    g.info.total_mem_bytes = (size_t)80 << 30;
-    g.has_wgmma = g.has_tma = g.has_cluster = g.has_mma_sp = g.has_cp_async = 1;
+    if (sp_gpu_profile_named(name, &g) != SPTUNE_OK) {
+        fprintf(stderr, "profile %s: %s\n", name, sptune_last_error());
+        exit(1);
+    }
     return g;
 }
+static sp_gpu_profile h100(void) { return named("h100"); }
+static sp_gpu_profile rtx_pro_6000(void) { return named("rtx-pro-6000"); }
 
-static sp_gpu_profile rtx_pro_6000(void)
-{
-    sp_gpu_profile g;
-    memset(&g, 0, sizeof g);
-    g.info.ordinal = -1;
-    snprintf(g.info.profile, sizeof g.info.profile, "rtx-pro-6000");
-    snprintf(g.info.name, sizeof g.info.name, "NVIDIA RTX PRO 6000 Blackwell Workstation Edition");
-    snprintf(g.info.arch, sizeof g.info.arch, "sm_120");
-    g.info.cc_major = 12;
-    g.info.cc_minor = 0;
-    g.info.sm_count = 188;
-    g.info.smem_per_block_optin = 101376;
-    g.info.smem_per_sm = 102400;
-    g.info.regs_per_sm = 65536;
-    g.info.max_threads_per_sm = 1536;
-    g.info.l2_bytes = 128 << 20;
-    g.info.mem_bandwidth_gbs = 1792.0;
-    g.info.total_mem_bytes = (size_t)96 << 30;
-    g.has_wgmma = 0;
-    g.has_tma = g.has_cluster = g.has_mma_sp = g.has_cp_async = 1;
-    return g;
-}
-
-/* 3 x 4 x 2 = 24 raw configurations. */
 static const char *CNT =
     "local util = {}\n"                                                          /* 1 */
     "return {\n"                                                                 /* 2 */
@@ -229,7 +195,7 @@ static void test_emit(sp_template *t)
     if (!k1.source || !k2.source) return;
     CHECK(strcmp(k1.source, k2.source) == 0);
     CHECK_MSG(strcmp(k1.source, "alpha=2;beta=4;delta=7;gamma=6;mid=3;omega=5;zeta=1;a=2;b=3;flag=false;"
-                                "gpu=h100,NVIDIA H100 80GB HBM3,90,true;p=200x3x5;types=integer,integer,integer") == 0,
+                                "gpu=h100,NVIDIA H100 SXM,90,true;p=200x3x5;types=integer,integer,integer") == 0,
               "%s", k1.source);
     CHECK(strcmp(k1.kernel, "sp_cnt_a2_b3_sm_90a") == 0);
     CHECK(k1.grid[0] == 4 && k1.grid[1] == 3 && k1.grid[2] == 1);
