@@ -16,12 +16,14 @@ static cli_opt *find_opt(cli_cmd *cmd, const char *name, size_t len)
 int cli_parse(cli_cmd *cmd, int argc, char **argv, int *npos, char **pos)
 {
     *npos = 0;
-    for (int i = 0; i < argc; i++) {
-        const char *a = argv[i];
-        if (strcmp(a, "--help") == 0 || strcmp(a, "-h") == 0) {
+    /* --help wins wherever it stands, also where an option's value was expected. */
+    for (int i = 0; i < argc; i++)
+        if (strcmp(argv[i], "--help") == 0 || strcmp(argv[i], "-h") == 0) {
             cli_help(cmd, stdout);
             return -1;
         }
+    for (int i = 0; i < argc; i++) {
+        const char *a = argv[i];
         if (strncmp(a, "--", 2) != 0 || a[2] == 0) {
             if (*npos >= cmd->max_pos)
                 return cli_usage_error(cmd->name, "unexpected argument '%s'", a);
@@ -57,7 +59,8 @@ const char *cli_get(const cli_cmd *cmd, const char *name)
 
 void cli_help(const cli_cmd *cmd, FILE *out)
 {
-    fprintf(out, "usage: sptune %s%s%s [options]\n\n%s\n", cmd->name, cmd->args[0] ? " " : "", cmd->args, cmd->summary);
+    fprintf(out, "usage: sptune%s%s%s%s [options]\n\n%s\n", cmd->name[0] ? " " : "", cmd->name,
+            cmd->args[0] ? " " : "", cmd->args, cmd->summary);
     if (cmd->details) fprintf(out, "\n%s\n", cmd->details);
     fprintf(out, "\noptions:\n");
     for (const cli_opt *o = cmd->opts; o && o->name; o++) {
@@ -70,18 +73,19 @@ void cli_help(const cli_cmd *cmd, FILE *out)
 
 int cli_error(const char *cmd, sptune_status st)
 {
-    fprintf(stderr, "sptune %s: %s\n", cmd, sptune_last_error()[0] ? sptune_last_error() : sptune_status_name(st));
-    return st == SPTUNE_ERR_NO_GPU ? CLI_NO_GPU : st == SPTUNE_ERR_INVALID || st == SPTUNE_ERR_NOT_FOUND ? CLI_USAGE : CLI_FAIL;
+    fprintf(stderr, "sptune%s%s: %s\n", *cmd ? " " : "", cmd,
+            sptune_last_error()[0] ? sptune_last_error() : sptune_status_name(st));
+    return st == SPTUNE_ERR_NO_GPU ? CLI_NO_GPU : st == SPTUNE_ERR_INVALID ? CLI_USAGE : CLI_FAIL;
 }
 
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;
-    fprintf(stderr, "sptune %s: ", cmd);
+    fprintf(stderr, "sptune%s%s: ", *cmd ? " " : "", cmd);
     va_start(ap, fmt);
     vfprintf(stderr, fmt, ap);
     va_end(ap);
-    fprintf(stderr, " (see 'sptune %s --help')\n", cmd);
+    fprintf(stderr, " (see 'sptune %s --help')\n", *cmd ? cmd : "--gpu auto");
     return CLI_USAGE;
 }
 
@@ -111,7 +115,7 @@ int cli_gpu_target(const char *cmd, const char *g, sp_gpu_profile *gpu, int *ord
                     cmd, sptune_last_error());
             return CLI_NO_GPU;
         }
-        if ((st = sp_gpu_profile_device(0, gpu)) != SPTUNE_OK) return cli_error(cmd, st);
+        if ((st = sp_gpu_profile_device(0, gpu)) != SPTUNE_OK) { cli_error(cmd, st); return CLI_FAIL; }
         *ordinal = 0;
         return CLI_OK;
     }
@@ -138,58 +142,15 @@ int cli_load_template(const char *cmd, const char *op, sp_template **t)
 {
     sptune_status st = sp_template_load(op, t);
     if (st == SPTUNE_OK) return CLI_OK;
-    return cli_error(cmd, st);
-}
-
-static int collect_cb(const sp_config *c, void *ud)
-{
-    cli_configs *cs = ud;
-    if (cs->n == cs->cap) {
-        long long cap = cs->cap ? cs->cap * 2 : 256;
-        sp_config *v = realloc(cs->v, (size_t)cap * sizeof *v);
-        if (!v) return 1;
-        cs->v = v;
-        cs->cap = cap;
-    }
-    cs->v[cs->n++] = *c;
-    return 0;
+    int rc = cli_error(cmd, st);
+    return st == SPTUNE_ERR_NOT_FOUND ? CLI_USAGE : rc; /* an unknown op is a usage error */
 }
 
 int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
-                      cli_configs *out)
+                      sp_configs *out)
 {
-    long long count = 0;
-    memset(out, 0, sizeof *out);
-    sptune_status st = sp_template_space(t, gpu, p, collect_cb, out, &count);
-    if (st != SPTUNE_OK) return cli_error(cmd, st);
-    if (count != out->n) {
-        fprintf(stderr, "sptune %s: out of memory collecting the space\n", cmd);
-        return CLI_FAIL;
-    }
-    return CLI_OK;
-}
-
-void cli_sample(cli_configs *cs, const sp_template *t, long long n, unsigned long long seed)
-{
-    if (n >= cs->n) return;
-    sp_config def;
-    sp_config_default(t, &def);
-    char *keep = calloc((size_t)cs->n, 1);
-    if (!keep) { cs->n = n; return; }
-    long long kept = 0;
-    for (long long i = 0; i < cs->n && kept < n; i++)
-        if (memcmp(cs->v[i].idx, def.idx, (size_t)def.nparams * sizeof def.idx[0]) == 0) { keep[i] = 1; kept++; }
-    unsigned long long s = seed ? seed : 1;
-    while (kept < n) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17; /* xorshift64 */
-        long long i = (long long)(s % (unsigned long long)cs->n);
-        if (!keep[i]) { keep[i] = 1; kept++; }
-    }
-    long long w = 0;
-    for (long long i = 0; i < cs->n; i++)
-        if (keep[i]) cs->v[w++] = cs->v[i];
-    cs->n = w;
-    free(keep);
+    sptune_status st = sp_space_collect(t, gpu, p, out);
+    return st == SPTUNE_OK ? CLI_OK : cli_error(cmd, st);
 }
 
 /* --config or the default, checked against the constraints. */

@@ -4,6 +4,7 @@
 #define SP_CLI_H
 
 #include "sp_gpu.h"
+#include "sp_space.h"
 #include "sp_template.h"
 #include "sptune.h"
 #include <stdio.h>
@@ -46,16 +47,9 @@ int cli_load_template(const char *cmd, const char *op, sp_template **t);
  * problem p (may be NULL); an invalid one is a usage error naming the failed constraint. */
 int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *c);
 
-/* Valid configurations of a template for a GPU (and problem, may be NULL), in space order. */
-typedef struct cli_configs {
-    sp_config *v;
-    long long n, cap;
-} cli_configs;
-int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu,
-                      const sp_problem *p, cli_configs *out);
-/* Keeps n configurations, in space order: the template's default (when valid) and a seeded
- * random choice of the rest. */
-void cli_sample(cli_configs *cs, const sp_template *t, long long n, unsigned long long seed);
+/* The valid space (sp_space_collect) with its error printed. */
+int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
+                      sp_configs *out);
 
 int cmd_info(cli_cmd *cmd, int npos, char **pos);
 int cmd_ops(cli_cmd *cmd, int npos, char **pos);

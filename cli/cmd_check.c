@@ -21,7 +21,7 @@ typedef struct problem_summary {
 
 /* Measures configurations cs of t on one problem; records each in db (may be NULL). */
 static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const sp_problem *p,
-                           cli_configs *cs, sp_db *db, sp_cache *cache, int verbose, problem_summary *sum)
+                           sp_configs *cs, sp_db *db, sp_cache *cache, int verbose, problem_summary *sum)
 {
     sp_case kase;
     sptune_status st;
@@ -115,6 +115,14 @@ static void print_summary(const sp_bench *b, const problem_summary *s)
         if (s->failed[o]) printf("%-6s   %d %s\n", "", s->failed[o], sp_outcome_name((sp_outcome)o));
 }
 
+/* Every variant measured passed, and there was at least one. */
+static int summary_passed(const problem_summary *s)
+{
+    for (int o = 0; o < SP_OUTCOME__COUNT; o++)
+        if (s->failed[o]) return 0;
+    return s->ok > 0;
+}
+
 static void print_header(void)
 {
     printf("%-6s %-8s %-24s %9s %9s %8s %7s %7s %7s %s\n", "gpu", "op", "problem", "best ms", "cuBLAS",
@@ -154,31 +162,36 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
     sp_problem prob;
     int ordinal, rc;
     (void)npos;
-    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
-    if (ordinal < 0) {
-        fprintf(stderr, "sptune %s: no %s GPU on this machine; without it only 'sptune compile %s --gpu %s' runs\n",
-                cmd->name, gpu.info.profile, pos[0], gpu.info.profile);
-        return CLI_NO_GPU;
-    }
-    long long sample = cli_int(cmd, "sample", 0), seed = cli_int(cmd, "seed", 1);
-    if (sample < 0 || seed < 0) return CLI_USAGE;
+    /* Options first, so that a usage error reads as one with or without the GPU. */
+    long long sample = cli_int(cmd, "sample", 16), seed = cli_int(cmd, "seed", 1), runs = cli_int(cmd, "runs", 0);
+    if (sample < 0 || seed < 0 || runs < 0) return CLI_USAGE;
+    if (sample == 0) return cli_usage_error(cmd->name, "--sample wants at least 1");
+    if (runs > 100000) return cli_usage_error(cmd->name, "--runs %lld is more than 100000", runs);
+    if (cli_get(cmd, "config") && (cli_get(cmd, "sample") || cli_get(cmd, "all")))
+        return cli_usage_error(cmd->name, "choose one of --config, --sample N, --all");
     const char *shape = cli_get(cmd, "shape");
     if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
+    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
     if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
-    cli_configs cs = {0};
+    sp_configs cs = {0};
     sp_db *db = NULL;
     sp_cache *cache = NULL;
     sp_bench b = {0};
     sptune_status st;
     if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
     if (cli_get(cmd, "config")) {
-        cs.v = malloc(sizeof *cs.v);
-        if (!cs.v) { rc = CLI_FAIL; goto out; }
-        cs.n = cs.cap = 1;
-        if ((rc = cli_pick_config(cmd, t, &gpu, &prob, &cs.v[0]))) goto out;
+        sp_config c;
+        if ((rc = cli_pick_config(cmd, t, &gpu, &prob, &c))) goto out;
+        if ((st = sp_configs_one(&cs, &c)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
     } else {
         if ((rc = cli_collect_space(cmd->name, t, &gpu, &prob, &cs))) goto out;
-        if (!cli_get(cmd, "all")) cli_sample(&cs, t, sample > 0 ? sample : 16, (unsigned long long)seed);
+        if (!cli_get(cmd, "all")) sp_space_sample(&cs, t, sample, (unsigned long long)seed);
+    }
+    if (ordinal < 0) {
+        fprintf(stderr, "sptune %s: no %s GPU on this machine; without it only 'sptune compile %s --gpu %s' runs\n",
+                cmd->name, gpu.info.profile, pos[0], gpu.info.profile);
+        rc = CLI_NO_GPU;
+        goto out;
     }
     if ((rc = open_db(cmd, &db))) goto out;
     if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
@@ -189,14 +202,12 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
     print_header();
     sum.op = sp_template_name(t);
     print_summary(&b, &sum);
-    int failed = 0;
-    for (int o = 0; o < SP_OUTCOME__COUNT; o++) failed += sum.failed[o];
-    if (rc == CLI_OK && (failed || sum.ok == 0)) rc = CLI_FAIL;
+    if (rc == CLI_OK && !summary_passed(&sum)) rc = CLI_FAIL;
 out:
-    if (b.stream) sp_bench_close(&b);
+    sp_bench_close(&b);
     sp_cache_close(cache);
     sp_db_close(db);
-    free(cs.v);
+    sp_configs_free(&cs);
     sp_template_free(t);
     return rc;
 }
@@ -209,6 +220,10 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
     sptune_status st;
     (void)npos; (void)pos;
     int ordinals[64], n = 0;
+    long long sample = cli_int(cmd, "sample", 12), seed = cli_int(cmd, "seed", 1), runs = cli_int(cmd, "runs", 0);
+    if (sample < 0 || seed < 0 || runs < 0) return CLI_USAGE;
+    if (sample == 0) return cli_usage_error("", "--sample wants at least 1");
+    if (runs > 100000) return cli_usage_error("", "--runs %lld is more than 100000", runs);
     if (!g) g = "auto";
     if (strcmp(g, "auto") == 0 || strcmp(g, "all") == 0) {
         if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {
@@ -218,17 +233,15 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         }
         for (int i = 0; i < count && n < 64; i++) ordinals[n++] = i;
     }
-    long long sample = cli_int(cmd, "sample", 12), seed = cli_int(cmd, "seed", 1);
-    if (sample < 0 || seed < 0) return CLI_USAGE;
     sp_gpu_profile named;
     int ordinal = -1;
     if (n == 0) {
-        if ((rc = cli_gpu_target("--gpu", g, &named, &ordinal))) return rc;
+        if ((rc = cli_gpu_target("", g, &named, &ordinal))) return rc;
         if (ordinal >= 0) ordinals[n++] = ordinal;
     }
     sp_cache *cache = NULL;
     sp_db *db = NULL;
-    if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) return cli_error("--gpu", st);
+    if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) return cli_error("", st);
     if (n == 0) {
         /* The target is not here: do what needs no GPU, so the variants are known to build. */
         printf("no %s GPU on this machine: generating and compiling its default workload (nothing is timed)\n",
@@ -236,10 +249,10 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         for (const sp_workload_item *w = sp_default_workload; w->op && rc == CLI_OK; w++) {
             if (w != sp_default_workload && strcmp(w->op, w[-1].op) == 0) continue;
             sp_template *t;
-            cli_configs cs;
-            if ((rc = cli_load_template("--gpu", w->op, &t))) break;
-            if ((rc = cli_collect_space("--gpu", t, &named, NULL, &cs)) == CLI_OK) {
-                cli_sample(&cs, t, sample, (unsigned long long)seed);
+            sp_configs cs;
+            if ((rc = cli_load_template("", w->op, &t))) break;
+            if ((rc = cli_collect_space("", t, &named, NULL, &cs)) == CLI_OK) {
+                sp_space_sample(&cs, t, sample, (unsigned long long)seed);
                 int bad = 0;
                 for (long long i = 0; i < cs.n; i++) {
                     sp_kernel_src k;
@@ -255,7 +268,7 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
                 }
                 printf("%-12s %lld variants compiled for %s, %d failed\n", w->op, cs.n - bad, named.info.arch, bad);
                 if (bad) rc = CLI_FAIL;
-                free(cs.v);
+                sp_configs_free(&cs);
             }
             sp_template_free(t);
         }
@@ -273,28 +286,30 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         for (const sp_workload_item *w = sp_default_workload; w->op && rc == CLI_OK; w++) {
             sp_template *t;
             sp_problem p;
-            cli_configs cs;
-            if ((rc = cli_load_template("--gpu", w->op, &t))) break;
-            if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("--gpu", st);
-            else if ((rc = cli_collect_space("--gpu", t, &b->gpu, &p, &cs)) == CLI_OK) {
-                cli_sample(&cs, t, sample, (unsigned long long)seed);
+            sp_configs cs;
+            if ((rc = cli_load_template("", w->op, &t))) break;
+            if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
+            else if ((rc = cli_collect_space("", t, &b->gpu, &p, &cs)) == CLI_OK) {
+                sp_space_sample(&cs, t, sample, (unsigned long long)seed);
                 printf("[%s] %s %s (%s): %lld variants\n", b->gpu.info.profile, w->op, w->problem, w->why, cs.n);
                 fflush(stdout);
                 if (sums && nsums < 64 * 16) {
-                    rc = measure_problem("--gpu", b, t, &p, &cs, db, cache, !cli_get(cmd, "quiet"), &sums[nsums]);
+                    rc = measure_problem("", b, t, &p, &cs, db, cache, !cli_get(cmd, "quiet"), &sums[nsums]);
                     sums[nsums].op = w->op;
                     sums[nsums++].bench = d;
                 }
-                free(cs.v);
+                sp_configs_free(&cs);
             }
             sp_template_free(t);
         }
     }
     printf("\n");
     print_header();
-    for (int i = 0; i < nsums; i++) print_summary(&benches[sums[i].bench], &sums[i]);
-    for (int d = 0; d < n; d++)
-        if (benches[d].stream) sp_bench_close(&benches[d]);
+    for (int i = 0; i < nsums; i++) {
+        print_summary(&benches[sums[i].bench], &sums[i]);
+        if (rc == CLI_OK && !summary_passed(&sums[i])) rc = CLI_FAIL;
+    }
+    for (int d = 0; d < n; d++) sp_bench_close(&benches[d]);
     free(sums);
     sp_db_close(db);
     sp_cache_close(cache);

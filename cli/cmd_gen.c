@@ -66,7 +66,7 @@ int cmd_space(cli_cmd *cmd, int npos, char **pos)
     int rc;
     (void)npos;
     if ((rc = setup(cmd, pos[0], &gpu, &t, &prob, &p))) return rc;
-    cli_configs cs;
+    sp_configs cs;
     if ((rc = cli_collect_space(cmd->name, t, &gpu, p, &cs))) { sp_template_free(t); return rc; }
     if (cli_get(cmd, "count")) {
         printf("%lld\n", cs.n);
@@ -79,7 +79,7 @@ int cmd_space(cli_cmd *cmd, int npos, char **pos)
             free(s);
         }
     }
-    free(cs.v);
+    sp_configs_free(&cs);
     sp_template_free(t);
     return rc;
 }
@@ -120,15 +120,14 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
     int all = cli_get(cmd, "all") != NULL, one = cli_get(cmd, "config") != NULL;
     if (all + one + (sample > 0) > 1) return cli_usage_error(cmd->name, "choose one of --config, --sample N, --all");
     if ((rc = setup(cmd, pos[0], &gpu, &t, &prob, &p))) return rc;
-    cli_configs cs = {0};
+    sp_configs cs = {0};
     if (all || sample > 0) {
         if ((rc = cli_collect_space(cmd->name, t, &gpu, p, &cs))) goto out;
-        if (sample > 0) cli_sample(&cs, t, sample, (unsigned long long)seed);
+        if (sample > 0) sp_space_sample(&cs, t, sample, (unsigned long long)seed);
     } else {
-        cs.v = malloc(sizeof *cs.v);
-        if (!cs.v) { rc = CLI_FAIL; goto out; }
-        cs.n = cs.cap = 1;
-        if ((rc = cli_pick_config(cmd, t, &gpu, p, &cs.v[0]))) goto out;
+        sp_config c;
+        if ((rc = cli_pick_config(cmd, t, &gpu, p, &c))) goto out;
+        if (sp_configs_one(&cs, &c) != SPTUNE_OK) { rc = cli_error(cmd->name, SPTUNE_ERR_NOMEM); goto out; }
     }
     sp_cache *cache = NULL;
     sptune_status st = SPTUNE_OK;
@@ -169,7 +168,7 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
     sp_cache_close(cache);
     rc = failed ? CLI_FAIL : CLI_OK;
 out:
-    free(cs.v);
+    sp_configs_free(&cs);
     sp_template_free(t);
     return rc;
 }

@@ -54,7 +54,8 @@ static cli_opt auto_opts[] = {
 
 static cli_cmd commands[] = {
     {"info", "", "Show the GPUs, driver, NVRTC, database and kernel cache of this machine.",
-     "Exits 3 with one line when no NVIDIA GPU or driver is found.", 0, 0, info_opts, cmd_info},
+     "Without an NVIDIA GPU or driver it prints what needs none (version, NVRTC, paths), then one line\n"
+     "saying why no GPU was found, and exits 3.", 0, 0, info_opts, cmd_info},
     {"ops", "", "List the kernel families (ops) and their tuning parameters.", NULL, 0, 0, ops_opts, cmd_ops},
     {"space", "OP", "List (or count) the valid configurations of OP for a GPU.", NULL, 1, 1, space_opts, cmd_space},
     {"gen", "OP", "Print the CUDA C of one configuration of OP.", NULL, 1, 1, gen_opts, cmd_gen},
@@ -66,7 +67,7 @@ static cli_cmd commands[] = {
      "Exits 3 when the GPU is not present, 1 when any variant failed.", 1, 1, check_opts, cmd_check},
 };
 static cli_cmd main_job = {
-    "--gpu", "", "Tune the default workload on every GPU found (--gpu auto) and print the best variant per "
+    "", "--gpu G", "Tune the default workload on every GPU found (--gpu auto) and print the best variant per "
                  "problem against cuBLAS; with a named target that is absent, generate and compile only.",
     "Exits 3 with one line when --gpu auto finds no GPU.", 0, 0, auto_opts, cmd_auto};
 

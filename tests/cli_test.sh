@@ -26,6 +26,9 @@ for c in info ops space gen compile check; do
   expect 0 "$c --help" "$bin" "$c" --help;        has "$c --help" "usage: sptune $c"
 done
 expect 0 "--gpu --help" "$bin" --gpu auto --help; has "--gpu --help" "default workload"
+expect 0 "--gpu --help, no value" "$bin" --gpu --help; has "--gpu --help usage" "usage: sptune --gpu G"
+expect 2 "main job, unknown option" "$bin" --bogus; has "main job error names no command" "^sptune: unknown option '--bogus'"
+expect 2 "main job, --sample 0" "$bin" --gpu auto --sample 0; has "--sample 0 refused" "at least 1"
 expect 2 "no arguments" "$bin"
 expect 2 "unknown command" "$bin" frobnicate;     has "unknown command" "unknown command 'frobnicate'"
 expect 2 "unknown option" "$bin" space gemm --gpu h100 --bogus; has "unknown option" "unknown option '--bogus'"
@@ -43,6 +46,9 @@ else
   expect 3 "--gpu auto without GPU" "$bin" --gpu auto
   has "--gpu auto says why and what to do" "no GPU to tune.*--gpu h100"
   [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --gpu auto: more than one line"; }
+  expect 2 "check, usage error before the GPU" "$bin" check gemm --gpu h100 --shape 64x64x64 --config bm=100
+  has "check config error" "bm=100 is not allowed"
+  expect 2 "check, --config with --sample" "$bin" check gemm --gpu h100 --shape 64x64x64 --config bm=64 --sample 3
   expect 3 "check without GPU" "$bin" check gemm --gpu h100 --shape 64x64x64
   has "check says compile-only" "no h100 GPU on this machine"
   expect 3 "space --gpu auto without GPU" "$bin" space gemm --gpu auto --count

@@ -1,8 +1,9 @@
 /* Every template's space compiles with NVRTC: a sample of each op's valid configurations (the
- * default included) for sm_90a (H100/H200) and sm_120 (RTX PRO 6000), rendered with and without
+ * default included, the rest a seeded uniform choice) for sm_90a (H100/H200) and sm_120 (RTX PRO 6000), rendered with and without
  * a problem whose sizes are not tile multiples. Runs on a machine without a GPU. */
 #include "sp_gpu.h"
 #include "sp_nvrtc.h"
+#include "sp_space.h"
 #include "sp_status.h"
 #include "sp_template.h"
 #include "sp_test.h"
@@ -10,21 +11,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define PER_TARGET 4
-
-typedef struct walk {
-    sp_config pick[PER_TARGET];
-    int n;
-    long long seen, stride;
-} walk;
-
-/* Spread the picks over the whole space: every stride-th valid configuration. */
-static int pick_cb(const sp_config *c, void *ud)
-{
-    walk *w = ud;
-    if (w->seen++ % w->stride == 0 && w->n < PER_TARGET) w->pick[w->n++] = *c;
-    return w->n == PER_TARGET;
-}
+#define PER_TARGET 5
 
 static void compile_one(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu, const sp_problem *p)
 {
@@ -70,18 +57,13 @@ int main(void)
         for (size_t g = 0; g < sizeof targets / sizeof targets[0]; g++) {
             sp_gpu_profile gpu;
             CHECK_ST(sp_gpu_profile_named(targets[g], &gpu), SPTUNE_OK);
-            long long count = 0;
-            CHECK_ST(sp_template_space(t, &gpu, NULL, NULL, NULL, &count), SPTUNE_OK);
-            CHECK_MSG(count > 0, "%s has no valid configuration for %s", ops[o], targets[g]);
-            if (count <= 0) continue;
-            walk w = {.stride = count / PER_TARGET > 0 ? count / PER_TARGET : 1};
-            CHECK_ST(sp_template_space(t, &gpu, NULL, pick_cb, &w, &count), SPTUNE_OK);
-            sp_config def;
-            sp_config_default(t, &def);
-            int ok = 0;
-            CHECK_ST(sp_template_check(t, &def, &gpu, NULL, &ok, NULL), SPTUNE_OK);
-            if (ok) compile_one(t, &def, &gpu, &prob);
-            for (int i = 0; i < w.n; i++) compile_one(t, &w.pick[i], &gpu, i % 2 ? &prob : NULL);
+            sp_configs cs;
+            CHECK_ST(sp_space_collect(t, &gpu, NULL, &cs), SPTUNE_OK);
+            CHECK_MSG(cs.n > 0, "%s has no valid configuration for %s", ops[o], targets[g]);
+            /* The default (when valid) and a seeded uniform choice of the rest. */
+            CHECK_ST(sp_space_sample(&cs, t, PER_TARGET, 77 + g), SPTUNE_OK);
+            for (long long i = 0; i < cs.n; i++) compile_one(t, &cs.v[i], &gpu, i % 2 ? &prob : NULL);
+            sp_configs_free(&cs);
         }
         sp_template_free(t);
     }

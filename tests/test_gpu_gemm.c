@@ -3,24 +3,17 @@
  * Without a GPU it skips and says how many cases it did not run. */
 #include "sp_cache.h"
 #include "sp_eval.h"
+#include "sp_space.h"
 #include "sp_status.h"
 #include "sp_test.h"
 
 #include <stdlib.h>
 #include <string.h>
 
-static const char *shapes[] = {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=130,K=61", "M=1,N=8,K=8"};
+/* Tails in every dimension, odd N (the element-wise epilogue), K % 8 != 0 (element-wise loads). */
+static const char *shapes[] = {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8"};
 #define NSHAPES (int)(sizeof shapes / sizeof shapes[0])
-#define PER_SHAPE 6
-
-typedef struct pick { sp_config v[PER_SHAPE]; int n; long long seen, stride; } pick;
-
-static int pick_cb(const sp_config *c, void *ud)
-{
-    pick *p = ud;
-    if (p->seen++ % p->stride == 0 && p->n < PER_SHAPE) p->v[p->n++] = *c;
-    return p->n == PER_SHAPE;
-}
+#define PER_SHAPE 8
 
 int main(void)
 {
@@ -35,20 +28,23 @@ int main(void)
     o.min_runs = o.max_runs = 3;
     o.warmup_runs = 1;
     o.warmup_ms = 0;
-    CHECK_ST(sp_bench_open(0, &o, &b), SPTUNE_OK);
     sp_template *t = NULL;
-    CHECK_ST(sp_template_load("gemm", &t), SPTUNE_OK);
     sp_cache *cache = NULL;
+    CHECK_ST(sp_bench_open(0, &o, &b), SPTUNE_OK);
+    CHECK_ST(sp_template_load("gemm", &t), SPTUNE_OK);
     CHECK_ST(sp_cache_open(sp_test_tmpdir("test_gpu_gemm"), &cache), SPTUNE_OK);
-    for (int s = 0; s < NSHAPES && t; s++) {
+    if (sp_test_failures) return sp_test_done("test_gpu_gemm");
+    for (int s = 0; s < NSHAPES; s++) {
         sp_problem p;
+        sp_configs pk;
         CHECK_ST(sp_problem_parse(t, shapes[s], &p), SPTUNE_OK);
-        long long n = 0;
-        CHECK_ST(sp_template_space(t, &b.gpu, &p, NULL, NULL, &n), SPTUNE_OK);
-        pick pk = {.stride = n / PER_SHAPE > 0 ? n / PER_SHAPE : 1};
-        CHECK_ST(sp_template_space(t, &b.gpu, &p, pick_cb, &pk, &n), SPTUNE_OK);
+        CHECK_ST(sp_space_collect(t, &b.gpu, &p, &pk), SPTUNE_OK);
+        /* The default and a seeded choice: a different one per shape. */
+        CHECK_ST(sp_space_sample(&pk, t, PER_SHAPE, 1234 + (unsigned long long)s), SPTUNE_OK);
         sp_case cs;
-        CHECK_ST(sp_case_create(&b, "gemm", &p, &cs), SPTUNE_OK);
+        sptune_status st = sp_case_create(&b, "gemm", &p, &cs);
+        CHECK_MSG(st == SPTUNE_OK, "%s: %s", shapes[s], sptune_last_error());
+        if (st != SPTUNE_OK) { sp_configs_free(&pk); break; }
         for (int i = 0; i < pk.n; i++) {
             sp_eval e;
             char *text = sp_config_format(t, &pk.v[i]);
@@ -59,6 +55,7 @@ int main(void)
             free(text);
         }
         sp_case_destroy(&cs);
+        sp_configs_free(&pk);
     }
     sp_cache_close(cache);
     sp_template_free(t);

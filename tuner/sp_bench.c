@@ -31,6 +31,7 @@ sptune_status sp_bench_open(int ordinal, const sp_bench_opts *opts, sp_bench *b)
     b->flush_bytes = (size_t)(b->gpu.info.l2_bytes > 0 ? b->gpu.info.l2_bytes : 64 << 20) * 2;
     if ((st = SP_CU(cu->MemAlloc(&b->flush, b->flush_bytes))) != SPTUNE_OK) {
         cu->StreamDestroy(b->stream);
+        b->stream = NULL;
         return st;
     }
     b->rng = 0x9e3779b97f4a7c15ull ^ (unsigned long long)ordinal;
@@ -43,7 +44,9 @@ sptune_status sp_bench_open(int ordinal, const sp_bench_opts *opts, sp_bench *b)
 void sp_bench_close(sp_bench *b)
 {
     const sp_cuda_api *cu;
-    if (sp_cuda_load(&cu) != SPTUNE_OK) return;
+    if (!b->stream || sp_cuda_load(&cu) != SPTUNE_OK) return;
+    /* Free in the bench's own context: with several GPUs another one may be current. */
+    cu->CtxSetCurrent(b->ctx);
     if (b->flush) cu->MemFree(b->flush);
     if (b->stream) cu->StreamDestroy(b->stream);
     memset(b, 0, sizeof *b);
@@ -165,5 +168,8 @@ sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short 
             host[i + j] = sp_float_to_bf16((2.0f * u - 1.0f) * scale);
         }
     }
-    return SP_CU(cu->MemcpyHtoD(dst, host, n * sizeof *host));
+    if ((st = SP_CU(cu->MemcpyHtoD(dst, host, n * sizeof *host))) != SPTUNE_OK) return st;
+    /* A copy from pageable memory may still be in flight when it returns, and the bench stream
+     * (non-blocking) does not wait for the legacy stream: finish it before anyone reads dst. */
+    return SP_CU(cu->CtxSynchronize());
 }

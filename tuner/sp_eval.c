@@ -12,6 +12,14 @@ static void fail(sp_eval *e, sp_outcome o)
     snprintf(e->detail, sizeof e->detail, "%s", sptune_last_error());
 }
 
+/* After a CUDA failure: is the context still usable? A faulting kernel leaves a sticky error
+ * that every later call returns; a refused launch (bad geometry, too many resources) does not. */
+static int context_lost(void)
+{
+    const sp_cuda_api *cu;
+    return sp_cuda_load(&cu) != SPTUNE_OK || cu->CtxSynchronize() != CUDA_SUCCESS;
+}
+
 sptune_status sp_eval_variant(sp_case *cs, sp_template *t, const sp_config *c, sp_cache *cache, sp_eval *out)
 {
     memset(out, 0, sizeof *out);
@@ -52,13 +60,13 @@ sptune_status sp_eval_variant(sp_case *cs, sp_template *t, const sp_config *c, s
     }
     if (st != SPTUNE_OK) {
         fail(out, SP_OUTCOME_LAUNCH_FAILED);
-        out->sticky = st == SPTUNE_ERR_CUDA;
+        out->sticky = st == SPTUNE_ERR_CUDA && context_lost();
         goto done;
     }
     double rel = out->timing.rel_error;
     if ((st = sp_case_time(cs, &k, &out->timing)) != SPTUNE_OK) {
         fail(out, SP_OUTCOME_LAUNCH_FAILED);
-        out->sticky = st == SPTUNE_ERR_CUDA;
+        out->sticky = st == SPTUNE_ERR_CUDA && context_lost();
         goto done;
     }
     out->timing.rel_error = rel;

@@ -229,6 +229,8 @@ ${steps}
     -- Unrolled k-steps; buffer (ks & 1) holds step ks. The barrier sits before the loads of the
     -- last step's successor (the next stage's step 0); the prefetch overwrites the stage every
     -- warp finished reading before that barrier one iteration earlier.
+    -- buffer (ks & 1) holds step ks, and step 0 of the next tile lands in buffer 0 again
+    if v.ks % 2 ~= 0 then error("prefetch needs an even number of k-steps per stage (bk / 16)") end
     local both = c.prefetch == "ab"
     local steps = {}
     for ks = 0, v.ks - 1 do
@@ -244,7 +246,8 @@ ${steps}
             a_base = sA + (sp_u32)(st * ${a_stage}) * 2u;
             b_base = sB + (sp_u32)(st * ${b_stage}) * 2u;]], {wait = v.wait, stages = c.stages,
                                                             a_stage = d.a_stage, b_stage = d.b_stage})
-        steps[#steps + 1] = load_next(c, d, nxt, "0")
+        -- the next stage's first step; after the last tile there is none (and nothing wrote it)
+        steps[#steps + 1] = "            if (kt + 1 < KT) {\n" .. load_next(c, d, nxt, "0") .. "\n            }"
       else
         steps[#steps + 1] = load_next(c, d, nxt, tostring(ks + 1))
       end
