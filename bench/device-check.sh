@@ -24,8 +24,8 @@ run "$bin" check gemm --gpu auto --shape M=1000,N=1032,K=1000 --sample 8 --runs 
 run "$bin" check gemm --gpu auto --shape M=77,N=130,K=61 --sample 8 --runs 5
 # The acceptance shape, a broad sample.
 run "$bin" check gemm --gpu auto --shape M=4096,N=4096,K=4096 --sample ${SAMPLE:-96}
-# The leading tile shapes under each fragment prefetch mode, side by side.
-for cfg in bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,prefetch=none bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,prefetch=a \
+# The leading tile shapes under each fragment prefetch mode, side by side (COMPARE=0 skips).
+[ "${COMPARE:-1}" = 1 ] && for cfg in bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,prefetch=none bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,prefetch=a \
            bm=128,bn=128,bk=32,wm=64,wn=64,stages=4,prefetch=a bm=128,bn=128,bk=64,wm=64,wn=64,stages=3,prefetch=a \
            bm=128,bn=256,bk=32,wm=64,wn=64,stages=3,prefetch=a bm=256,bn=128,bk=32,wm=64,wn=64,stages=3,prefetch=a \
            bm=128,bn=128,bk=32,wm=32,wn=64,stages=4,prefetch=ab bm=128,bn=256,bk=32,wm=64,wn=32,stages=4,prefetch=ab; do
