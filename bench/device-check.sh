@@ -20,7 +20,7 @@ for t in test_gpu test_gpu_gemm; do
 done
 run() { echo "+ $*"; "$@" 2>&1 | tee -a "$out/check.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
 # Resources as NVRTC reports them here, compiled and then from the cache.
-run "$bin" compile gemm --gpu auto --sample 3
+run "$bin" compile gemm --gpu auto --sample 3 --log
 run "$bin" compile gemm --gpu auto --sample 3
 # Tails in every dimension and K not a multiple of 8 (the element-wise load path).
 run "$bin" check gemm --gpu auto --shape M=1000,N=1032,K=1000 --sample 8 --runs 5

@@ -158,6 +158,7 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
                    cub.res.registers, cub.res.smem_static, dyn, cub.res.local_bytes,
                    cub.res.spill_stores + cub.res.spill_loads, text ? text : "?");
         }
+        if (cli_get(cmd, "log") && cub.log && cub.log[0]) printf("%s%s", cub.log, cub.log[strlen(cub.log) - 1] == '\n' ? "" : "\n");
         fflush(stdout);
         sp_cubin_free(&cub);
         sp_kernel_src_free(&k);

@@ -28,6 +28,7 @@ static cli_opt compile_opts[] = {
     {"shape", "S", "problem, for problem-dependent constraints (optional)", NULL},
     {"cache-dir", "DIR", "kernel cache folder (default: $SPTUNE_CACHE_DIR or the XDG cache folder)", NULL},
     {"no-cache", NULL, "always compile, store nothing", NULL},
+    {"log", NULL, "print each variant's NVRTC/ptxas log", NULL},
     {NULL, NULL, NULL, NULL}};
 static cli_opt check_opts[] = {
     {"gpu", "G", "GPU: auto or a profile present on this machine (required)", NULL},
