@@ -15,7 +15,7 @@ status=0
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv || true
 "$bin" info || exit 1
 # The driver-level GPU test (kernel launch through the dlopen'd driver), when it was built.
-for t in test_gpu test_gpu_gemm; do
+for t in test_gpu test_gpu_ops; do
   [ -x "$build/tests/$t" ] && { "$build/tests/$t" > "$out/$t.log" 2>&1 || status=1; tail -2 "$out/$t.log"; }
 done
 run() { echo "+ $*"; "$@" 2>&1 | tee -a "$out/check.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
@@ -34,6 +34,8 @@ run "$bin" check gemm --gpu auto --shape M=4096,N=4096,K=4096 --sample ${SAMPLE:
            bm=128,bn=128,bk=32,wm=32,wn=64,stages=4,prefetch=ab bm=128,bn=256,bk=32,wm=64,wn=32,stages=4,prefetch=ab; do
   run "$bin" check gemm --gpu auto --shape M=4096,N=4096,K=4096 --config $cfg
 done
+# The TwELL producer against a plain cuBLAS GEMM of the same shape (~40 nonzeros per row).
+run "$bin" check twell-d2t --gpu auto --shape M=16384,D=2048,F=5632,nnz=40 --sample ${TWELL_SAMPLE:-16}
 # The main job: the default workload, a small sample per problem.
 run "$bin" --gpu auto --sample ${AUTO_SAMPLE:-8} --quiet
 exit $status

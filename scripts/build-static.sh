@@ -5,4 +5,4 @@ set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
 source "$root/scripts/deps.sh"
 cmake -S "$root" -B "$root/build-static" -DCMAKE_BUILD_TYPE=Release -DSPTUNE_STATIC_DEPS=ON >/dev/null
-cmake --build "$root/build-static" -j"$(nproc)" --target sptune_cli test_gpu test_gpu_gemm
+cmake --build "$root/build-static" -j"$(nproc)" --target sptune_cli test_gpu test_gpu_ops

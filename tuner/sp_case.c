@@ -2,9 +2,10 @@
 #include "sp_cuda.h"
 #include "sp_status.h"
 
+#include <math.h>
 #include <string.h>
 
-static const sp_case_ops *const all_ops[] = {&sp_case_gemm};
+static const sp_case_ops *const all_ops[] = {&sp_case_gemm, &sp_case_twell_d2t};
 
 const sp_case_ops *sp_case_find(const char *op)
 {
@@ -39,6 +40,7 @@ sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err)
     if (st != SPTUNE_OK) return st;
     *rel_err = -1;
     if ((st = c->ops->poison(c->state, c->bench->stream)) != SPTUNE_OK) return st;
+    if (c->ops->prepare && (st = c->ops->prepare(c->state, c->bench->stream)) != SPTUNE_OK) return st;
     if ((st = sp_kernel_launch(k, c->bench->stream, c->ops->args(c->state))) != SPTUNE_OK) return st;
     if ((st = sp_cuda_check(cu->StreamSynchronize(c->bench->stream), k->name)) != SPTUNE_OK) return st;
     if ((st = c->ops->verify(c->state, rel_err, detail, sizeof detail)) != SPTUNE_OK) return st;
@@ -48,17 +50,34 @@ sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err)
     return SPTUNE_OK;
 }
 
-typedef struct { const sp_kernel *k; void **args; } kernel_run;
+typedef struct { const sp_kernel *k; sp_case *c; void **args; } kernel_run;
 
 static sptune_status run_kernel(void *ud, CUstream s)
 {
     kernel_run *r = ud;
+    sptune_status st;
+    if (r->c->ops->prepare && (st = r->c->ops->prepare(r->c->state, s)) != SPTUNE_OK) return st;
     return sp_kernel_launch(r->k, s, r->args);
+}
+
+sptune_status sp_case_bind(sp_case *c, const sp_template *t, const sp_config *cfg)
+{
+    return c->ops->bind ? c->ops->bind(c->state, t, cfg) : SPTUNE_OK;
+}
+
+long long sp_config_int(const sp_template *t, const sp_config *c, const char *name)
+{
+    for (int i = 0; i < sp_template_nparams(t) && i < c->nparams; i++) {
+        const sp_param *p = sp_template_param(t, i);
+        if (strcmp(p->name, name) == 0)
+            return p->values[c->idx[i]].kind == SP_VAL_INT ? p->values[c->idx[i]].i : -1;
+    }
+    return -1;
 }
 
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t)
 {
-    kernel_run r = {k, c->ops->args(c->state)};
+    kernel_run r = {k, c, c->ops->args(c->state)};
     return sp_bench_time(c->bench, run_kernel, &r, t);
 }
 
@@ -74,3 +93,15 @@ sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t)
 }
 
 double sp_case_flops(const sp_case *c) { return c->ops->flops(&c->problem); }
+
+int sp_problem_int(const sp_problem *p, const char *name, int *out)
+{
+    for (int i = 0; i < p->n; i++) {
+        if (strcmp(p->name[i], name) != 0) continue;
+        double v = p->v[i];
+        if (!(v >= 1 && v <= 2147483647.0) || v != floor(v)) return 0;
+        *out = (int)v;
+        return 1;
+    }
+    return 0;
+}

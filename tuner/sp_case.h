@@ -18,6 +18,11 @@ typedef struct sp_case_ops {
     sptune_status (*poison)(void *state, CUstream s);
     /* Compares the output with the reference after a run; *rel_err = ||out-ref|| / ||ref||. */
     sptune_status (*verify)(void *state, double *rel_err, char *detail, size_t detail_len);
+    /* Optional: tells the state which configuration runs next (formats whose layout depends on
+     * tuning parameters, like TwELL's tile width and slots). */
+    sptune_status (*bind)(void *state, const sp_template *t, const sp_config *c);
+    /* Optional: enqueued before every launch of a kernel (resetting an allocation counter). */
+    sptune_status (*prepare)(void *state, CUstream s);
     /* One run of the baseline on stream s. */
     sptune_status (*baseline)(void *state, CUstream s);
     /* Floating-point operations of one run (for TFLOP/s in tables). */
@@ -42,10 +47,17 @@ void sp_case_destroy(sp_case *c);
  * exceeds the op's tolerance (rel_err still set), SPTUNE_ERR_CUDA when the launch or the kernel
  * failed (the context may then be unusable: a sticky error). */
 sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err);
+/* The op's bind hook, if any. */
+sptune_status sp_case_bind(sp_case *c, const sp_template *t, const sp_config *cfg);
+/* A positive integer dimension of a problem: 1 and *out set, or 0 when absent or not one. */
+int sp_problem_int(const sp_problem *p, const char *name, int *out);
+/* An integer parameter's value in configuration c (-1 when absent or not an integer). */
+long long sp_config_int(const sp_template *t, const sp_config *c, const char *name);
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t);
 sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t);
 double sp_case_flops(const sp_case *c);
 
 extern const sp_case_ops sp_case_gemm;
+extern const sp_case_ops sp_case_twell_d2t;
 
 #endif

@@ -32,18 +32,6 @@ static void gemm_destroy(void *p)
     free(g);
 }
 
-static int dim(const sp_problem *p, const char *name, int *out)
-{
-    for (int i = 0; i < p->n; i++) {
-        if (strcmp(p->name[i], name) != 0) continue;
-        double v = p->v[i];
-        if (!(v >= 1 && v <= 2147483647.0) || v != floor(v)) return 0;
-        *out = (int)v;
-        return 1;
-    }
-    return 0;
-}
-
 static sptune_status gemm_create(sp_bench *b, const sp_problem *p, void **out)
 {
     const sp_cuda_api *cu;
@@ -52,7 +40,7 @@ static sptune_status gemm_create(sp_bench *b, const sp_problem *p, void **out)
     gemm_state *g = calloc(1, sizeof *g);
     if (!g) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     g->b = b;
-    if (!dim(p, "M", &g->M) || !dim(p, "N", &g->N) || !dim(p, "K", &g->K)) {
+    if (!sp_problem_int(p, "M", &g->M) || !sp_problem_int(p, "N", &g->N) || !sp_problem_int(p, "K", &g->K)) {
         free(g);
         return sp_fail(SPTUNE_ERR_INVALID, "gemm needs positive integer M, N, K");
     }
@@ -154,7 +142,7 @@ static sptune_status gemm_baseline(void *p, CUstream s)
 static double gemm_flops(const sp_problem *p)
 {
     int M = 0, N = 0, K = 0;
-    if (!dim(p, "M", &M) || !dim(p, "N", &N) || !dim(p, "K", &K)) return 0;
+    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "N", &N) || !sp_problem_int(p, "K", &K)) return 0;
     return 2.0 * M * N * K;
 }
 

@@ -53,6 +53,10 @@ sptune_status sp_eval_variant(sp_case *cs, sp_template *t, const sp_config *c, s
         fail(out, SP_OUTCOME_LAUNCH_FAILED);
         goto done;
     }
+    if ((st = sp_case_bind(cs, t, c)) != SPTUNE_OK) {
+        fail(out, SP_OUTCOME_INVALID);
+        goto done;
+    }
     st = sp_case_check(cs, &k, &out->timing.rel_error);
     if (st == SPTUNE_ERR_WRONG_RESULT) {
         fail(out, SP_OUTCOME_WRONG_RESULT);

@@ -43,4 +43,80 @@ function M.store_bf16(d, opts)
      x0 = act("acc[i][j][2 * h]"), x1 = act("acc[i][j][2 * h + 1]")})
 end
 
+-- Shared memory the TwELL packing epilogue stages its tile in (bytes): bm rows of bn bf16, each
+-- row padded by 8 elements against bank conflicts.
+function M.twell_pack_smem(c)
+  return c.bm * (c.bn + 8) * 2
+end
+
+-- TwELL packing (runtime/sp_twell.h): relu(acc) of this CTA's bm x bn tile goes to shared memory,
+-- then one warp per row counts the row's nonzeros in the tile and writes them in ascending
+-- column order (ballot + prefix popcount: deterministic, no atomics) into the row's S slots, or,
+-- when they do not fit, into the overflow pool at an offset taken with one atomicAdd per
+-- (row, tile). Expects in scope: packed, pool, pool_counter, pool_capacity, M, N (= F), m0, n0,
+-- pid_n, warp, lane, sp_smem, acc. Tile width T = bn.
+function M.twell_pack(d, c)
+  local row = c.bn + 8
+  return text.fill([[
+    {
+        __syncthreads(); /* every warp is done with the pipeline's shared memory */
+        sp_bf16 *sC = (sp_bf16 *)sp_smem;
+        #pragma unroll
+        for (int i = 0; i < ${mt}; ++i) {
+            #pragma unroll
+            for (int j = 0; j < ${nt}; ++j) {
+                const int col = warp_n * ${wn} + j * 8 + (lane & 3) * 2;
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int r = warp_m * ${wm} + i * 16 + (lane >> 2) + h * 8;
+                    /* columns past N are zeros: they never become entries */
+                    const float x0 = n0 + col < N ? fmaxf(acc[i][j][2 * h], 0.0f) : 0.0f;
+                    const float x1 = n0 + col + 1 < N ? fmaxf(acc[i][j][2 * h + 1], 0.0f) : 0.0f;
+                    *(sp_u32 *)(sC + r * ${row} + col) = sp_pack_bf16x2(x0, x1);
+                }
+            }
+        }
+        __syncthreads();
+        const int ntiles = (N + ${bn} - 1) / ${bn};
+        const unsigned lt = (1u << lane) - 1u;
+        for (int r = warp; r < ${bm}; r += ${warps}) {
+            const int grow = m0 + r;
+            if (grow >= M) break;
+            const sp_bf16 *src = sC + r * ${row};
+            int count = 0;
+            #pragma unroll
+            for (int ch = 0; ch < ${bn} / 32; ++ch)
+                count += __popc(__ballot_sync(0xffffffffu, (src[ch * 32 + lane] & 0x7fffu) != 0u));
+            sp_u32 *w = packed + ((size_t)grow * ntiles + pid_n) * ${words};
+            sp_u32 *dst = w + 1;
+            sp_u32 word0 = (sp_u32)count;
+            if (count > ${slots}) {
+                unsigned long long off = 0;
+                if (lane == 0) off = atomicAdd(pool_counter, (unsigned long long)(count + 1));
+                off = __shfl_sync(0xffffffffu, off, 0);
+                if (off + (unsigned long long)count + 1ull > pool_capacity) {
+                    /* the pool is too small: the counter says how much it needs, the caller reruns */
+                    if (lane == 0) w[0] = 0x80000000u;
+                    continue;
+                }
+                if (lane == 0) pool[off] = (sp_u32)count;
+                dst = pool + off + 1;
+                word0 = 0x80000000u | (sp_u32)off;
+            }
+            int base = 0;
+            #pragma unroll
+            for (int ch = 0; ch < ${bn} / 32; ++ch) {
+                const sp_u32 v = src[ch * 32 + lane];
+                const bool nz = (v & 0x7fffu) != 0u;
+                const unsigned mask = __ballot_sync(0xffffffffu, nz);
+                if (nz) dst[base + __popc(mask & lt)] = (v << 16) | (sp_u32)(ch * 32 + lane);
+                base += __popc(mask);
+            }
+            if (lane == 0) w[0] = word0;
+        }
+    }
+]], {mt = d.mt, nt = d.nt, wm = c.wm, wn = c.wn, bm = c.bm, bn = c.bn, row = row, warps = d.warps,
+     words = c.slots + 1, slots = c.slots})
+end
+
 return M

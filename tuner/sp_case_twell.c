@@ -1,0 +1,241 @@
+/* GPU harness of twell-d2t, the TwELL producer: H = relu(X Wg^T) packed to TwELL.
+ * Data: X uniform in [0, 1); each neuron j's weights are u_j + uniform noise, with u_j set so
+ * that the neuron fires with probability p_j: 30 % of the neurons never fire, the rest share the
+ * problem's mean nonzeros per row (nnz). Reference: cuBLAS fp32 X Wg^T (spot-checked in fp64),
+ * relu on the host. The kernel's TwELL output is decoded by the CPU reference unpacker, which
+ * also validates its structure, then compared element by element. Baseline: the plain cuBLAS
+ * bf16 GEMM of the same shape. */
+#include "sp_case.h"
+#include "sp_cublas.h"
+#include "sp_cuda.h"
+#include "sp_status.h"
+#include "sp_twell.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct d2t_state {
+    sp_bench *b;
+    sp_cublas *blas;
+    int M, D, F, nnz;
+    int tile, slots;                 /* bound per configuration */
+    CUdeviceptr X, W, packed, pool, counter, Cbase, Href;
+    unsigned long long capacity;     /* pool words */
+    size_t packed_cap;               /* words allocated for packed (worst case over the space) */
+    unsigned short *hX, *hW, *hH, *hOut;
+    float *hRef;
+    uint32_t *hPacked, *hPool;
+    void *argv[9];
+} d2t_state;
+
+static void d2t_destroy(void *p)
+{
+    d2t_state *g = p;
+    if (!g) return;
+    sp_bench_free(g->X); sp_bench_free(g->W); sp_bench_free(g->packed); sp_bench_free(g->pool);
+    sp_bench_free(g->counter); sp_bench_free(g->Cbase); sp_bench_free(g->Href);
+    free(g->hX); free(g->hW); free(g->hH); free(g->hOut); free(g->hRef); free(g->hPacked); free(g->hPool);
+    sp_cublas_destroy(g->blas);
+    free(g);
+}
+
+/* z with Phi(z) = p (bisection on erfc: exact enough for drawing data). */
+static double probit(double p)
+{
+    double lo = -9, hi = 9;
+    for (int i = 0; i < 60; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (0.5 * erfc(-mid / sqrt(2.0)) < p) lo = mid; else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+static unsigned long long mix(unsigned long long *s)
+{
+    unsigned long long z = (*s += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    d2t_state *g = calloc(1, sizeof *g);
+    if (!g) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    g->b = b;
+    if (!sp_problem_int(p, "M", &g->M) || !sp_problem_int(p, "D", &g->D) || !sp_problem_int(p, "F", &g->F) ||
+        !sp_problem_int(p, "nnz", &g->nnz) || g->nnz > g->F) {
+        free(g);
+        return sp_fail(SPTUNE_ERR_INVALID, "twell-d2t needs positive integers M, D, F and nnz <= F");
+    }
+    size_t x = (size_t)g->M * g->D, w = (size_t)g->F * g->D, h = (size_t)g->M * g->F;
+    /* packed: the worst case of the space (tile 64, 63 slots): one word per element */
+    size_t ntiles64 = (size_t)(g->F + 63) / 64;
+    g->packed_cap = (size_t)g->M * ntiles64 * 64;
+    g->capacity = h / 2 + (size_t)g->M * ntiles64 + 1024;
+    if (g->capacity > 0x7fffffffull) g->capacity = 0x7fffffffull; /* pool offsets are 31 bits */
+    g->hX = malloc(x * 2); g->hW = malloc(w * 2); g->hH = malloc(h * 2); g->hOut = malloc(h * 2);
+    g->hRef = malloc(h * 4); g->hPacked = malloc(g->packed_cap * 4); g->hPool = malloc(g->capacity * 4);
+    if (!g->hX || !g->hW || !g->hH || !g->hOut || !g->hRef || !g->hPacked || !g->hPool) {
+        d2t_destroy(g);
+        return sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-d2t %dx%dx%d", g->M, g->D, g->F);
+    }
+    if ((st = sp_bench_alloc(b, x * 2, &g->X)) || (st = sp_bench_alloc(b, w * 2, &g->W)) ||
+        (st = sp_bench_alloc(b, g->packed_cap * 4, &g->packed)) || (st = sp_bench_alloc(b, g->capacity * 4, &g->pool)) ||
+        (st = sp_bench_alloc(b, 8, &g->counter)) || (st = sp_bench_alloc(b, h * 2, &g->Cbase)) ||
+        (st = sp_bench_alloc(b, h * 4, &g->Href)))
+        goto fail;
+    /* X in [0, 1); neuron j: 30 % dead, the others fire with p = nnz / (0.7 F). */
+    unsigned long long s = b->rng ^ 0x5eedull;
+    for (size_t i = 0; i < x; i++) g->hX[i] = sp_float_to_bf16((float)(mix(&s) >> 11) * 0x1p-53f);
+    double alive_p = fmin(0.5, (double)g->nnz / (0.7 * g->F));
+    for (int j = 0; j < g->F; j++) {
+        double pj = (mix(&s) % 10 < 3) ? 1e-12 : alive_p;
+        /* dot = u D / 2 + noise of std sqrt(D)/3 (noise uniform in [-1, 1)) */
+        double u = probit(pj) * (sqrt((double)g->D) / 3.0) / (g->D / 2.0);
+        for (int k = 0; k < g->D; k++) {
+            double n = (double)(mix(&s) >> 11) * 0x1p-52 - 1.0;
+            g->hW[(size_t)j * g->D + k] = sp_float_to_bf16((float)(u + n));
+        }
+    }
+    if ((st = SP_CU(cu->MemcpyHtoD(g->X, g->hX, x * 2))) || (st = SP_CU(cu->MemcpyHtoD(g->W, g->hW, w * 2))) ||
+        (st = SP_CU(cu->CtxSynchronize())))
+        goto fail;
+    if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
+        (st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->W, g->Href, 1)) ||
+        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Href, h * 4))))
+        goto fail;
+    for (int t = 0; t < 64; t++) {
+        size_t idx = ((size_t)t * 2654435761u) % h;
+        size_t i = idx / (size_t)g->F, j = idx % (size_t)g->F;
+        double ref = 0, mag = 0;
+        for (int k = 0; k < g->D; k++) {
+            double v = (double)sp_bf16_to_float(g->hX[i * g->D + k]) * sp_bf16_to_float(g->hW[j * g->D + k]);
+            ref += v;
+            mag += fabs(v);
+        }
+        if (fabs(g->hRef[idx] - ref) > 1e-3 * mag + 1e-6) {
+            st = sp_fail(SPTUNE_ERR_WRONG_RESULT, "cuBLAS reference disagrees with fp64 at (%zu,%zu)", i, j);
+            goto fail;
+        }
+    }
+    g->tile = 128;
+    g->slots = 31;
+    g->argv[0] = &g->X; g->argv[1] = &g->W; g->argv[2] = &g->packed; g->argv[3] = &g->pool;
+    g->argv[4] = &g->counter; g->argv[5] = &g->capacity; g->argv[6] = &g->M; g->argv[7] = &g->F; g->argv[8] = &g->D;
+    *out = g;
+    return SPTUNE_OK;
+fail:
+    d2t_destroy(g);
+    return st;
+}
+
+static void **d2t_args(void *p) { return ((d2t_state *)p)->argv; }
+
+static sptune_status d2t_bind(void *p, const sp_template *t, const sp_config *c)
+{
+    d2t_state *g = p;
+    long long bn = sp_config_int(t, c, "bn"), slots = sp_config_int(t, c, "slots");
+    if (bn < 2 || slots < 1 || slots >= bn)
+        return sp_fail(SPTUNE_ERR_INVALID, "twell-d2t: configuration lacks a valid bn/slots");
+    size_t words = (size_t)g->M * (size_t)((g->F + bn - 1) / bn) * (size_t)(slots + 1);
+    if (words > g->packed_cap) return sp_fail(SPTUNE_ERR_INVALID, "twell-d2t: bn=%lld slots=%lld needs more packed space than allocated", bn, slots);
+    g->tile = (int)bn;
+    g->slots = (int)slots;
+    return SPTUNE_OK;
+}
+
+static sptune_status d2t_prepare(void *p, CUstream s)
+{
+    const sp_cuda_api *cu;
+    d2t_state *g = p;
+    sptune_status st = sp_cuda_load(&cu);
+    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD32Async(g->counter, 0, 2, s));
+}
+
+static sptune_status d2t_poison(void *p, CUstream s)
+{
+    const sp_cuda_api *cu;
+    d2t_state *g = p;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    if ((st = SP_CU(cu->MemsetD32Async(g->packed, 0xdeadbeefu, g->packed_cap, s)))) return st;
+    return SP_CU(cu->MemsetD32Async(g->pool, 0xdeadbeefu, (size_t)g->capacity, s));
+}
+
+static sptune_status d2t_verify(void *p, double *rel_err, char *detail, size_t len)
+{
+    const sp_cuda_api *cu;
+    d2t_state *g = p;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    sp_twell_shape sh = {g->M, g->F, g->tile, g->slots};
+    size_t words = (size_t)sp_twell_packed_words(&sh), h = (size_t)g->M * g->F;
+    unsigned long long used = 0;
+    if ((st = SP_CU(cu->MemcpyDtoH(&used, g->counter, 8)))) return st;
+    if (used > g->capacity) {
+        *rel_err = INFINITY;
+        snprintf(detail, len, "overflow pool too small: needed %llu words, had %llu", used, g->capacity);
+        return SPTUNE_OK;
+    }
+    if ((st = SP_CU(cu->MemcpyDtoH(g->hPacked, g->packed, words * 4)))) return st;
+    if (used && (st = SP_CU(cu->MemcpyDtoH(g->hPool, g->pool, used * 4)))) return st;
+    if (sp_twell_unpack(&sh, g->hPacked, g->hPool, (int64_t)used, g->hOut) != SPTUNE_OK) {
+        *rel_err = INFINITY;
+        snprintf(detail, len, "malformed TwELL output: %s", sptune_last_error());
+        return SPTUNE_OK;
+    }
+    double num = 0, den = 0;
+    for (size_t i = 0; i < h; i++) {
+        double r = g->hRef[i] > 0 ? g->hRef[i] : 0, d = sp_bf16_to_float(g->hOut[i]) - r;
+        num += d * d;
+        den += r * r;
+    }
+    *rel_err = den > 0 ? sqrt(num / den) : sqrt(num);
+    double slack = 1e-3 * sqrt(den / (double)h) + 1e-6;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < h; i++) {
+        double r = g->hRef[i] > 0 ? g->hRef[i] : 0;
+        if (fabs(sp_bf16_to_float(g->hOut[i]) - r) > 0x1p-7 * r + slack) { if (!bad++) first = i; }
+    }
+    if (bad) {
+        *rel_err = fmax(*rel_err, 1.0);
+        snprintf(detail, len, "%zu of %zu activations wrong (first at row %zu, col %zu: %g vs %g)", bad, h,
+                 first / (size_t)g->F, first % (size_t)g->F, sp_bf16_to_float(g->hOut[first]), g->hRef[first]);
+    }
+    return SPTUNE_OK;
+}
+
+static sptune_status d2t_baseline(void *p, CUstream s)
+{
+    d2t_state *g = p;
+    (void)s;
+    return sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->W, g->Cbase, 0);
+}
+
+static double d2t_flops(const sp_problem *p)
+{
+    int M = 0, D = 0, F = 0;
+    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "D", &D) || !sp_problem_int(p, "F", &F)) return 0;
+    return 2.0 * M * D * F;
+}
+
+const sp_case_ops sp_case_twell_d2t = {
+    .op = "twell-d2t",
+    .baseline_name = "cuBLAS bf16 GEMM (same shape, dense output)",
+    .create = d2t_create,
+    .args = d2t_args,
+    .poison = d2t_poison,
+    .verify = d2t_verify,
+    .bind = d2t_bind,
+    .prepare = d2t_prepare,
+    .baseline = d2t_baseline,
+    .flops = d2t_flops,
+    .destroy = d2t_destroy,
+    .tolerance = 1e-2,
+};
