@@ -46,7 +46,10 @@ static sptune_status gemm_create(sp_bench *b, const sp_problem *p, void **out)
     }
     size_t a = (size_t)g->M * g->K, bb = (size_t)g->N * g->K, c = (size_t)g->M * g->N;
     g->hA = malloc(a * 2); g->hB = malloc(bb * 2); g->hC = malloc(c * 2); g->hRef = malloc(c * 4);
-    if (!g->hA || !g->hB || !g->hC || !g->hRef) { gemm_destroy(g); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory for a %dx%dx%d gemm", g->M, g->N, g->K); }
+    if (!g->hA || !g->hB || !g->hC || !g->hRef) {
+        st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for a %dx%dx%d gemm", g->M, g->N, g->K);
+        goto fail;
+    }
     if ((st = sp_bench_alloc(b, a * 2, &g->A)) || (st = sp_bench_alloc(b, bb * 2, &g->B)) ||
         (st = sp_bench_alloc(b, c * 2, &g->C)) || (st = sp_bench_alloc(b, c * 2, &g->Cbase)) ||
         (st = sp_bench_alloc(b, c * 4, &g->Cref)))
