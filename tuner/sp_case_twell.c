@@ -82,8 +82,8 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
     g->hX = malloc(x * 2); g->hW = malloc(w * 2); g->hH = malloc(h * 2); g->hOut = malloc(h * 2);
     g->hRef = malloc(h * 4); g->hPacked = malloc(g->packed_cap * 4); g->hPool = malloc(g->capacity * 4);
     if (!g->hX || !g->hW || !g->hH || !g->hOut || !g->hRef || !g->hPacked || !g->hPool) {
-        d2t_destroy(g);
-        return sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-d2t %dx%dx%d", g->M, g->D, g->F);
+        st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-d2t %dx%dx%d", g->M, g->D, g->F);
+        goto fail;
     }
     if ((st = sp_bench_alloc(b, x * 2, &g->X)) || (st = sp_bench_alloc(b, w * 2, &g->W)) ||
         (st = sp_bench_alloc(b, g->packed_cap * 4, &g->packed)) || (st = sp_bench_alloc(b, g->capacity * 4, &g->pool)) ||
