@@ -36,6 +36,8 @@ run "$bin" check gemm --gpu auto --shape M=4096,N=4096,K=4096 --sample ${SAMPLE:
 done
 # The TwELL producer against a plain cuBLAS GEMM of the same shape (~40 nonzeros per row).
 run "$bin" check twell-d2t --gpu auto --shape M=16384,D=2048,F=5632,nnz=40 --sample ${TWELL_SAMPLE:-16}
+# The TwELL consumer (down projection) against the dense cuBLAS product, every variant.
+run "$bin" check twell-t2d --gpu auto --shape M=16384,F=5632,D=2048,T=256,S=31,nnz=40 --all
 # The main job: the default workload, a small sample per problem.
 run "$bin" --gpu auto --sample ${AUTO_SAMPLE:-8} --quiet
 exit $status

@@ -77,4 +77,16 @@ sptune_status sp_cublas_gemm_nt(sp_cublas *h, int M, int N, int K, CUdeviceptr A
                  "cublasGemmEx");
 }
 
+sptune_status sp_cublas_gemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
+                                CUdeviceptr C, int c_fp32)
+{
+    const float one = 1.0f, zero = 0.0f;
+    /* Column-major: C^T (N x M) = B^T (N x K, B as stored) * A^T (K x M, A as stored). */
+    return check(h->GemmEx(h->handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, (const void *)B,
+                           CUDA_R_16BF, N, (const void *)A, CUDA_R_16BF, K, &zero, (void *)C,
+                           c_fp32 ? CUDA_R_32F : CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
+}
+
 const char *sp_cublas_version(sp_cublas *h) { return h->version; }

@@ -17,6 +17,9 @@ sptune_status sp_cublas_set_stream(sp_cublas *h, CUstream s);
  * (c_fp32 == 0) or fp32 (c_fp32 != 0, used as the verification reference). */
 sptune_status sp_cublas_gemm_nt(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
                                 CUdeviceptr C, int c_fp32);
+/* Row-major C[M,N] = A[M,K] * B[K,N] (both plain row-major), bf16 in, fp32 accumulation. */
+sptune_status sp_cublas_gemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
+                                CUdeviceptr C, int c_fp32);
 /* "13.0.x" */
 const char *sp_cublas_version(sp_cublas *h);
 

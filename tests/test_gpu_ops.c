@@ -15,10 +15,13 @@ typedef struct op_cases { const char *op; const char *shapes[4]; } op_cases;
 
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
- * the paper's shape at ~40 nonzeros per row. */
+ * the paper's shape at ~40 nonzeros per row. twell-t2d: the same kinds of shape, row 0 dense over
+ * two tiles (always some overflow into the pool), D % 8 != 0 (element-wise gathers). */
 static const op_cases cases[] = {
     {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8"}},
     {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40", NULL}},
+    {"twell-t2d", {"M=300,F=1000,D=200,T=256,S=31,nnz=20", "M=77,F=130,D=61,T=64,S=7,nnz=30",
+                   "M=256,F=5632,D=2048,T=256,S=31,nnz=40", NULL}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
 #define PER_SHAPE 8

@@ -1,4 +1,5 @@
 #include "sp_bench.h"
+#include "sp_case.h"
 #include "sp_cuda.h"
 #include "sp_status.h"
 
@@ -147,22 +148,13 @@ unsigned short sp_float_to_bf16(float f)
     return (unsigned short)(u >> 16);
 }
 
-static unsigned long long next_rng(unsigned long long *s)
-{
-    /* splitmix64: fast, and every seed gives a fresh stream */
-    unsigned long long z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short *host, size_t n, float scale)
 {
     const sp_cuda_api *cu;
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK) return st;
     for (size_t i = 0; i < n; i += 4) {
-        unsigned long long r = next_rng(&b->rng);
+        unsigned long long r = sp_mix64(&b->rng);
         for (size_t j = 0; j < 4 && i + j < n; j++) {
             float u = (float)((r >> (16 * j)) & 0xffff) / 65536.0f; /* [0,1) */
             host[i + j] = sp_float_to_bf16((2.0f * u - 1.0f) * scale);

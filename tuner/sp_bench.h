@@ -6,6 +6,7 @@
 #include "sp_db.h"
 #include "sp_gpu.h"
 #include <cuda.h>
+#include <stdint.h>
 
 typedef struct sp_bench_opts {
     int warmup_runs;      /* at least this many untimed runs (default 3) */
@@ -27,7 +28,7 @@ typedef struct sp_bench {
     size_t flush_bytes;
     sp_bench_opts opts;
     char method[160];     /* how timings were taken, stored with each result */
-    unsigned long long rng;
+    uint64_t rng;
 } sp_bench;
 
 /* Binds to device `ordinal` (primary context), creates a stream and the flush buffer. */

@@ -3,9 +3,10 @@
 #include "sp_status.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <string.h>
 
-static const sp_case_ops *const all_ops[] = {&sp_case_gemm, &sp_case_twell_d2t};
+static const sp_case_ops *const all_ops[] = {&sp_case_gemm, &sp_case_twell_d2t, &sp_case_twell_t2d};
 
 const sp_case_ops *sp_case_find(const char *op)
 {
@@ -104,4 +105,39 @@ int sp_problem_int(const sp_problem *p, const char *name, int *out)
         return 1;
     }
     return 0;
+}
+
+void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t ncols, int relu_ref,
+                     double *rel_err, char *detail, size_t len)
+{
+    double num = 0, den = 0;
+    size_t bad = 0, first = 0;
+    for (size_t i = 0; i < n; i++) {
+        double r = relu_ref && ref[i] < 0 ? 0 : ref[i];
+        den += r * r;
+    }
+    const double slack = 1e-3 * sqrt(den / (double)(n ? n : 1)) + 1e-6;
+    for (size_t i = 0; i < n; i++) {
+        double r = relu_ref && ref[i] < 0 ? 0 : ref[i];
+        double o = sp_bf16_to_float(out[i]), d = o - r;
+        if (!isfinite(o) || fabs(d) > 0x1p-7 * fabs(r) + slack) {
+            if (!bad++) first = i;
+            continue;
+        }
+        num += d * d;
+    }
+    *rel_err = den > 0 ? sqrt(num / den) : sqrt(num);
+    if (bad) {
+        *rel_err = fmax(*rel_err, 1.0);
+        snprintf(detail, len, "%zu of %zu outputs wrong, unwritten or not finite (first at row %zu, col %zu: %g vs %g)",
+                 bad, n, first / ncols, first % ncols, sp_bf16_to_float(out[first]), (double)ref[first]);
+    }
+}
+
+uint64_t sp_mix64(uint64_t *state)
+{
+    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
 }

@@ -7,6 +7,8 @@
 #include "sp_launch.h"
 #include "sp_template.h"
 
+#include <stdint.h>
+
 typedef struct sp_case_ops {
     const char *op;
     const char *baseline_name;  /* "cuBLAS bf16 GEMM" */
@@ -51,6 +53,14 @@ sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err);
 sptune_status sp_case_bind(sp_case *c, const sp_template *t, const sp_config *cfg);
 /* A positive integer dimension of a problem: 1 and *out set, or 0 when absent or not one. */
 int sp_problem_int(const sp_problem *p, const char *name, int *out);
+/* Compares a bf16 output (n elements, rows of ncols) with an fp32 reference (relu'd first when
+ * relu_ref): *rel_err = ||out - ref|| / ||ref||; every element must also lie within bf16 rounding
+ * (2^-7 |ref| + 1e-3 rms(ref)); NaN/Inf (the poison) never passes. Failures set *rel_err >= 1
+ * and describe the first bad element in detail. */
+void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t ncols, int relu_ref,
+                     double *rel_err, char *detail, size_t len);
+/* splitmix64 step: the harnesses' data generator. */
+uint64_t sp_mix64(uint64_t *state);
 /* An integer parameter's value in configuration c (-1 when absent or not an integer). */
 long long sp_config_int(const sp_template *t, const sp_config *c, const char *name);
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t);
@@ -59,5 +69,6 @@ double sp_case_flops(const sp_case *c);
 
 extern const sp_case_ops sp_case_gemm;
 extern const sp_case_ops sp_case_twell_d2t;
+extern const sp_case_ops sp_case_twell_t2d;
 
 #endif

@@ -103,35 +103,9 @@ static sptune_status gemm_verify(void *p, double *rel_err, char *detail, size_t 
     gemm_state *g = p;
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK) return st;
-    size_t c = (size_t)g->M * g->N, bad = 0, first = 0;
+    size_t c = (size_t)g->M * g->N;
     if ((st = SP_CU(cu->MemcpyDtoH(g->hC, g->C, c * 2))) != SPTUNE_OK) return st;
-    double num = 0, den = 0;
-    for (size_t i = 0; i < c; i++) {
-        float o = sp_bf16_to_float(g->hC[i]);
-        if (isnan(o) || isinf(o)) { if (!bad++) first = i; continue; }
-        double d = (double)o - g->hRef[i];
-        num += d * d;
-        den += (double)g->hRef[i] * g->hRef[i];
-    }
-    if (bad) {
-        *rel_err = INFINITY;
-        snprintf(detail, len, "%zu of %zu outputs unwritten or not finite (first at row %zu, col %zu)",
-                 bad, c, first / (size_t)g->N, first % (size_t)g->N);
-        return SPTUNE_OK;
-    }
-    *rel_err = den > 0 ? sqrt(num / den) : sqrt(num);
-    /* Element by element too, so that a wrong tile or column cannot hide in the norm: bf16
-     * rounding (2^-8 relative) with margin, plus a little absolute slack near zero. */
-    double slack = 1e-3 * sqrt(den / (double)c) + 1e-6;
-    for (size_t i = 0; i < c; i++) {
-        double d = fabs((double)sp_bf16_to_float(g->hC[i]) - g->hRef[i]);
-        if (d > 0x1p-7 * fabs(g->hRef[i]) + slack) { if (!bad++) first = i; }
-    }
-    if (bad) {
-        *rel_err = fmax(*rel_err, 1.0); /* fails the tolerance whatever the norm says */
-        snprintf(detail, len, "%zu of %zu outputs off by more than bf16 rounding (first at row %zu, col %zu: %g vs %g)",
-                 bad, c, first / (size_t)g->N, first % (size_t)g->N, sp_bf16_to_float(g->hC[first]), g->hRef[first]);
-    }
+    sp_compare_bf16(g->hC, g->hRef, c, (size_t)g->N, 0, rel_err, detail, len);
     return SPTUNE_OK;
 }
 

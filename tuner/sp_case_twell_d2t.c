@@ -52,14 +52,6 @@ static double probit(double p)
     return 0.5 * (lo + hi);
 }
 
-static unsigned long long mix(unsigned long long *s)
-{
-    unsigned long long z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
 {
     const sp_cuda_api *cu;
@@ -91,15 +83,15 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_bench_alloc(b, h * 4, &g->Href)))
         goto fail;
     /* X in [0, 1); neuron j: 30 % dead, the others fire with p = nnz / (0.7 F). */
-    unsigned long long s = b->rng ^ 0x5eedull;
-    for (size_t i = 0; i < x; i++) g->hX[i] = sp_float_to_bf16((float)(mix(&s) >> 11) * 0x1p-53f);
+    uint64_t s = b->rng ^ 0x5eedull;
+    for (size_t i = 0; i < x; i++) g->hX[i] = sp_float_to_bf16((float)(sp_mix64(&s) >> 11) * 0x1p-53f);
     double alive_p = fmin(0.5, (double)g->nnz / (0.7 * g->F));
     for (int j = 0; j < g->F; j++) {
-        double pj = (mix(&s) % 10 < 3) ? 1e-12 : alive_p;
+        double pj = (sp_mix64(&s) % 10 < 3) ? 1e-12 : alive_p;
         /* dot = u D / 2 + noise of std sqrt(D)/3 (noise uniform in [-1, 1)) */
         double u = probit(pj) * (sqrt((double)g->D) / 3.0) / (g->D / 2.0);
         for (int k = 0; k < g->D; k++) {
-            double n = (double)(mix(&s) >> 11) * 0x1p-52 - 1.0;
+            double n = (double)(sp_mix64(&s) >> 11) * 0x1p-52 - 1.0;
             g->hW[(size_t)j * g->D + k] = sp_float_to_bf16((float)(u + n));
         }
     }
@@ -190,24 +182,7 @@ static sptune_status d2t_verify(void *p, double *rel_err, char *detail, size_t l
         snprintf(detail, len, "malformed TwELL output: %s", sptune_last_error());
         return SPTUNE_OK;
     }
-    double num = 0, den = 0;
-    for (size_t i = 0; i < h; i++) {
-        double r = g->hRef[i] > 0 ? g->hRef[i] : 0, d = sp_bf16_to_float(g->hOut[i]) - r;
-        num += d * d;
-        den += r * r;
-    }
-    *rel_err = den > 0 ? sqrt(num / den) : sqrt(num);
-    double slack = 1e-3 * sqrt(den / (double)h) + 1e-6;
-    size_t bad = 0, first = 0;
-    for (size_t i = 0; i < h; i++) {
-        double r = g->hRef[i] > 0 ? g->hRef[i] : 0;
-        if (fabs(sp_bf16_to_float(g->hOut[i]) - r) > 0x1p-7 * r + slack) { if (!bad++) first = i; }
-    }
-    if (bad) {
-        *rel_err = fmax(*rel_err, 1.0);
-        snprintf(detail, len, "%zu of %zu activations wrong (first at row %zu, col %zu: %g vs %g)", bad, h,
-                 first / (size_t)g->F, first % (size_t)g->F, sp_bf16_to_float(g->hOut[first]), g->hRef[first]);
-    }
+    sp_compare_bf16(g->hOut, g->hRef, h, (size_t)g->F, 1, rel_err, detail, len);
     return SPTUNE_OK;
 }
 

@@ -1,0 +1,158 @@
+/* GPU harness of twell-t2d, the TwELL consumer: Y = H * Wd with H given TwELL-packed.
+ * Data: H (M x F) with a mean of nnz nonzeros per row at random columns, values in (0, 1], and
+ * row 0 dense over its first two tiles so that overflow tiles always occur; packed by the CPU
+ * reference packer with the problem's T and S. Wd (F x D) uniform in [-1, 1). Reference: cuBLAS
+ * fp32 of the dense H (spot-checked in fp64). Baseline: the dense cuBLAS bf16 H * Wd. */
+#include "sp_case.h"
+#include "sp_cublas.h"
+#include "sp_cuda.h"
+#include "sp_status.h"
+#include "sp_twell.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct t2d_state {
+    sp_cublas *blas;
+    int M, F, D, T, S, nnz;
+    CUdeviceptr packed, pool, Wd, Y, H, Ybase, Yref;
+    unsigned short *hH, *hW, *hY;
+    float *hRef;
+    uint32_t *hPacked, *hPool;
+    void *argv[9];
+} t2d_state;
+
+static void t2d_destroy(void *p)
+{
+    t2d_state *g = p;
+    if (!g) return;
+    sp_bench_free(g->packed); sp_bench_free(g->pool); sp_bench_free(g->Wd); sp_bench_free(g->Y);
+    sp_bench_free(g->H); sp_bench_free(g->Ybase); sp_bench_free(g->Yref);
+    free(g->hH); free(g->hW); free(g->hY); free(g->hRef); free(g->hPacked); free(g->hPool);
+    sp_cublas_destroy(g->blas);
+    free(g);
+}
+
+static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    t2d_state *g = calloc(1, sizeof *g);
+    if (!g) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    if (!sp_problem_int(p, "M", &g->M) || !sp_problem_int(p, "F", &g->F) || !sp_problem_int(p, "D", &g->D) ||
+        !sp_problem_int(p, "T", &g->T) || !sp_problem_int(p, "S", &g->S) || !sp_problem_int(p, "nnz", &g->nnz) ||
+        g->nnz > g->F) {
+        free(g);
+        return sp_fail(SPTUNE_ERR_INVALID, "twell-t2d needs positive integers M, F, D, T, S and nnz <= F");
+    }
+    sp_twell_shape sh = {g->M, g->F, g->T, g->S};
+    if ((st = sp_twell_check_shape(&sh)) != SPTUNE_OK) { free(g); return st; }
+    size_t h = (size_t)g->M * g->F, w = (size_t)g->F * g->D, y = (size_t)g->M * g->D;
+    size_t words = (size_t)sp_twell_packed_words(&sh);
+    g->hH = malloc(h * 2); g->hW = malloc(w * 2); g->hY = malloc(y * 2); g->hRef = malloc(y * 4);
+    g->hPacked = malloc(words * 4);
+    if (!g->hH || !g->hW || !g->hY || !g->hRef || !g->hPacked) {
+        st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-t2d");
+        goto fail;
+    }
+    uint64_t s = b->rng ^ 0x7d2ull;
+    double pr = (double)g->nnz / g->F;
+    for (size_t i = 0; i < h; i++) {
+        size_t r = i / (size_t)g->F, c = i % (size_t)g->F;
+        int on = (r == 0 && c < 2 * (size_t)g->T) || (double)(sp_mix64(&s) >> 11) * 0x1p-53 < pr;
+        g->hH[i] = on ? sp_float_to_bf16((float)(1.0 - (double)(sp_mix64(&s) >> 11) * 0x1p-53)) : 0;
+    }
+    for (size_t i = 0; i < w; i++) g->hW[i] = sp_float_to_bf16((float)((double)(sp_mix64(&s) >> 11) * 0x1p-52 - 1.0));
+    sp_twell_stats stats;
+    if ((st = sp_twell_pack(&sh, g->hH, g->hPacked, NULL, 0, &stats)) != SPTUNE_OK) goto fail;
+    int64_t pool_words = stats.pool_needed > 0 ? stats.pool_needed : 1;
+    if (!(g->hPool = malloc((size_t)pool_words * 4))) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory"); goto fail; }
+    if ((st = sp_twell_pack(&sh, g->hH, g->hPacked, g->hPool, pool_words, &stats)) != SPTUNE_OK) goto fail;
+    if ((st = sp_bench_alloc(b, words * 4, &g->packed)) || (st = sp_bench_alloc(b, (size_t)pool_words * 4, &g->pool)) ||
+        (st = sp_bench_alloc(b, w * 2, &g->Wd)) || (st = sp_bench_alloc(b, y * 2, &g->Y)) ||
+        (st = sp_bench_alloc(b, h * 2, &g->H)) || (st = sp_bench_alloc(b, y * 2, &g->Ybase)) ||
+        (st = sp_bench_alloc(b, y * 4, &g->Yref)))
+        goto fail;
+    if ((st = SP_CU(cu->MemcpyHtoD(g->packed, g->hPacked, words * 4))) ||
+        (st = SP_CU(cu->MemcpyHtoD(g->pool, g->hPool, (size_t)pool_words * 4))) ||
+        (st = SP_CU(cu->MemcpyHtoD(g->Wd, g->hW, w * 2))) || (st = SP_CU(cu->MemcpyHtoD(g->H, g->hH, h * 2))) ||
+        (st = SP_CU(cu->CtxSynchronize())))
+        goto fail;
+    if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
+        (st = sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->H, g->Wd, g->Yref, 1)) ||
+        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Yref, y * 4))))
+        goto fail;
+    for (int t = 0; t < 64; t++) {
+        size_t idx = ((size_t)t * 2654435761u) % y, i = idx / (size_t)g->D, j = idx % (size_t)g->D;
+        double ref = 0, mag = 0;
+        for (int k = 0; k < g->F; k++) {
+            double v = (double)sp_bf16_to_float(g->hH[i * g->F + k]) * sp_bf16_to_float(g->hW[(size_t)k * g->D + j]);
+            ref += v;
+            mag += fabs(v);
+        }
+        if (fabs(g->hRef[idx] - ref) > 1e-3 * mag + 1e-6) {
+            st = sp_fail(SPTUNE_ERR_WRONG_RESULT, "cuBLAS reference disagrees with fp64 at (%zu,%zu)", i, j);
+            goto fail;
+        }
+    }
+    g->argv[0] = &g->packed; g->argv[1] = &g->pool; g->argv[2] = &g->Wd; g->argv[3] = &g->Y;
+    g->argv[4] = &g->M; g->argv[5] = &g->F; g->argv[6] = &g->D; g->argv[7] = &g->T; g->argv[8] = &g->S;
+    *out = g;
+    return SPTUNE_OK;
+fail:
+    t2d_destroy(g);
+    return st;
+}
+
+static void **t2d_args(void *p) { return ((t2d_state *)p)->argv; }
+
+static sptune_status t2d_poison(void *p, CUstream s)
+{
+    const sp_cuda_api *cu;
+    t2d_state *g = p;
+    sptune_status st = sp_cuda_load(&cu);
+    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD16Async(g->Y, 0xffff, (size_t)g->M * g->D, s));
+}
+
+static sptune_status t2d_verify(void *p, double *rel_err, char *detail, size_t len)
+{
+    const sp_cuda_api *cu;
+    t2d_state *g = p;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    size_t y = (size_t)g->M * g->D;
+    if ((st = SP_CU(cu->MemcpyDtoH(g->hY, g->Y, y * 2))) != SPTUNE_OK) return st;
+    sp_compare_bf16(g->hY, g->hRef, y, (size_t)g->D, 0, rel_err, detail, len);
+    return SPTUNE_OK;
+}
+
+static sptune_status t2d_baseline(void *p, CUstream s)
+{
+    t2d_state *g = p;
+    (void)s;
+    return sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->H, g->Wd, g->Ybase, 0);
+}
+
+/* Dense-equivalent, so that TFLOP/s reads against the baseline's. */
+static double t2d_flops(const sp_problem *p)
+{
+    int M = 0, F = 0, D = 0;
+    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "F", &F) || !sp_problem_int(p, "D", &D)) return 0;
+    return 2.0 * M * F * D;
+}
+
+const sp_case_ops sp_case_twell_t2d = {
+    .op = "twell-t2d",
+    .baseline_name = "cuBLAS bf16 dense H x W_down",
+    .create = t2d_create,
+    .args = t2d_args,
+    .poison = t2d_poison,
+    .verify = t2d_verify,
+    .baseline = t2d_baseline,
+    .flops = t2d_flops,
+    .destroy = t2d_destroy,
+    .tolerance = 1e-2,
+};
