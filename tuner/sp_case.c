@@ -141,3 +141,23 @@ uint64_t sp_mix64(uint64_t *state)
     z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
     return z ^ (z >> 31);
 }
+
+sptune_status sp_check_reference(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
+                                 const uint16_t *B, int b_kmajor, int samples)
+{
+    const size_t n = rows * cols;
+    for (int s = 0; s < samples && n > 0; s++) {
+        size_t idx = ((size_t)s * 2654435761u) % n, i = idx / cols, j = idx % cols;
+        double dot = 0, mag = 0;
+        for (size_t t = 0; t < k; t++) {
+            double b = sp_bf16_to_float(b_kmajor ? B[j * k + t] : B[t * cols + j]);
+            double v = (double)sp_bf16_to_float(A[i * k + t]) * b;
+            dot += v;
+            mag += fabs(v);
+        }
+        if (fabs(ref[idx] - dot) > 1e-3 * mag + 1e-6)
+            return sp_fail(SPTUNE_ERR_WRONG_RESULT, "cuBLAS reference disagrees with fp64 at (%zu,%zu): %g vs %g",
+                           i, j, (double)ref[idx], dot);
+    }
+    return SPTUNE_OK;
+}

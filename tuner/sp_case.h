@@ -59,6 +59,10 @@ int sp_problem_int(const sp_problem *p, const char *name, int *out);
  * and describe the first bad element in detail. */
 void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t ncols, int relu_ref,
                      double *rel_err, char *detail, size_t len);
+/* Spot-checks an fp32 reference C (rows x cols) of C = A * op(B) against fp64 dot products at
+ * `samples` spread-out entries: A is rows x k; B is cols x k (b_kmajor) or k x cols. */
+sptune_status sp_check_reference(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
+                                 const uint16_t *B, int b_kmajor, int samples);
 /* splitmix64 step: the harnesses' data generator. */
 uint64_t sp_mix64(uint64_t *state);
 /* An integer parameter's value in configuration c (-1 when absent or not an integer). */

@@ -63,20 +63,8 @@ static sptune_status gemm_create(sp_bench *b, const sp_problem *p, void **out)
     if ((st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Cref, c * 4))))
         goto fail;
     /* The reference itself against fp64 on the host, at a few hundred spread-out entries. */
-    for (int s = 0; s < 256; s++) {
-        size_t idx = ((size_t)s * 2654435761u) % c;
-        int i = (int)(idx / (size_t)g->N), j = (int)(idx % (size_t)g->N);
-        double ref = 0, mag = 0;
-        for (int k = 0; k < g->K; k++) {
-            double t = (double)sp_bf16_to_float(g->hA[(size_t)i * g->K + k]) * sp_bf16_to_float(g->hB[(size_t)j * g->K + k]);
-            ref += t;
-            mag += fabs(t);
-        }
-        if (fabs(g->hRef[idx] - ref) > 1e-3 * mag + 1e-6) {
-            st = sp_fail(SPTUNE_ERR_WRONG_RESULT, "cuBLAS reference disagrees with fp64 at (%d,%d): %g vs %g", i, j, g->hRef[idx], ref);
-            goto fail;
-        }
-    }
+    if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->N, (size_t)g->K, g->hA, g->hB, 1, 256)))
+        goto fail;
     g->argv[0] = &g->A; g->argv[1] = &g->B; g->argv[2] = &g->C;
     g->argv[3] = &g->M; g->argv[4] = &g->N; g->argv[5] = &g->K;
     *out = g;

@@ -102,20 +102,8 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->W, g->Href, 1)) ||
         (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Href, h * 4))))
         goto fail;
-    for (int t = 0; t < 64; t++) {
-        size_t idx = ((size_t)t * 2654435761u) % h;
-        size_t i = idx / (size_t)g->F, j = idx % (size_t)g->F;
-        double ref = 0, mag = 0;
-        for (int k = 0; k < g->D; k++) {
-            double v = (double)sp_bf16_to_float(g->hX[i * g->D + k]) * sp_bf16_to_float(g->hW[j * g->D + k]);
-            ref += v;
-            mag += fabs(v);
-        }
-        if (fabs(g->hRef[idx] - ref) > 1e-3 * mag + 1e-6) {
-            st = sp_fail(SPTUNE_ERR_WRONG_RESULT, "cuBLAS reference disagrees with fp64 at (%zu,%zu)", i, j);
-            goto fail;
-        }
-    }
+    if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hW, 1, 64)))
+        goto fail;
     g->tile = 128;
     g->slots = 31;
     g->argv[0] = &g->X; g->argv[1] = &g->W; g->argv[2] = &g->packed; g->argv[3] = &g->pool;

@@ -85,19 +85,8 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->H, g->Wd, g->Yref, 1)) ||
         (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Yref, y * 4))))
         goto fail;
-    for (int t = 0; t < 64; t++) {
-        size_t idx = ((size_t)t * 2654435761u) % y, i = idx / (size_t)g->D, j = idx % (size_t)g->D;
-        double ref = 0, mag = 0;
-        for (int k = 0; k < g->F; k++) {
-            double v = (double)sp_bf16_to_float(g->hH[i * g->F + k]) * sp_bf16_to_float(g->hW[(size_t)k * g->D + j]);
-            ref += v;
-            mag += fabs(v);
-        }
-        if (fabs(g->hRef[idx] - ref) > 1e-3 * mag + 1e-6) {
-            st = sp_fail(SPTUNE_ERR_WRONG_RESULT, "cuBLAS reference disagrees with fp64 at (%zu,%zu)", i, j);
-            goto fail;
-        }
-    }
+    if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->D, (size_t)g->F, g->hH, g->hW, 0, 64)))
+        goto fail;
     g->argv[0] = &g->packed; g->argv[1] = &g->pool; g->argv[2] = &g->Wd; g->argv[3] = &g->Y;
     g->argv[4] = &g->M; g->argv[5] = &g->F; g->argv[6] = &g->D; g->argv[7] = &g->T; g->argv[8] = &g->S;
     *out = g;

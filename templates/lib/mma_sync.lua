@@ -116,6 +116,25 @@ end
 -- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, lane,
 -- warp_m, warp_n; unsigned char sp_smem[] (dynamic shared memory, >= derive(c).smem bytes).
 -- Declares float acc[mt][nt][4].
+-- The start of a kernel body using this main loop: shared memory, the CTA's tile (m0, n0,
+-- pid_n) walked group_m CTA rows at a time along M so that their B tiles stay in L2, and the
+-- thread's warp coordinates. Expects int M, N in scope and c.group_m.
+function M.cta_prologue(c)
+  return text.fill([[
+    extern __shared__ __align__(128) unsigned char sp_smem[];
+    const int tiles_m = (M + ${bm} - 1) / ${bm}, tiles_n = (N + ${bn} - 1) / ${bn};
+    const int pid = blockIdx.x;
+    const int per_group = ${group_m} * tiles_n;
+    const int first_m = (pid / per_group) * ${group_m};
+    const int group_rows = min(tiles_m - first_m, ${group_m});
+    const int pid_m = first_m + (pid % per_group) % group_rows;
+    const int pid_n = (pid % per_group) / group_rows;
+    const int m0 = pid_m * ${bm}, n0 = pid_n * ${bn};
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int warp_m = warp / ${warps_n}, warp_n = warp % ${warps_n};]],
+    {bm = c.bm, bn = c.bn, group_m = c.group_m, warps_n = M.derive(c).warps_n})
+end
+
 -- ldmatrix loads of k-step `ks` (C expression) from the stage at byte address a_base (A) or
 -- b_base (B) into af<buf> / bf<buf>.
 local function frag_loads_a(c, d, buf, ks)

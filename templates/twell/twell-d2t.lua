@@ -52,22 +52,12 @@ ${name}(const sp_bf16 *__restrict__ A, const sp_bf16 *__restrict__ B, sp_u32 *__
         unsigned long long pool_capacity, int M, int N, int K)
 {
     /* A = X (M x D), B = Wg (F x D), N = F, K = D */
-    extern __shared__ __align__(128) unsigned char sp_smem[];
-    const int tiles_m = (M + ${bm} - 1) / ${bm}, tiles_n = (N + ${bn} - 1) / ${bn};
-    const int pid = blockIdx.x;
-    const int per_group = ${group_m} * tiles_n;
-    const int first_m = (pid / per_group) * ${group_m};
-    const int group_rows = min(tiles_m - first_m, ${group_m});
-    const int pid_m = first_m + (pid % per_group) % group_rows;
-    const int pid_n = (pid % per_group) / group_rows;
-    const int m0 = pid_m * ${bm}, n0 = pid_n * ${bn};
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int warp_m = warp / ${warps_n}, warp_n = warp % ${warps_n};
+${prologue}
 ${mainloop}
 ${epilogue}
 }
 ]], {name = kernel_name(c), arch = gpu.arch, prelude = cuda.prelude, threads = d.threads,
-     bm = c.bm, bn = c.bn, group_m = c.group_m, warps_n = d.warps_n,
+     prologue = mma.cta_prologue(c),
      mainloop = mma.mainloop(c), epilogue = epilogue.twell_pack(d, c)})
   end,
 }
