@@ -1,0 +1,128 @@
+#include "sp_tune.h"
+#include "sp_status.h"
+
+#include <ctype.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+int sp_budget_parse(const char *text, sp_tune_budget *b)
+{
+    memset(b, 0, sizeof *b);
+    if (!text || !*text || strcmp(text, "none") == 0) return 1;
+    char *end;
+    double v = strtod(text, &end);
+    if (end == text || !(v > 0) || !isfinite(v)) return 0;
+    if (strcmp(end, "s") == 0) b->seconds = v;
+    else if (strcmp(end, "m") == 0 || strcmp(end, "min") == 0) b->seconds = v * 60;
+    else if (strcmp(end, "h") == 0) b->seconds = v * 3600;
+    else if ((strcmp(end, "evals") == 0 || strcmp(end, "e") == 0) && v == floor(v) && v < 1e15) b->evals = (long long)v;
+    else return 0;
+    return 1;
+}
+
+void sp_tune_opts_default(sp_tune_opts *o)
+{
+    memset(o, 0, sizeof *o);
+    o->strategy = SP_SEARCH_DESCENT;
+    o->seed = 1;
+    o->resume = 1;
+    o->baseline_ms = -1;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+static sptune_status record(sp_template *t, const char *problem_key, const char *config, const sp_eval *e,
+                            const sp_tune_opts *o)
+{
+    sp_result r = {
+        .env = o->env, .template_name = sp_template_name(t), .template_hash = sp_template_hash(t),
+        .problem_key = problem_key, .config = config, .outcome = e->outcome,
+        .detail = e->outcome == SP_OUTCOME_OK ? NULL : e->detail, .timing = e->timing,
+        .registers = e->res.registers, .smem_bytes = e->res.smem_static + (int)e->smem_dynamic,
+        .spill_bytes = e->res.spill_stores + e->res.spill_loads,
+    };
+    r.timing.baseline_ms = o->baseline_ms;
+    if (e->outcome != SP_OUTCOME_OK && !r.timing.method) r.timing.method = o->method;
+    return sp_db_record(o->db, &r);
+}
+
+sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs *space,
+                          const sp_tune_backend *be, const sp_tune_opts *o, sp_tune_result *r)
+{
+    if (o->db && !o->env) return sp_fail(SPTUNE_ERR_INVALID, "tuning with a database needs the environment");
+    memset(r, 0, sizeof *r);
+    r->best_index = -1;
+    r->best_ms = INFINITY;
+    char *problem_key = sp_problem_format(p);
+    if (!problem_key) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    sp_search *s;
+    sptune_status st = sp_search_create(o->strategy, t, space, o->seed, &s);
+    if (st != SPTUNE_OK) { free(problem_key); return st; }
+    const double t0 = now_s();
+    sp_tune_progress pr = {.total = space->n, .best_ms = INFINITY, .baseline_ms = o->baseline_ms};
+    long long index;
+    while (sp_search_next(s, &index)) {
+        const sp_config *c = &space->v[index];
+        char *text = sp_config_format(t, c);
+        if (!text) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
+        int ok = 0, known = 0;
+        double ms = INFINITY;
+        if (o->db && o->resume) {
+            sp_outcome out;
+            double med = 0;
+            if ((st = sp_db_lookup(o->db, o->env, sp_template_name(t), sp_template_hash(t), problem_key, text,
+                                   &known, &out, &med)) != SPTUNE_OK) {
+                free(text);
+                break;
+            }
+            if (known) {
+                ok = out == SP_OUTCOME_OK;
+                ms = ok ? med : INFINITY;
+                if (!ok) r->failed[out]++;
+                r->resumed++;
+            }
+        }
+        if (!known) {
+            /* The budget limits new measurements; recorded ones cost nothing. */
+            if ((o->budget.evals > 0 && r->measured >= o->budget.evals) ||
+                (o->budget.seconds > 0 && now_s() - t0 >= o->budget.seconds)) {
+                r->stopped_by_budget = 1;
+                free(text);
+                break;
+            }
+            sp_eval e;
+            if ((st = be->evaluate(be->ud, c, &e)) != SPTUNE_OK) { free(text); break; }
+            r->measured++;
+            if (o->db && (st = record(t, problem_key, text, &e, o)) != SPTUNE_OK) { free(text); break; }
+            ok = e.outcome == SP_OUTCOME_OK;
+            ms = ok ? e.timing.median_ms : INFINITY;
+            if (!ok) r->failed[e.outcome]++;
+        }
+        free(text);
+        sp_search_report(s, index, ok, ms);
+        if (ok && ms < r->best_ms) {
+            r->best_ms = ms;
+            r->best_index = index;
+        }
+        if (o->progress) {
+            pr.done++;
+            pr.measured = r->measured;
+            pr.resumed = r->resumed;
+            pr.failed = 0;
+            for (int k = 0; k < SP_OUTCOME__COUNT; k++) pr.failed += r->failed[k];
+            pr.best_ms = r->best_ms;
+            pr.elapsed_s = now_s() - t0;
+            o->progress(&pr, o->progress_ud);
+        }
+    }
+    sp_search_free(s);
+    free(problem_key);
+    return st;
+}

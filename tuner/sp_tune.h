@@ -1,0 +1,61 @@
+/* The tuning loop over one problem: a search strategy proposes configurations, a backend
+ * measures them, every result is recorded at once (nothing measured is lost if the process is
+ * killed), results already recorded for this environment, template version, problem and
+ * configuration are taken from the database instead of measured again (resume), and a budget
+ * stops the loop while keeping the best so far. The backend is the GPU (tuner/sp_eval.h) or,
+ * for tests, a simulation. */
+#ifndef SP_TUNE_H
+#define SP_TUNE_H
+
+#include "sp_db.h"
+#include "sp_eval.h"
+#include "sp_search.h"
+
+typedef struct sp_tune_budget {
+    double seconds;   /* 0: no time limit */
+    long long evals;  /* 0: no limit on new measurements */
+} sp_tune_budget;
+
+/* "15m", "90s", "2h", "300evals" (or "300e"); "" or "none" for no budget. */
+int sp_budget_parse(const char *text, sp_tune_budget *b);
+
+typedef struct sp_tune_backend {
+    void *ud;
+    /* Measures configuration c (already known valid); a failed candidate is an outcome in out,
+     * not an error; an error return stops the loop (after what was recorded). */
+    sptune_status (*evaluate)(void *ud, const sp_config *c, sp_eval *out);
+} sp_tune_backend;
+
+typedef struct sp_tune_progress {
+    long long done, total;   /* proposals handled, size of the space */
+    long long measured, resumed, failed;
+    double best_ms, baseline_ms, elapsed_s;
+} sp_tune_progress;
+
+typedef struct sp_tune_opts {
+    sp_search_kind strategy;
+    unsigned long long seed;
+    sp_tune_budget budget;
+    int resume;                  /* take recorded results from db instead of measuring again */
+    sp_db *db;                   /* may be NULL: nothing recorded, nothing resumed */
+    const sp_env *env;           /* required with db */
+    double baseline_ms;          /* stored with every result; <0 none */
+    const char *method;          /* stored with failures (OK results carry their own) */
+    void (*progress)(const sp_tune_progress *p, void *ud);
+    void *progress_ud;
+} sp_tune_opts;
+
+void sp_tune_opts_default(sp_tune_opts *o);
+
+typedef struct sp_tune_result {
+    long long measured, resumed;
+    long long failed[SP_OUTCOME__COUNT];
+    long long best_index;       /* into the space; -1 when nothing passed */
+    double best_ms;
+    int stopped_by_budget;
+} sp_tune_result;
+
+sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs *space,
+                          const sp_tune_backend *be, const sp_tune_opts *o, sp_tune_result *r);
+
+#endif
