@@ -42,6 +42,21 @@ static cli_opt check_opts[] = {
     {"no-db", NULL, "record nothing", NULL},
     {"cache-dir", "DIR", "kernel cache folder", NULL},
     {NULL, NULL, NULL, NULL}};
+static cli_opt tune_opts[] = {
+    {"shape", "S", "problem, e.g. M=4096,N=4096,K=4096 (required)", NULL},
+    {"gpu", "G", "GPU: auto (default) or a profile present on this machine", NULL},
+    {"strategy", "NAME", "exhaustive, random or descent (default: descent)", NULL},
+    {"budget", "B", "stop after a time (15m, 90s, 2h) or a number of new measurements (300evals)", NULL},
+    {"seed", "S", "seed of the strategy (default 1)", NULL},
+    {"resume", NULL, "take results already recorded from the database (the default)", NULL},
+    {"no-resume", NULL, "measure everything again", NULL},
+    {"runs", "N", "timed runs per variant (default: 20..200, until 200 ms)", NULL},
+    {"db", "PATH", "record results here (default: $SPTUNE_DB or the XDG data folder)", NULL},
+    {"no-db", NULL, "record nothing (and resume nothing)", NULL},
+    {"cache-dir", "DIR", "kernel cache folder", NULL},
+    {"quiet", NULL, "no progress, only the final table", NULL},
+    {"json", NULL, "a JSON summary instead of the table", NULL},
+    {NULL, NULL, NULL, NULL}};
 static cli_opt auto_opts[] = {
     {"gpu", "G", "auto or all (every GPU found), or a target: h100, h200, rtx-pro-6000, sm_XX", NULL},
     {"sample", "N", "variants measured per problem (default 12)", NULL},
@@ -66,6 +81,11 @@ static cli_cmd commands[] = {
     {"check", "OP", "Verify configurations of OP against the reference on this machine's GPU, time them "
                     "against the baseline (cuBLAS) in the same run, and record them.",
      "Exits 3 when the GPU is not present, 1 when any variant failed.", 1, 1, check_opts, cmd_check},
+    {"tune", "OP", "Search the valid space of OP for one problem on this machine's GPU within a budget, "
+                   "recording every result; rerunning the same command resumes.",
+     "Every variant is verified before it is timed; failures are recorded with their outcome and never win.\n"
+     "The fastest few are re-measured in alternating order before the winner is printed.\n"
+     "Exits 3 when the GPU is not present, 1 when no variant passed.", 1, 1, tune_opts, cmd_tune},
 };
 static cli_cmd main_job = {
     "", "--gpu G", "Tune the default workload on every GPU found (--gpu auto) and print the best variant per "

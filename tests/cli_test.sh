@@ -22,7 +22,7 @@ has() {
 
 expect 0 "--version" "$bin" --version;            has "--version" "^sptune [0-9]+\.[0-9]+\.[0-9]+"
 expect 0 "--help" "$bin" --help;                  has "--help" "commands:"; has "--help lists compile" "compile"
-for c in info ops space gen compile check; do
+for c in info ops space gen compile check tune; do
   expect 0 "$c --help" "$bin" "$c" --help;        has "$c --help" "usage: sptune $c"
 done
 expect 0 "--gpu --help" "$bin" --gpu auto --help; has "--gpu --help" "default workload"
@@ -49,6 +49,12 @@ else
   expect 2 "check, usage error before the GPU" "$bin" check gemm --gpu h100 --shape 64x64x64 --config bm=100
   has "check config error" "bm=100 is not allowed"
   expect 2 "check, --config with --sample" "$bin" check gemm --gpu h100 --shape 64x64x64 --config bm=64 --sample 3
+  expect 3 "tune without GPU" "$bin" tune gemm --gpu h100 --shape 64x64x64 --budget 10evals
+  has "tune says compile-only" "no h100 GPU on this machine"
+  expect 2 "tune, bad budget" "$bin" tune gemm --shape 64x64x64 --budget 5x; has "bad budget" "bad --budget '5x'"
+  expect 2 "tune, bad strategy" "$bin" tune gemm --shape 64x64x64 --strategy anneal; has "bad strategy" "unknown strategy"
+  expect 2 "tune, no shape" "$bin" tune gemm --gpu h100; has "tune needs a shape" "--shape is required"
+  expect 2 "tune, contradictory resume" "$bin" tune gemm --shape 64x64x64 --resume --no-resume
   expect 3 "check without GPU" "$bin" check gemm --gpu h100 --shape 64x64x64
   has "check says compile-only" "no h100 GPU on this machine"
   expect 3 "space --gpu auto without GPU" "$bin" space gemm --gpu auto --count

@@ -129,6 +129,7 @@ int main(void)
         CHECK(r.failed[SP_OUTCOME_WRONG_RESULT] == nfail);
         CHECK(r.best_ms == best);
         CHECK(!r.stopped_by_budget);
+        CHECK(r.ntop == SP_TUNE_TOP && r.top_ms[0] == best && r.top_ms[0] <= r.top_ms[1] && r.top_ms[1] <= r.top_ms[2]);
     }
 
     /* Descent: within 3 % of the best with a quarter of the evaluations, for several seeds. */

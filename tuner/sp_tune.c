@@ -53,6 +53,21 @@ static sptune_status record(sp_template *t, const char *problem_key, const char 
     return sp_db_record(o->db, &r);
 }
 
+/* Insertion into the short list of the fastest, which also gives the best. */
+static void keep_top(sp_tune_result *r, long long index, double ms)
+{
+    if (r->ntop == SP_TUNE_TOP && ms >= r->top_ms[SP_TUNE_TOP - 1]) return;
+    int i = r->ntop < SP_TUNE_TOP ? r->ntop++ : SP_TUNE_TOP - 1;
+    for (; i > 0 && r->top_ms[i - 1] > ms; i--) {
+        r->top[i] = r->top[i - 1];
+        r->top_ms[i] = r->top_ms[i - 1];
+    }
+    r->top[i] = index;
+    r->top_ms[i] = ms;
+    r->best_index = r->top[0];
+    r->best_ms = r->top_ms[0];
+}
+
 sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs *space,
                           const sp_tune_backend *be, const sp_tune_opts *o, sp_tune_result *r)
 {
@@ -107,10 +122,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
         }
         free(text);
         sp_search_report(s, index, ok, ms);
-        if (ok && ms < r->best_ms) {
-            r->best_ms = ms;
-            r->best_index = index;
-        }
+        if (ok) keep_top(r, index, ms);
         if (o->progress) {
             pr.done++;
             pr.measured = r->measured;

@@ -47,11 +47,17 @@ typedef struct sp_tune_opts {
 
 void sp_tune_opts_default(sp_tune_opts *o);
 
+#define SP_TUNE_TOP 3
+
 typedef struct sp_tune_result {
     long long measured, resumed;
     long long failed[SP_OUTCOME__COUNT];
     long long best_index;       /* into the space; -1 when nothing passed */
     double best_ms;
+    /* The fastest passing configurations, fastest first (for a paired re-measurement). */
+    int ntop;
+    long long top[SP_TUNE_TOP];
+    double top_ms[SP_TUNE_TOP];
     int stopped_by_budget;
 } sp_tune_result;
 

@@ -1,0 +1,225 @@
+/* sptune tune: search one problem's space on a GPU within a budget, resumably. */
+#include "cli.h"
+#include "sp_cache.h"
+#include "sp_eval.h"
+#include "sp_status.h"
+#include "sp_tune.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct gpu_backend {
+    sp_case *kase;
+    sp_template *t;
+    sp_cache *cache;
+    double baseline_ms;
+    int sticky;
+} gpu_backend;
+
+static sptune_status gpu_evaluate(void *ud, const sp_config *c, sp_eval *out)
+{
+    gpu_backend *g = ud;
+    sptune_status st = sp_eval_variant(g->kase, g->t, c, g->cache, out);
+    if (st != SPTUNE_OK) return st;
+    out->timing.baseline_ms = g->baseline_ms;
+    if (out->sticky) {
+        g->sticky = 1;
+        /* recorded by the loop; the context is gone, so stop here and let a rerun resume */
+        return sp_fail(SPTUNE_ERR_CUDA, "the CUDA context is unusable after a failing variant (%s); "
+                                        "what was measured is recorded: run the same command again to resume",
+                       out->detail);
+    }
+    return SPTUNE_OK;
+}
+
+typedef struct progress_state { int tty, quiet; double last_print; } progress_state;
+
+static void show_progress(const sp_tune_progress *p, void *ud)
+{
+    progress_state *ps = ud;
+    if (ps->quiet) return;
+    double frac = p->total ? (double)p->done / (double)p->total : 1;
+    double eta = p->done ? p->elapsed_s / (double)p->done * (double)(p->total - p->done) : 0;
+    char best[64] = "-";
+    if (isfinite(p->best_ms))
+        snprintf(best, sizeof best, "%.4f ms (%.2fx cuBLAS)", p->best_ms,
+                 p->baseline_ms > 0 ? p->baseline_ms / p->best_ms : 0);
+    if (ps->tty) {
+        char bar[31];
+        int fill = (int)(frac * 30);
+        for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
+        bar[30] = 0;
+        fprintf(stderr, "\r[%s] %lld/%lld  best %s  %.0fs elapsed, ETA %.0fs (all of the space)   ", bar, p->done,
+                p->total, best, p->elapsed_s, eta);
+    } else if (p->elapsed_s - ps->last_print >= 10 || p->done == p->total) {
+        ps->last_print = p->elapsed_s;
+        fprintf(stderr, "%lld/%lld done (%lld measured, %lld resumed, %lld failed), best %s, %.0fs elapsed\n",
+                p->done, p->total, p->measured, p->resumed, p->failed, best, p->elapsed_s);
+    }
+}
+
+/* The few fastest, timed again in alternating order over several rounds: one-run winners flip. */
+static sptune_status remeasure_top(gpu_backend *g, const sp_configs *space, sp_tune_result *r, sp_db *db,
+                                   const sp_env *env, double *winner_ms, long long *winner)
+{
+    enum { ROUNDS = 3 };
+    double ms[SP_TUNE_TOP][ROUNDS];
+    sp_eval last[SP_TUNE_TOP];
+    for (int round = 0; round < ROUNDS; round++)
+        for (int i = 0; i < r->ntop; i++) {
+            sptune_status st = gpu_evaluate(g, &space->v[r->top[i]], &last[i]);
+            if (st != SPTUNE_OK) return st;
+            ms[i][round] = last[i].outcome == SP_OUTCOME_OK ? last[i].timing.median_ms : INFINITY;
+        }
+    *winner = -1;
+    *winner_ms = INFINITY;
+    for (int i = 0; i < r->ntop; i++) {
+        double a = ms[i][0], b = ms[i][1], c = ms[i][2]; /* median of three */
+        double med = a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
+        if (!isfinite(med)) continue;
+        if (db) {
+            char *text = sp_config_format(g->t, &space->v[r->top[i]]);
+            char *key = sp_problem_format(&g->kase->problem);
+            char method[256];
+            snprintf(method, sizeof method, "%s;paired-remeasure=%d rounds over the top %d", last[i].timing.method, ROUNDS, r->ntop);
+            sp_result rec = {.env = env, .template_name = sp_template_name(g->t), .template_hash = sp_template_hash(g->t),
+                             .problem_key = key, .config = text, .outcome = SP_OUTCOME_OK, .timing = last[i].timing,
+                             .registers = last[i].res.registers,
+                             .smem_bytes = last[i].res.smem_static + (int)last[i].smem_dynamic,
+                             .spill_bytes = last[i].res.spill_stores + last[i].res.spill_loads};
+            rec.timing.median_ms = med;
+            rec.timing.method = method;
+            if (rec.timing.min_ms > med) rec.timing.min_ms = med;
+            if (rec.timing.max_ms < med) rec.timing.max_ms = med;
+            sptune_status st = text && key ? sp_db_record(db, &rec) : sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+            free(text);
+            free(key);
+            if (st != SPTUNE_OK) return st;
+        }
+        if (med < *winner_ms) { *winner_ms = med; *winner = r->top[i]; }
+    }
+    return SPTUNE_OK;
+}
+
+int cmd_tune(cli_cmd *cmd, int npos, char **pos)
+{
+    (void)npos;
+    sp_tune_opts o;
+    sp_tune_opts_default(&o);
+    const char *strategy = cli_get(cmd, "strategy"), *shape = cli_get(cmd, "shape");
+    if (strategy && !sp_search_parse(strategy, &o.strategy))
+        return cli_usage_error(cmd->name, "unknown strategy '%s' (exhaustive, random, descent)", strategy);
+    if (!sp_budget_parse(cli_get(cmd, "budget"), &o.budget))
+        return cli_usage_error(cmd->name, "bad --budget '%s' (examples: 15m, 90s, 2h, 300evals)", cli_get(cmd, "budget"));
+    long long seed = cli_int(cmd, "seed", 1), runs = cli_int(cmd, "runs", 0);
+    if (seed < 0 || runs < 0) return CLI_USAGE;
+    if (runs > 100000) return cli_usage_error(cmd->name, "--runs %lld is more than 100000", runs);
+    if (cli_get(cmd, "resume") && cli_get(cmd, "no-resume"))
+        return cli_usage_error(cmd->name, "--resume and --no-resume contradict each other");
+    if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
+    o.seed = (unsigned long long)seed;
+    o.resume = !cli_get(cmd, "no-resume");
+
+    sp_gpu_profile gpu;
+    int ordinal, rc;
+    const char *g = cli_get(cmd, "gpu");
+    if ((rc = cli_gpu_target(cmd->name, g ? g : "auto", &gpu, &ordinal))) return rc;
+    sp_template *t = NULL;
+    if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
+    sp_problem prob;
+    sp_configs space = {0};
+    sp_db *db = NULL;
+    sp_cache *cache = NULL;
+    sp_bench b = {0};
+    sp_case kase = {0};
+    sptune_status st;
+    if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    if ((rc = cli_collect_space(cmd->name, t, &gpu, &prob, &space))) goto out;
+    if (space.n == 0) {
+        fprintf(stderr, "sptune %s: %s has no valid configuration for %s at %s\n", cmd->name, pos[0], gpu.info.profile, shape);
+        rc = CLI_FAIL;
+        goto out;
+    }
+    if (ordinal < 0) {
+        fprintf(stderr, "sptune %s: no %s GPU on this machine; without it only 'sptune compile %s --gpu %s' runs\n",
+                cmd->name, gpu.info.profile, pos[0], gpu.info.profile);
+        rc = CLI_NO_GPU;
+        goto out;
+    }
+    char dbpath[4096];
+    const char *path = cli_get(cmd, "db");
+    if (!cli_get(cmd, "no-db")) {
+        if (!path && (st = sptune_default_db_path(dbpath, sizeof dbpath)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+        if ((st = sp_db_open(path ? path : dbpath, 1, &db)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    }
+    if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    sp_bench_opts bo;
+    sp_bench_opts_default(&bo);
+    if (runs > 0) bo.min_runs = bo.max_runs = (int)runs;
+    if ((st = sp_bench_open(ordinal, &bo, &b)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    if ((st = sp_case_create(&b, pos[0], &prob, &kase)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    sp_timing base = {0};
+    if ((st = sp_case_time_baseline(&kase, &base)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    sp_env env;
+    sp_eval_env(&b, &env);
+    gpu_backend gb = {&kase, t, cache, base.median_ms, 0};
+    sp_tune_backend be = {&gb, gpu_evaluate};
+    progress_state ps = {isatty(2), cli_get(cmd, "quiet") != NULL || cli_get(cmd, "json") != NULL, -1e9};
+    o.db = db;
+    o.env = &env;
+    o.baseline_ms = base.median_ms;
+    o.method = b.method;
+    o.progress = show_progress;
+    o.progress_ud = &ps;
+    sp_tune_result r;
+    st = sp_tune_run(t, &prob, &space, &be, &o, &r);
+    if (ps.tty && !ps.quiet) fputc('\n', stderr);
+    if (st != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    double win_ms = r.best_ms;
+    long long win = r.best_index;
+    if (r.ntop > 1 && (st = remeasure_top(&gb, &space, &r, db, &env, &win_ms, &win)) != SPTUNE_OK) {
+        rc = cli_error(cmd->name, st);
+        goto out;
+    }
+    long long failed = 0;
+    for (int k = 0; k < SP_OUTCOME__COUNT; k++) failed += r.failed[k];
+    char *best = win >= 0 ? sp_config_format(t, &space.v[win]) : NULL;
+    char *key = sp_problem_format(&prob);
+    if (cli_get(cmd, "json")) {
+        printf("{\"op\":\"%s\",\"problem\":\"%s\",\"gpu\":\"%s\",\"strategy\":\"%s\",\"space\":%lld,\"measured\":%lld,"
+               "\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s,\"baseline_ms\":%.6f,",
+               pos[0], key ? key : "", b.gpu.info.profile, sp_search_name(o.strategy), space.n, r.measured, r.resumed,
+               failed, r.stopped_by_budget ? "true" : "false", base.median_ms);
+        if (best) printf("\"best\":{\"config\":\"%s\",\"median_ms\":%.6f,\"speedup\":%.4f},", best, win_ms, base.median_ms / win_ms);
+        else printf("\"best\":null,");
+        printf("\"failures\":{");
+        for (int k = 1, first = 1; k < SP_OUTCOME__COUNT; k++)
+            if (r.failed[k]) { printf("%s\"%s\":%lld", first ? "" : ",", sp_outcome_name((sp_outcome)k), r.failed[k]); first = 0; }
+        printf("}}\n");
+    } else {
+        printf("%-6s %-10s %-28s %9s %9s %8s  %s\n", "gpu", "op", "problem", "best ms", "cuBLAS", "speedup", "best configuration");
+        if (best)
+            printf("%-6s %-10s %-28s %9.4f %9.4f %7.2fx  %s\n", b.gpu.info.profile, pos[0], key ? key : "?", win_ms,
+                   base.median_ms, base.median_ms / win_ms, best);
+        else
+            printf("%-6s %-10s %-28s no variant passed\n", b.gpu.info.profile, pos[0], key ? key : "?");
+        printf("%lld of %lld configurations (%s): %lld measured, %lld from the database, %lld failed%s\n",
+               r.measured + r.resumed, space.n, sp_search_name(o.strategy), r.measured, r.resumed, failed,
+               r.stopped_by_budget ? "; stopped by the budget" : "");
+        for (int k = 1; k < SP_OUTCOME__COUNT; k++)
+            if (r.failed[k]) printf("  %lld %s\n", r.failed[k], sp_outcome_name((sp_outcome)k));
+    }
+    free(best);
+    free(key);
+    rc = win >= 0 ? CLI_OK : CLI_FAIL;
+out:
+    sp_case_destroy(&kase);
+    sp_bench_close(&b);
+    sp_cache_close(cache);
+    sp_db_close(db);
+    sp_configs_free(&space);
+    sp_template_free(t);
+    return rc;
+}
