@@ -10,6 +10,7 @@
 typedef struct sp_eval {
     sp_outcome outcome;
     char detail[1024];      /* the failure's message */
+    char method[160];       /* how the timing was taken (timing.method points here after a copy) */
     sp_timing timing;       /* median etc. for OK; rel_error set once verified */
     sp_resources res;
     unsigned smem_dynamic;
