@@ -58,6 +58,7 @@ int cmd_gen(cli_cmd *cmd, int npos, char **pos);
 int cmd_compile(cli_cmd *cmd, int npos, char **pos);
 int cmd_check(cli_cmd *cmd, int npos, char **pos);
 int cmd_tune(cli_cmd *cmd, int npos, char **pos);
+int cmd_db(cli_cmd *cmd, int npos, char **pos);
 int cmd_auto(cli_cmd *cmd, int npos, char **pos);
 
 #endif

@@ -57,6 +57,9 @@ static cli_opt tune_opts[] = {
     {"quiet", NULL, "no progress, only the final table", NULL},
     {"json", NULL, "a JSON summary instead of the table", NULL},
     {NULL, NULL, NULL, NULL}};
+static cli_opt db_opts[] = {
+    {"db", "PATH", "the database (default: $SPTUNE_DB or the XDG data folder)", NULL},
+    {NULL, NULL, NULL, NULL}};
 static cli_opt auto_opts[] = {
     {"gpu", "G", "auto or all (every GPU found), or a target: h100, h200, rtx-pro-6000, sm_XX", NULL},
     {"sample", "N", "variants measured per problem (default 12)", NULL},
@@ -86,6 +89,10 @@ static cli_cmd commands[] = {
      "Every variant is verified before it is timed; failures are recorded with their outcome and never win.\n"
      "The fastest few are re-measured in alternating order before the winner is printed.\n"
      "Exits 3 when the GPU is not present, 1 when no variant passed.", 1, 1, tune_opts, cmd_tune},
+    {"db", "ACTION [FILE]", "Tuning databases: info; export [FILE|-] (reviewable text); import FILE|-; merge OTHER.db.",
+     "Imported and merged results are checked against the local templates (op, problem, configuration, GPU\n"
+     "profile) and rejected otherwise; a malformed file is refused whole. A result never replaces a newer one\n"
+     "for the same environment, template version, problem and configuration.", 1, 2, db_opts, cmd_db},
 };
 static cli_cmd main_job = {
     "", "--gpu G", "Tune the default workload on every GPU found (--gpu auto) and print the best variant per "

@@ -73,7 +73,9 @@ static const char *const STMT_SQL[SP_STMT__COUNT] = {
         " p10_ms = excluded.p10_ms, p90_ms = excluded.p90_ms, baseline_ms = excluded.baseline_ms,"
         " rel_error = excluded.rel_error, method = excluded.method, registers = excluded.registers,"
         " smem_bytes = excluded.smem_bytes, spill_bytes = excluded.spill_bytes,"
-        " recorded_at = excluded.recorded_at",
+        " recorded_at = excluded.recorded_at"
+        /* an import never replaces a newer measurement */
+        " WHERE excluded.recorded_at >= results.recorded_at",
     [SP_STMT_LOOKUP] =
         "SELECT r.outcome, r.median_ms" RESULT_JOINS
         " WHERE e.gpu_name = ?1 AND e.gpu_profile = ?2 AND e.cc_major = ?3 AND e.cc_minor = ?4"

@@ -22,7 +22,7 @@ has() {
 
 expect 0 "--version" "$bin" --version;            has "--version" "^sptune [0-9]+\.[0-9]+\.[0-9]+"
 expect 0 "--help" "$bin" --help;                  has "--help" "commands:"; has "--help lists compile" "compile"
-for c in info ops space gen compile check tune; do
+for c in info ops space gen compile check tune db; do
   expect 0 "$c --help" "$bin" "$c" --help;        has "$c --help" "usage: sptune $c"
 done
 expect 0 "--gpu --help" "$bin" --gpu auto --help; has "--gpu --help" "default workload"
@@ -93,6 +93,26 @@ if [ "$gpu" -eq 0 ]; then
   expect 0 "--gpu h100 without the GPU compiles only" "$bin" --gpu h100 --sample 2
   has "compile-only notice" "no h100 GPU on this machine"; has "compiled count" "2 variants compiled for sm_90a, 0 failed"
 fi
+
+# Sharing databases: a file from elsewhere is checked against the local templates.
+cfg="$("$bin" space gemm --gpu h200 --limit 1)"
+row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s\tok\t10\t0.4\t0.4\t0.4\t0.4\t0.4\t0.17\t0.001\tevents\t255\t49152\t0\t1764400000\t\n' "$1" "$2" "$3"; }
+{ echo "# sptune tuning results v1"; echo "columns"
+  row gemm M=4096,N=4096,K=4096 "$cfg"
+  row gemm M=4096,N=4096,K=4096 "bm=100"
+  row frobnicate M=1 x=1
+  row gemm M=4096,N=4096 "$cfg"; } > "$tmp/in.tsv"
+expect 0 "db import" "$bin" db import "$tmp/in.tsv" --db "$tmp/shared.db"
+has "db import counts" "4 results read, 1 recorded, 3 rejected"; has "db import names the first rejection" "in.tsv:4: .*bm=100"
+expect 0 "db info" "$bin" db info --db "$tmp/shared.db"; has "db info" "schema 1, 1 results"
+expect 0 "db export" "$bin" db export "$tmp/out.tsv" --db "$tmp/shared.db"
+[ "$(sed -n 3p "$tmp/out.tsv")" = "$(sed -n 3p "$tmp/in.tsv")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: export does not round-trip the imported line"; }
+expect 0 "db merge" "$bin" db merge "$tmp/shared.db" --db "$tmp/other.db"; has "db merge" "1 recorded, 0 rejected"
+expect 2 "db merge into itself" "$bin" db merge "$tmp/shared.db" --db "$tmp/shared.db"
+printf 'not a results file\n' > "$tmp/junk.tsv"
+expect 2 "db import junk" "$bin" db import "$tmp/junk.tsv" --db "$tmp/shared.db"; has "junk refused" "not an sptune results file"
+expect 1 "db info on a text file" "$bin" db info --db "$tmp/junk.tsv"; has "text file refused" "not an sptune database"
+expect 2 "db unknown action" "$bin" db frob
 
 rm -rf "$tmp"
 echo "cli: $pass passed, $fail failed"

@@ -1,0 +1,36 @@
+/* Tuning results as reviewable text, for sharing between machines and for the shipped data:
+ * one result per line, tab-separated, with a header line naming the columns (SP_DB_TEXT_COLUMNS).
+ * Backslash, tab, CR and newline inside a field are written as \\ \t \r \n; a missing number
+ * is "-". A file read back is untrusted: every line is checked (field count, lengths, numbers,
+ * outcome names) and then offered to the caller's accept callback (which checks templates and
+ * configurations against the local spaces) before anything is recorded. */
+#ifndef SP_DB_TEXT_H
+#define SP_DB_TEXT_H
+
+#include "sp_db.h"
+#include <stdio.h>
+
+#define SP_DB_TEXT_MAGIC "# sptune tuning results v1"
+
+sptune_status sp_db_export_text(sp_db *db, FILE *out, long long *rows);
+
+/* Returns 1 to record r, 0 to reject it with a reason in why. */
+typedef int (*sp_db_accept_fn)(const sp_result *r, void *ud, char *why, size_t why_len);
+
+typedef struct sp_db_import_stats {
+    long long read, recorded, rejected;
+    char first_rejection[512]; /* "file:line: reason" of the first rejected line */
+} sp_db_import_stats;
+
+/* Reads a text export (name is used in messages). A malformed file (wrong header, a line that is
+ * not a record) is SPTUNE_ERR_INVALID naming the line, with nothing of it recorded: lines are
+ * validated before the first is recorded. Lines the callback rejects are counted and skipped. */
+sptune_status sp_db_import_text(sp_db *db, FILE *in, const char *name, sp_db_accept_fn accept, void *ud,
+                                sp_db_import_stats *stats);
+
+/* Every result of another sptune database (opened read-only and validated like any file)
+ * offered to accept, then recorded. */
+sptune_status sp_db_merge(sp_db *db, const char *other_path, sp_db_accept_fn accept, void *ud,
+                          sp_db_import_stats *stats);
+
+#endif
