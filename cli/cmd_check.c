@@ -212,6 +212,9 @@ out:
     return rc;
 }
 
+static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
+                        long long sample, long long seed);
+
 /* The main job: every op of the default workload on every GPU found (or the one named). */
 int cmd_auto(cli_cmd *cmd, int npos, char **pos)
 {
@@ -239,15 +242,47 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         if ((rc = cli_gpu_target("", g, &named, &ordinal))) return rc;
         if (ordinal >= 0) ordinals[n++] = ordinal;
     }
+    sp_workload wl;
+    const char *wfile = cli_get(cmd, "workload"), *shard = cli_get(cmd, "shard");
+    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK) return cli_error("", st);
+    if (shard && (st = sp_workload_shard(&wl, shard)) != SPTUNE_OK) {
+        sp_workload_free(&wl);
+        return cli_error("", st);
+    }
+    rc = run_workload(cmd, &wl, n, ordinals, &named, sample, seed);
+    sp_workload_free(&wl);
+    return rc;
+}
+
+/* The main job over workload wl: on the GPUs ordinals[0..n), or compile-only for `named`. */
+static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
+                        long long sample, long long seed)
+{
+    sptune_status st;
+    int rc = CLI_OK;
+    sp_gpu_profile named = *gpu;
     sp_cache *cache = NULL;
     sp_db *db = NULL;
+    /* Every item names a known op and a problem it accepts, before anything runs. */
+    for (int k = 0; k < wl->n; k++) {
+        sp_template *t;
+        sp_problem p;
+        if ((rc = cli_load_template("", wl->items[k].op, &t))) return rc;
+        st = sp_problem_parse(t, wl->items[k].problem, &p);
+        sp_template_free(t);
+        if (st != SPTUNE_OK) return cli_usage_error("", "workload item %d (%s %s): %s", k + 1, wl->items[k].op,
+                                                    wl->items[k].problem, sptune_last_error());
+    }
     if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) return cli_error("", st);
     if (n == 0) {
         /* The target is not here: do what needs no GPU, so the variants are known to build. */
-        printf("no %s GPU on this machine: generating and compiling its default workload (nothing is timed)\n",
+        printf("no %s GPU on this machine: generating and compiling the workload's ops (nothing is timed)\n",
                named.info.profile);
-        for (const sp_workload_item *w = sp_default_workload; w->op && rc == CLI_OK; w++) {
-            if (w != sp_default_workload && strcmp(w->op, w[-1].op) == 0) continue;
+        for (int k = 0; k < wl->n && rc == CLI_OK; k++) {
+            const sp_workload_item *w = &wl->items[k];
+            int seen = 0;
+            for (int j = 0; j < k; j++) seen |= strcmp(wl->items[j].op, w->op) == 0;
+            if (seen) continue;
             sp_template *t;
             sp_configs cs;
             if ((rc = cli_load_template("", w->op, &t))) break;
@@ -255,16 +290,16 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
                 sp_space_sample(&cs, t, sample, (unsigned long long)seed);
                 int bad = 0;
                 for (long long i = 0; i < cs.n; i++) {
-                    sp_kernel_src k;
+                    sp_kernel_src src;
                     sp_cubin cub = {0};
-                    if ((st = sp_template_emit(t, &cs.v[i], &named, NULL, &k)) != SPTUNE_OK) { bad++; continue; }
-                    if (sp_kernel_build(cache, k.source, k.kernel, named.info.arch, (const char *const *)k.options,
-                                        k.noptions, &cub) != SPTUNE_OK) {
+                    if ((st = sp_template_emit(t, &cs.v[i], &named, NULL, &src)) != SPTUNE_OK) { bad++; continue; }
+                    if (sp_kernel_build(cache, src.source, src.kernel, named.info.arch, (const char *const *)src.options,
+                                        src.noptions, &cub) != SPTUNE_OK) {
                         bad++;
                         fprintf(stderr, "%s\n", sptune_last_error());
                     }
                     sp_cubin_free(&cub);
-                    sp_kernel_src_free(&k);
+                    sp_kernel_src_free(&src);
                 }
                 printf("%-12s %lld variants compiled for %s, %d failed\n", w->op, cs.n - bad, named.info.arch, bad);
                 if (bad) rc = CLI_FAIL;
@@ -276,14 +311,16 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         return rc;
     }
     if ((rc = open_db(cmd, &db))) { sp_cache_close(cache); return rc; }
-    problem_summary *sums = calloc(64 * 16, sizeof *sums);
+    int cap = n * wl->n;
+    problem_summary *sums = calloc((size_t)(cap > 0 ? cap : 1), sizeof *sums);
     int nsums = 0;
     sp_bench benches[64];
     memset(benches, 0, sizeof benches);
     for (int d = 0; d < n && rc == CLI_OK; d++) {
         sp_bench *b = &benches[d];
         if ((rc = open_bench(cmd, ordinals[d], b))) break;
-        for (const sp_workload_item *w = sp_default_workload; w->op && rc == CLI_OK; w++) {
+        for (int k = 0; k < wl->n && rc == CLI_OK; k++) {
+            const sp_workload_item *w = &wl->items[k];
             sp_template *t;
             sp_problem p;
             sp_configs cs;
@@ -293,7 +330,7 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
                 sp_space_sample(&cs, t, sample, (unsigned long long)seed);
                 printf("[%s] %s %s (%s): %lld variants\n", b->gpu.info.profile, w->op, w->problem, w->why, cs.n);
                 fflush(stdout);
-                if (sums && nsums < 64 * 16) {
+                if (sums && nsums < cap) {
                     rc = measure_problem("", b, t, &p, &cs, db, cache, !cli_get(cmd, "quiet"), &sums[nsums]);
                     sums[nsums].op = w->op;
                     sums[nsums++].bench = d;

@@ -63,6 +63,8 @@ static cli_opt db_opts[] = {
 static cli_opt auto_opts[] = {
     {"gpu", "G", "auto or all (every GPU found), or a target: h100, h200, rtx-pro-6000, sm_XX", NULL},
     {"sample", "N", "variants measured per problem (default 12)", NULL},
+    {"workload", "FILE", "problems to tune instead of the built-in list (lines: OP PROBLEM [note])", NULL},
+    {"shard", "I/N", "tune only problems I, I+N, I+2N, ... of the list (for N machines)", NULL},
     {"seed", "S", "seed of the variant choice (default 1)", NULL},
     {"runs", "N", "timed runs per variant (default: 20..200, until 200 ms)", NULL},
     {"db", "PATH", "record results here (default: $SPTUNE_DB or the XDG data folder)", NULL},

@@ -94,6 +94,14 @@ if [ "$gpu" -eq 0 ]; then
   has "compile-only notice" "no h100 GPU on this machine"; has "compiled count" "2 variants compiled for sm_90a, 0 failed"
 fi
 
+# Workloads and shards (compile-only here).
+printf '# mine\ngemm M=512,N=512,K=512 small\ntwell-t2d M=64,F=1000,D=256,T=128,S=15,nnz=10\n' > "$tmp/w.txt"
+expect 0 "--workload" "$bin" --gpu h100 --workload "$tmp/w.txt" --sample 1
+has "workload ops compiled" "twell-t2d +1 variants compiled for sm_90a, 0 failed"
+printf 'gemm M=1,N=2\n' > "$tmp/bad.txt"
+expect 2 "--workload with a bad problem" "$bin" --gpu h100 --workload "$tmp/bad.txt"; has "bad workload item named" "workload item 1"
+expect 2 "--shard out of range" "$bin" --gpu h100 --shard 3/2; has "shard message" "1 <= I <= N"
+
 # Sharing databases: a file from elsewhere is checked against the local templates.
 cfg="$("$bin" space gemm --gpu h200 --limit 1)"
 row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s\tok\t10\t0.4\t0.4\t0.4\t0.4\t0.4\t0.17\t0.001\tevents\t255\t49152\t0\t1764400000\t\n' "$1" "$2" "$3"; }
