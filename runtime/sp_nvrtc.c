@@ -8,6 +8,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <stdint.h>
 #include <string.h>
 
 /* Options every compile gets (besides --gpu-architecture); the cache key covers them. */
@@ -142,6 +143,54 @@ void sp_nvrtc_parse_resources(const char *log, sp_resources *res)
         }
         line = *end ? end + 1 : end;
     }
+}
+
+/* ---- resources from the cubin ------------------------------------------------------------------- */
+
+/* .nv.info attribute records: format byte, attribute byte, then a 16-bit value (formats 1-3) or a
+ * 16-bit size and that many bytes (format 4, "SVAL"). REGCOUNT (0x2f) and FRAME_SIZE (0x11) are
+ * SVALs of {symbol index, value}. */
+#define SP_EIFMT_SVAL 4
+#define SP_EIATTR_FRAME_SIZE 0x11
+#define SP_EIATTR_REGCOUNT 0x2f
+
+static uint32_t rd32(const unsigned char *p) { return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24; }
+static uint64_t rd64(const unsigned char *p) { return rd32(p) | (uint64_t)rd32(p + 4) << 32; }
+
+int sp_cubin_elf_resources(const unsigned char *img, size_t n, int *registers, int *frame_bytes)
+{
+    *registers = 0;
+    *frame_bytes = 0;
+    /* ELF64 little-endian: e_shoff at 0x28, e_shentsize 0x3a, e_shnum 0x3c, e_shstrndx 0x3e. */
+    if (!img || n < 64 || memcmp(img, "\177ELF", 4) != 0 || img[4] != 2 || img[5] != 1) return 0;
+    uint64_t shoff = rd64(img + 0x28);
+    unsigned shentsize = img[0x3a] | img[0x3b] << 8, shnum = img[0x3c] | img[0x3d] << 8, shstr = img[0x3e] | img[0x3f] << 8;
+    if (shentsize < 64 || shstr >= shnum || shoff > n || (uint64_t)shnum * shentsize > n - shoff) return 0;
+    const unsigned char *strsec = img + shoff + (uint64_t)shstr * shentsize;
+    uint64_t stroff = rd64(strsec + 0x18), strsize = rd64(strsec + 0x20);
+    if (stroff > n || strsize > n - stroff) return 0;
+    int found = 0;
+    for (unsigned i = 0; i < shnum; i++) {
+        const unsigned char *sh = img + shoff + (uint64_t)i * shentsize;
+        uint32_t name = rd32(sh);
+        uint64_t off = rd64(sh + 0x18), size = rd64(sh + 0x20);
+        if (name >= strsize || off > n || size > n - off) continue;
+        const char *nm = (const char *)img + stroff + name;
+        if (strnlen(nm, strsize - name) != strlen(".nv.info") || strcmp(nm, ".nv.info") != 0) continue;
+        for (const unsigned char *p = img + off, *e = p + size; p + 4 <= e;) {
+            unsigned fmt = p[0], attr = p[1], len = p[2] | p[3] << 8;
+            if (fmt != SP_EIFMT_SVAL) { p += 4; continue; }
+            if (len > (size_t)(e - p) - 4) break;
+            if (len >= 8 && (attr == SP_EIATTR_REGCOUNT || attr == SP_EIATTR_FRAME_SIZE)) {
+                int v = (int)rd32(p + 8);
+                int *dst = attr == SP_EIATTR_REGCOUNT ? registers : frame_bytes;
+                if (v > *dst) *dst = v;
+                found = 1;
+            }
+            p += 4 + len;
+        }
+    }
+    return found;
 }
 
 /* ---- compile ------------------------------------------------------------------------------------ */
@@ -284,6 +333,13 @@ done:
         out->size = image_size;
         out->log = log;
         sp_nvrtc_parse_resources(log, &out->res);
+        if (out->res.registers == 0) { /* no ptxas report in the log: read the cubin */
+            int regs, frame;
+            if (sp_cubin_elf_resources(image, image_size, &regs, &frame)) {
+                out->res.registers = regs;
+                if (out->res.local_bytes == 0) out->res.local_bytes = frame;
+            }
+        }
         return SPTUNE_OK;
     }
     free(image);

@@ -33,6 +33,10 @@ typedef struct sp_cubin {
 sptune_status sp_nvrtc_compile(const char *source, const char *name, const char *arch,
                                const char *const *options, int noptions, sp_cubin *out);
 void sp_cubin_free(sp_cubin *c);
+/* Registers per thread and stack frame bytes read from a cubin's .nv.info attributes (maximum
+ * over its kernels). NVRTC returns no ptxas report when it serves a compile from a cache of its
+ * own (seen on the GPU machine), so resources fall back on this. 0 when the image has none. */
+int sp_cubin_elf_resources(const unsigned char *image, size_t size, int *registers, int *frame_bytes);
 /* "13.0" */
 sptune_status sp_nvrtc_version(int *major, int *minor);
 /* Architectures this NVRTC can target (for messages and checks): non-zero if arch is supported. */

@@ -26,6 +26,21 @@ static void compile_one(sp_template *t, const sp_config *c, const sp_gpu_profile
         if (st == SPTUNE_OK) {
             CHECK(cub.size > 4 && memcmp(cub.image, "\177ELF", 4) == 0);
             CHECK_MSG(cub.res.registers > 0, "%s: no register count parsed", text);
+            /* The cubin's own attributes agree with ptxas' report (the fallback when NVRTC
+             * serves a compile from its cache and reports nothing). */
+            int regs = 0, frame = 0;
+            CHECK(sp_cubin_elf_resources(cub.image, cub.size, &regs, &frame));
+            CHECK_MSG(regs == cub.res.registers && frame == cub.res.local_bytes, "%s: cubin says %d regs %d frame, log %d/%d",
+                      text, regs, frame, cub.res.registers, cub.res.local_bytes);
+            /* Truncated or damaged images are read safely (ASan watches). */
+            for (size_t cut = 0; cut < cub.size; cut += 1 + cub.size / 64) sp_cubin_elf_resources(cub.image, cut, &regs, &frame);
+            unsigned char *bad = malloc(cub.size);
+            if (bad) {
+                memcpy(bad, cub.image, cub.size);
+                for (size_t k = 16; k < cub.size && k < 4096; k += 7) bad[k] ^= 0xa5;
+                sp_cubin_elf_resources(bad, cub.size, &regs, &frame);
+                free(bad);
+            }
             printf("  %-8s %-7s regs %3d spill %3d  %s\n", sp_template_name(t), gpu->info.arch, cub.res.registers,
                    cub.res.spill_stores + cub.res.spill_loads, text);
         }
