@@ -37,7 +37,7 @@ static void compile_one(sp_template *t, const sp_config *c, const sp_gpu_profile
             unsigned char *bad = malloc(cub.size);
             if (bad) {
                 memcpy(bad, cub.image, cub.size);
-                for (size_t k = 16; k < cub.size && k < 4096; k += 7) bad[k] ^= 0xa5;
+                for (size_t at = 16; at < cub.size && at < 4096; at += 7) bad[at] ^= 0xa5;
                 sp_cubin_elf_resources(bad, cub.size, &regs, &frame);
                 free(bad);
             }
