@@ -4,7 +4,11 @@
 #define SP_CLI_H
 
 #include "sp_gpu.h"
+#include "sp_bench.h"
+#include "sp_cache.h"
+#include "sp_db.h"
 #include "sp_space.h"
+#include "sp_tune.h"
 #include "sp_template.h"
 #include "sptune.h"
 #include <stdio.h>
@@ -50,6 +54,26 @@ int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, con
 /* The valid space (sp_space_collect) with its error printed. */
 int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
                       sp_configs *out);
+
+/* The database (--db, --no-db, or the default path) and the bench (--runs) for GPU commands. */
+int cli_open_db(cli_cmd *cmd, sp_db **db);
+int cli_open_bench(cli_cmd *cmd, int ordinal, sp_bench *b);
+
+/* One problem tuned on a bench: the space for its GPU, the cuBLAS baseline, the search within
+ * opts' budget (every result recorded in db), and the top three re-measured in alternating order. */
+typedef struct cli_tuned {
+    sp_configs space;
+    sp_tune_result r;
+    double baseline_ms, best_ms;
+    long long best;       /* index into space, -1 when nothing passed */
+    char *best_text;
+} cli_tuned;
+int cli_tune_problem(const char *cmd, sp_bench *b, sp_template *t, const sp_problem *p, sp_db *db,
+                     sp_cache *cache, const sp_tune_opts *opts, int quiet, cli_tuned *out);
+void cli_tuned_free(cli_tuned *x);
+long long cli_tuned_failed(const cli_tuned *x);
+void cli_print_tuned_header(void);
+void cli_print_tuned(const char *gpu, const char *op, const char *problem, const cli_tuned *x);
 
 int cmd_info(cli_cmd *cmd, int npos, char **pos);
 int cmd_ops(cli_cmd *cmd, int npos, char **pos);

@@ -9,6 +9,7 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 typedef struct problem_summary {
     const char *op;
@@ -129,7 +130,7 @@ static void print_header(void)
            "speedup", "TFLOP/s", "err", "failed", "best configuration");
 }
 
-static int open_db(cli_cmd *cmd, sp_db **db)
+int cli_open_db(cli_cmd *cmd, sp_db **db)
 {
     char path[4096];
     const char *p = cli_get(cmd, "db");
@@ -144,7 +145,7 @@ static int open_db(cli_cmd *cmd, sp_db **db)
     return CLI_OK;
 }
 
-static int open_bench(cli_cmd *cmd, int ordinal, sp_bench *b)
+int cli_open_bench(cli_cmd *cmd, int ordinal, sp_bench *b)
 {
     sp_bench_opts o;
     sp_bench_opts_default(&o);
@@ -193,9 +194,9 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
         rc = CLI_NO_GPU;
         goto out;
     }
-    if ((rc = open_db(cmd, &db))) goto out;
+    if ((rc = cli_open_db(cmd, &db))) goto out;
     if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    if ((rc = open_bench(cmd, ordinal, &b))) goto out;
+    if ((rc = cli_open_bench(cmd, ordinal, &b))) goto out;
     problem_summary sum;
     rc = measure_problem(cmd->name, &b, t, &prob, &cs, db, cache, 1, &sum);
     printf("\n");
@@ -227,6 +228,12 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
     if (sample < 0 || seed < 0 || runs < 0) return CLI_USAGE;
     if (sample == 0) return cli_usage_error("", "--sample wants at least 1");
     if (runs > 100000) return cli_usage_error("", "--runs %lld is more than 100000", runs);
+    sp_tune_budget budget;
+    sp_search_kind kind;
+    if (!sp_budget_parse(cli_get(cmd, "budget"), &budget))
+        return cli_usage_error("", "bad --budget '%s' (examples: 15m, 90s, 2h, 300evals)", cli_get(cmd, "budget"));
+    if (cli_get(cmd, "strategy") && !sp_search_parse(cli_get(cmd, "strategy"), &kind))
+        return cli_usage_error("", "unknown strategy '%s' (exhaustive, random, descent)", cli_get(cmd, "strategy"));
     if (!g) g = "auto";
     if (strcmp(g, "auto") == 0 || strcmp(g, "all") == 0) {
         if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {
@@ -310,44 +317,64 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
         sp_cache_close(cache);
         return rc;
     }
-    if ((rc = open_db(cmd, &db))) { sp_cache_close(cache); return rc; }
-    int cap = n * wl->n;
-    problem_summary *sums = calloc((size_t)(cap > 0 ? cap : 1), sizeof *sums);
-    int nsums = 0;
+    if ((rc = cli_open_db(cmd, &db))) { sp_cache_close(cache); return rc; }
+    /* The budget: --budget shared out over the problems (time left over flows to the ones after),
+     * else --sample new measurements per problem. Results already recorded cost nothing. */
+    sp_tune_budget total;
+    sp_tune_opts o;
+    sp_tune_opts_default(&o);
+    o.seed = (unsigned long long)seed;
+    sp_budget_parse(cli_get(cmd, "budget"), &total); /* validated by cmd_auto */
+    const char *strategy = cli_get(cmd, "strategy");
+    if (strategy) sp_search_parse(strategy, &o.strategy);
+    int jobs = n * wl->n, done = 0;
+    cli_tuned *tuned = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tuned);
+    int *bench_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *bench_of);
+    const sp_workload_item **item_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *item_of);
     sp_bench benches[64];
     memset(benches, 0, sizeof benches);
-    for (int d = 0; d < n && rc == CLI_OK; d++) {
+    struct timespec t0;
+    clock_gettime(CLOCK_MONOTONIC, &t0);
+    for (int d = 0; d < n && rc == CLI_OK && tuned && bench_of && item_of; d++) {
         sp_bench *b = &benches[d];
-        if ((rc = open_bench(cmd, ordinals[d], b))) break;
+        if ((rc = cli_open_bench(cmd, ordinals[d], b))) break;
         for (int k = 0; k < wl->n && rc == CLI_OK; k++) {
             const sp_workload_item *w = &wl->items[k];
             sp_template *t;
             sp_problem p;
-            sp_configs cs;
             if ((rc = cli_load_template("", w->op, &t))) break;
-            if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
-            else if ((rc = cli_collect_space("", t, &b->gpu, &p, &cs)) == CLI_OK) {
-                sp_space_sample(&cs, t, sample, (unsigned long long)seed);
-                printf("[%s] %s %s (%s): %lld variants\n", b->gpu.info.profile, w->op, w->problem, w->why, cs.n);
-                fflush(stdout);
-                if (sums && nsums < cap) {
-                    rc = measure_problem("", b, t, &p, &cs, db, cache, !cli_get(cmd, "quiet"), &sums[nsums]);
-                    sums[nsums].op = w->op;
-                    sums[nsums++].bench = d;
-                }
-                sp_configs_free(&cs);
+            o.budget.seconds = 0;
+            o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : sample;
+            if (total.evals > 0) o.budget.evals = total.evals / jobs > 0 ? total.evals / jobs : 1;
+            if (total.seconds > 0) {
+                struct timespec now;
+                clock_gettime(CLOCK_MONOTONIC, &now);
+                double left = total.seconds - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9);
+                o.budget.seconds = left > 0 ? left / (jobs - done) : 1e-3;
             }
+            printf("[%s] %s %s (%s)\n", b->gpu.info.profile, w->op, w->problem, w->why);
+            fflush(stdout);
+            if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
+            else rc = cli_tune_problem("", b, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL, &tuned[done]);
+            bench_of[done] = d;
+            item_of[done++] = w;
             sp_template_free(t);
         }
     }
     printf("\n");
-    print_header();
-    for (int i = 0; i < nsums; i++) {
-        print_summary(&benches[sums[i].bench], &sums[i]);
-        if (rc == CLI_OK && !summary_passed(&sums[i])) rc = CLI_FAIL;
+    cli_print_tuned_header();
+    for (int i = 0; i < done; i++) {
+        char label[160];
+        snprintf(label, sizeof label, "%s", item_of[i]->problem);
+        cli_print_tuned(benches[bench_of[i]].gpu.info.profile, item_of[i]->op, label, &tuned[i]);
+        /* a wrong result is a kernel bug; other failures are the tuner's business */
+        if (rc == CLI_OK && (tuned[i].best < 0 || tuned[i].r.failed[SP_OUTCOME_WRONG_RESULT])) rc = CLI_FAIL;
+        cli_tuned_free(&tuned[i]);
     }
     for (int d = 0; d < n; d++) sp_bench_close(&benches[d]);
-    free(sums);
+    free(tuned);
+    free(bench_of);
+    free(item_of);
     sp_db_close(db);
     sp_cache_close(cache);
     return rc;

@@ -103,6 +103,72 @@ static sptune_status remeasure_top(gpu_backend *g, const sp_configs *space, sp_t
     return SPTUNE_OK;
 }
 
+int cli_tune_problem(const char *cmd, sp_bench *b, sp_template *t, const sp_problem *p, sp_db *db,
+                     sp_cache *cache, const sp_tune_opts *opts, int quiet, cli_tuned *out)
+{
+    sptune_status st;
+    int rc = CLI_OK;
+    sp_case kase = {0};
+    memset(out, 0, sizeof *out);
+    out->best = -1;
+    out->best_ms = INFINITY;
+    if ((rc = cli_collect_space(cmd, t, &b->gpu, p, &out->space))) return rc;
+    if (out->space.n == 0) {
+        char *key = sp_problem_format(p);
+        fprintf(stderr, "sptune%s%s: %s has no valid configuration for %s at %s\n", *cmd ? " " : "", cmd,
+                sp_template_name(t), b->gpu.info.profile, key ? key : "?");
+        free(key);
+        return CLI_FAIL;
+    }
+    if ((st = sp_case_create(b, sp_template_name(t), p, &kase)) != SPTUNE_OK) return cli_error(cmd, st);
+    sp_timing base = {0};
+    if ((st = sp_case_time_baseline(&kase, &base)) != SPTUNE_OK) {
+        rc = cli_error(cmd, st);
+        goto out;
+    }
+    out->baseline_ms = base.median_ms;
+    sp_env env;
+    sp_eval_env(b, &env);
+    gpu_backend gb = {&kase, t, cache, base.median_ms, 0};
+    sp_tune_backend be = {&gb, gpu_evaluate};
+    progress_state ps = {isatty(2), quiet, -1e9};
+    sp_tune_opts o = *opts;
+    o.db = db;
+    o.env = &env;
+    o.baseline_ms = base.median_ms;
+    o.method = b->method;
+    o.progress = show_progress;
+    o.progress_ud = &ps;
+    st = sp_tune_run(t, p, &out->space, &be, &o, &out->r);
+    if (ps.tty && !ps.quiet) fputc('\n', stderr);
+    if (st != SPTUNE_OK) { rc = cli_error(cmd, st); goto out; }
+    out->best = out->r.best_index;
+    out->best_ms = out->r.best_ms;
+    if (out->r.ntop > 1 &&
+        (st = remeasure_top(&gb, &out->space, &out->r, db, &env, &out->best_ms, &out->best)) != SPTUNE_OK) {
+        rc = cli_error(cmd, st);
+        goto out;
+    }
+    if (out->best >= 0) out->best_text = sp_config_format(t, &out->space.v[out->best]);
+out:
+    sp_case_destroy(&kase);
+    return rc;
+}
+
+void cli_tuned_free(cli_tuned *x)
+{
+    sp_configs_free(&x->space);
+    free(x->best_text);
+    memset(x, 0, sizeof *x);
+}
+
+long long cli_tuned_failed(const cli_tuned *x)
+{
+    long long failed = 0;
+    for (int k = 0; k < SP_OUTCOME__COUNT; k++) failed += x->r.failed[k];
+    return failed;
+}
+
 int cmd_tune(cli_cmd *cmd, int npos, char **pos)
 {
     (void)npos;
@@ -129,97 +195,71 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     sp_template *t = NULL;
     if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
     sp_problem prob;
-    sp_configs space = {0};
     sp_db *db = NULL;
     sp_cache *cache = NULL;
     sp_bench b = {0};
-    sp_case kase = {0};
+    cli_tuned tu = {0};
     sptune_status st;
     if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    if ((rc = cli_collect_space(cmd->name, t, &gpu, &prob, &space))) goto out;
-    if (space.n == 0) {
-        fprintf(stderr, "sptune %s: %s has no valid configuration for %s at %s\n", cmd->name, pos[0], gpu.info.profile, shape);
-        rc = CLI_FAIL;
-        goto out;
-    }
     if (ordinal < 0) {
         fprintf(stderr, "sptune %s: no %s GPU on this machine; without it only 'sptune compile %s --gpu %s' runs\n",
                 cmd->name, gpu.info.profile, pos[0], gpu.info.profile);
         rc = CLI_NO_GPU;
         goto out;
     }
-    char dbpath[4096];
-    const char *path = cli_get(cmd, "db");
-    if (!cli_get(cmd, "no-db")) {
-        if (!path && (st = sptune_default_db_path(dbpath, sizeof dbpath)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-        if ((st = sp_db_open(path ? path : dbpath, 1, &db)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    }
+    if ((rc = cli_open_db(cmd, &db))) goto out;
     if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    sp_bench_opts bo;
-    sp_bench_opts_default(&bo);
-    if (runs > 0) bo.min_runs = bo.max_runs = (int)runs;
-    if ((st = sp_bench_open(ordinal, &bo, &b)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    if ((st = sp_case_create(&b, pos[0], &prob, &kase)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    sp_timing base = {0};
-    if ((st = sp_case_time_baseline(&kase, &base)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    sp_env env;
-    sp_eval_env(&b, &env);
-    gpu_backend gb = {&kase, t, cache, base.median_ms, 0};
-    sp_tune_backend be = {&gb, gpu_evaluate};
-    progress_state ps = {isatty(2), cli_get(cmd, "quiet") != NULL || cli_get(cmd, "json") != NULL, -1e9};
-    o.db = db;
-    o.env = &env;
-    o.baseline_ms = base.median_ms;
-    o.method = b.method;
-    o.progress = show_progress;
-    o.progress_ud = &ps;
-    sp_tune_result r;
-    st = sp_tune_run(t, &prob, &space, &be, &o, &r);
-    if (ps.tty && !ps.quiet) fputc('\n', stderr);
-    if (st != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    double win_ms = r.best_ms;
-    long long win = r.best_index;
-    if (r.ntop > 1 && (st = remeasure_top(&gb, &space, &r, db, &env, &win_ms, &win)) != SPTUNE_OK) {
-        rc = cli_error(cmd->name, st);
-        goto out;
-    }
-    long long failed = 0;
-    for (int k = 0; k < SP_OUTCOME__COUNT; k++) failed += r.failed[k];
-    char *best = win >= 0 ? sp_config_format(t, &space.v[win]) : NULL;
+    if ((rc = cli_open_bench(cmd, ordinal, &b))) goto out;
+    int quiet = cli_get(cmd, "quiet") != NULL || cli_get(cmd, "json") != NULL;
+    if ((rc = cli_tune_problem(cmd->name, &b, t, &prob, db, cache, &o, quiet, &tu))) goto out;
+    long long failed = cli_tuned_failed(&tu);
     char *key = sp_problem_format(&prob);
     if (cli_get(cmd, "json")) {
         printf("{\"op\":\"%s\",\"problem\":\"%s\",\"gpu\":\"%s\",\"strategy\":\"%s\",\"space\":%lld,\"measured\":%lld,"
                "\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s,\"baseline_ms\":%.6f,",
-               pos[0], key ? key : "", b.gpu.info.profile, sp_search_name(o.strategy), space.n, r.measured, r.resumed,
-               failed, r.stopped_by_budget ? "true" : "false", base.median_ms);
-        if (best) printf("\"best\":{\"config\":\"%s\",\"median_ms\":%.6f,\"speedup\":%.4f},", best, win_ms, base.median_ms / win_ms);
+               pos[0], key ? key : "", b.gpu.info.profile, sp_search_name(o.strategy), tu.space.n, tu.r.measured,
+               tu.r.resumed, failed, tu.r.stopped_by_budget ? "true" : "false", tu.baseline_ms);
+        if (tu.best_text)
+            printf("\"best\":{\"config\":\"%s\",\"median_ms\":%.6f,\"speedup\":%.4f},", tu.best_text, tu.best_ms,
+                   tu.baseline_ms / tu.best_ms);
         else printf("\"best\":null,");
         printf("\"failures\":{");
         for (int k = 1, first = 1; k < SP_OUTCOME__COUNT; k++)
-            if (r.failed[k]) { printf("%s\"%s\":%lld", first ? "" : ",", sp_outcome_name((sp_outcome)k), r.failed[k]); first = 0; }
+            if (tu.r.failed[k]) { printf("%s\"%s\":%lld", first ? "" : ",", sp_outcome_name((sp_outcome)k), tu.r.failed[k]); first = 0; }
         printf("}}\n");
     } else {
-        printf("%-6s %-10s %-28s %9s %9s %8s  %s\n", "gpu", "op", "problem", "best ms", "cuBLAS", "speedup", "best configuration");
-        if (best)
-            printf("%-6s %-10s %-28s %9.4f %9.4f %7.2fx  %s\n", b.gpu.info.profile, pos[0], key ? key : "?", win_ms,
-                   base.median_ms, base.median_ms / win_ms, best);
-        else
-            printf("%-6s %-10s %-28s no variant passed\n", b.gpu.info.profile, pos[0], key ? key : "?");
+        cli_print_tuned_header();
+        cli_print_tuned(b.gpu.info.profile, pos[0], key ? key : "?", &tu);
         printf("%lld of %lld configurations (%s): %lld measured, %lld from the database, %lld failed%s\n",
-               r.measured + r.resumed, space.n, sp_search_name(o.strategy), r.measured, r.resumed, failed,
-               r.stopped_by_budget ? "; stopped by the budget" : "");
-        for (int k = 1; k < SP_OUTCOME__COUNT; k++)
-            if (r.failed[k]) printf("  %lld %s\n", r.failed[k], sp_outcome_name((sp_outcome)k));
+               tu.r.measured + tu.r.resumed, tu.space.n, sp_search_name(o.strategy), tu.r.measured, tu.r.resumed,
+               failed, tu.r.stopped_by_budget ? "; stopped by the budget" : "");
     }
-    free(best);
     free(key);
-    rc = win >= 0 ? CLI_OK : CLI_FAIL;
+    rc = tu.best >= 0 ? CLI_OK : CLI_FAIL;
 out:
-    sp_case_destroy(&kase);
+    cli_tuned_free(&tu);
     sp_bench_close(&b);
     sp_cache_close(cache);
     sp_db_close(db);
-    sp_configs_free(&space);
     sp_template_free(t);
     return rc;
+}
+
+void cli_print_tuned_header(void)
+{
+    printf("%-6s %-10s %-40s %9s %9s %8s %7s  %s\n", "gpu", "op", "problem", "best ms", "cuBLAS", "speedup", "failed",
+           "best configuration");
+}
+
+void cli_print_tuned(const char *gpu, const char *op, const char *problem, const cli_tuned *x)
+{
+    long long failed = cli_tuned_failed(x);
+    if (!x->best_text) {
+        printf("%-6s %-10s %-40s no variant passed (%lld failed)\n", gpu, op, problem, failed);
+    } else {
+        printf("%-6s %-10s %-40s %9.4f %9.4f %7.2fx %3lld/%-3lld  %s\n", gpu, op, problem, x->best_ms, x->baseline_ms,
+               x->baseline_ms / x->best_ms, failed, x->r.measured + x->r.resumed, x->best_text);
+    }
+    for (int k = 1; k < SP_OUTCOME__COUNT; k++)
+        if (x->r.failed[k]) printf("%-6s   %lld %s\n", "", x->r.failed[k], sp_outcome_name((sp_outcome)k));
 }

@@ -62,7 +62,9 @@ static cli_opt db_opts[] = {
     {NULL, NULL, NULL, NULL}};
 static cli_opt auto_opts[] = {
     {"gpu", "G", "auto or all (every GPU found), or a target: h100, h200, rtx-pro-6000, sm_XX", NULL},
-    {"sample", "N", "variants measured per problem (default 12)", NULL},
+    {"budget", "B", "for the whole run: a time (15m, 90s, 2h) or new measurements (300evals), shared over the problems", NULL},
+    {"sample", "N", "without --budget: new measurements per problem (default 12)", NULL},
+    {"strategy", "NAME", "exhaustive, random or descent (default: descent)", NULL},
     {"workload", "FILE", "problems to tune instead of the built-in list (lines: OP PROBLEM [note])", NULL},
     {"shard", "I/N", "tune only problems I, I+N, I+2N, ... of the list (for N machines)", NULL},
     {"seed", "S", "seed of the variant choice (default 1)", NULL},
@@ -99,7 +101,9 @@ static cli_cmd commands[] = {
 static cli_cmd main_job = {
     "", "--gpu G", "Tune the default workload on every GPU found (--gpu auto) and print the best variant per "
                  "problem against cuBLAS; with a named target that is absent, generate and compile only.",
-    "Exits 3 with one line when --gpu auto finds no GPU.", 0, 0, auto_opts, cmd_auto};
+    "Every result is recorded as it is measured; rerunning the same command resumes (recorded results\n"
+    "cost no budget). Exits 3 with one line when --gpu auto finds no GPU, 1 when a problem has no passing\n"
+    "variant or a variant computed a wrong result.", 0, 0, auto_opts, cmd_auto};
 
 static void usage(FILE *out)
 {

@@ -29,6 +29,8 @@ expect 0 "--gpu --help" "$bin" --gpu auto --help; has "--gpu --help" "default wo
 expect 0 "--gpu --help, no value" "$bin" --gpu --help; has "--gpu --help usage" "usage: sptune --gpu G"
 expect 2 "main job, unknown option" "$bin" --bogus; has "main job error names no command" "^sptune: unknown option '--bogus'"
 expect 2 "main job, --sample 0" "$bin" --gpu auto --sample 0; has "--sample 0 refused" "at least 1"
+expect 2 "main job, bad budget" "$bin" --gpu auto --budget soon; has "main job budget message" "bad --budget 'soon'"
+expect 2 "main job, bad strategy" "$bin" --gpu auto --strategy guess; has "main job strategy message" "unknown strategy"
 expect 2 "no arguments" "$bin"
 expect 2 "unknown command" "$bin" frobnicate;     has "unknown command" "unknown command 'frobnicate'"
 expect 2 "unknown option" "$bin" space gemm --gpu h100 --bogus; has "unknown option" "unknown option '--bogus'"
