@@ -174,3 +174,28 @@ int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, con
     return CLI_OK;
 }
 
+int cli_open_db(cli_cmd *cmd, sp_db **db)
+{
+    char path[4096];
+    const char *p = cli_get(cmd, "db");
+    sptune_status st;
+    *db = NULL;
+    if (cli_get(cmd, "no-db")) return CLI_OK;
+    if (!p) {
+        if ((st = sptune_default_db_path(path, sizeof path)) != SPTUNE_OK) return cli_error(cmd->name, st);
+        p = path;
+    }
+    if ((st = sp_db_open(p, 1, db)) != SPTUNE_OK) return cli_error(cmd->name, st);
+    return CLI_OK;
+}
+
+int cli_open_bench(cli_cmd *cmd, int ordinal, sp_bench *b)
+{
+    sp_bench_opts o;
+    sp_bench_opts_default(&o);
+    long long runs = cli_int(cmd, "runs", 0);
+    if (runs < 0) return CLI_USAGE;
+    if (runs > 0) o.min_runs = o.max_runs = (int)runs;
+    sptune_status st = sp_bench_open(ordinal, &o, b);
+    return st == SPTUNE_OK ? CLI_OK : cli_error(cmd->name, st);
+}

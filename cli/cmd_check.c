@@ -1,19 +1,15 @@
-/* Commands that measure on a GPU: check (verify and time variants of one problem) and the main
- * job (the default workload on every GPU found). */
+/* sptune check: verify and time variants of one problem against the baseline, each reported. */
 #include "cli.h"
 #include "sp_cache.h"
 #include "sp_eval.h"
 #include "sp_status.h"
-#include "sp_workload.h"
 
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 typedef struct problem_summary {
     const char *op;
-    int bench;          /* index of the GPU it ran on */
     char problem[128];
     char best[512];
     double best_ms, base_ms, best_err, flops;
@@ -130,32 +126,6 @@ static void print_header(void)
            "speedup", "TFLOP/s", "err", "failed", "best configuration");
 }
 
-int cli_open_db(cli_cmd *cmd, sp_db **db)
-{
-    char path[4096];
-    const char *p = cli_get(cmd, "db");
-    sptune_status st;
-    *db = NULL;
-    if (cli_get(cmd, "no-db")) return CLI_OK;
-    if (!p) {
-        if ((st = sptune_default_db_path(path, sizeof path)) != SPTUNE_OK) return cli_error(cmd->name, st);
-        p = path;
-    }
-    if ((st = sp_db_open(p, 1, db)) != SPTUNE_OK) return cli_error(cmd->name, st);
-    return CLI_OK;
-}
-
-int cli_open_bench(cli_cmd *cmd, int ordinal, sp_bench *b)
-{
-    sp_bench_opts o;
-    sp_bench_opts_default(&o);
-    long long runs = cli_int(cmd, "runs", 0);
-    if (runs < 0) return CLI_USAGE;
-    if (runs > 0) o.min_runs = o.max_runs = (int)runs;
-    sptune_status st = sp_bench_open(ordinal, &o, b);
-    return st == SPTUNE_OK ? CLI_OK : cli_error(cmd->name, st);
-}
-
 int cmd_check(cli_cmd *cmd, int npos, char **pos)
 {
     sp_gpu_profile gpu;
@@ -210,172 +180,5 @@ out:
     sp_db_close(db);
     sp_configs_free(&cs);
     sp_template_free(t);
-    return rc;
-}
-
-static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
-                        long long sample, long long seed);
-
-/* The main job: every op of the default workload on every GPU found (or the one named). */
-int cmd_auto(cli_cmd *cmd, int npos, char **pos)
-{
-    const char *g = cli_get(cmd, "gpu");
-    int count = 0, rc = CLI_OK;
-    sptune_status st;
-    (void)npos; (void)pos;
-    int ordinals[64], n = 0;
-    long long sample = cli_int(cmd, "sample", 12), seed = cli_int(cmd, "seed", 1), runs = cli_int(cmd, "runs", 0);
-    if (sample < 0 || seed < 0 || runs < 0) return CLI_USAGE;
-    if (sample == 0) return cli_usage_error("", "--sample wants at least 1");
-    if (runs > 100000) return cli_usage_error("", "--runs %lld is more than 100000", runs);
-    sp_tune_budget budget;
-    sp_search_kind kind;
-    if (!sp_budget_parse(cli_get(cmd, "budget"), &budget))
-        return cli_usage_error("", "bad --budget '%s' (examples: 15m, 90s, 2h, 300evals)", cli_get(cmd, "budget"));
-    if (cli_get(cmd, "strategy") && !sp_search_parse(cli_get(cmd, "strategy"), &kind))
-        return cli_usage_error("", "unknown strategy '%s' (exhaustive, random, descent)", cli_get(cmd, "strategy"));
-    if (!g) g = "auto";
-    if (strcmp(g, "auto") == 0 || strcmp(g, "all") == 0) {
-        if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {
-            fprintf(stderr, "sptune: no GPU to tune: %s. Without one, name a target to generate and compile "
-                            "its kernels: sptune --gpu h100 (or h200, rtx-pro-6000, sm_XX)\n", sptune_last_error());
-            return CLI_NO_GPU;
-        }
-        for (int i = 0; i < count && n < 64; i++) ordinals[n++] = i;
-    }
-    sp_gpu_profile named;
-    int ordinal = -1;
-    if (n == 0) {
-        if ((rc = cli_gpu_target("", g, &named, &ordinal))) return rc;
-        if (ordinal >= 0) ordinals[n++] = ordinal;
-    }
-    sp_workload wl;
-    const char *wfile = cli_get(cmd, "workload"), *shard = cli_get(cmd, "shard");
-    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK) return cli_error("", st);
-    if (shard && (st = sp_workload_shard(&wl, shard)) != SPTUNE_OK) {
-        sp_workload_free(&wl);
-        return cli_error("", st);
-    }
-    rc = run_workload(cmd, &wl, n, ordinals, &named, sample, seed);
-    sp_workload_free(&wl);
-    return rc;
-}
-
-/* The main job over workload wl: on the GPUs ordinals[0..n), or compile-only for `named`. */
-static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
-                        long long sample, long long seed)
-{
-    sptune_status st;
-    int rc = CLI_OK;
-    sp_gpu_profile named = *gpu;
-    sp_cache *cache = NULL;
-    sp_db *db = NULL;
-    /* Every item names a known op and a problem it accepts, before anything runs. */
-    for (int k = 0; k < wl->n; k++) {
-        sp_template *t;
-        sp_problem p;
-        if ((rc = cli_load_template("", wl->items[k].op, &t))) return rc;
-        st = sp_problem_parse(t, wl->items[k].problem, &p);
-        sp_template_free(t);
-        if (st != SPTUNE_OK) return cli_usage_error("", "workload item %d (%s %s): %s", k + 1, wl->items[k].op,
-                                                    wl->items[k].problem, sptune_last_error());
-    }
-    if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) return cli_error("", st);
-    if (n == 0) {
-        /* The target is not here: do what needs no GPU, so the variants are known to build. */
-        printf("no %s GPU on this machine: generating and compiling the workload's ops (nothing is timed)\n",
-               named.info.profile);
-        for (int k = 0; k < wl->n && rc == CLI_OK; k++) {
-            const sp_workload_item *w = &wl->items[k];
-            int seen = 0;
-            for (int j = 0; j < k; j++) seen |= strcmp(wl->items[j].op, w->op) == 0;
-            if (seen) continue;
-            sp_template *t;
-            sp_configs cs;
-            if ((rc = cli_load_template("", w->op, &t))) break;
-            if ((rc = cli_collect_space("", t, &named, NULL, &cs)) == CLI_OK) {
-                sp_space_sample(&cs, t, sample, (unsigned long long)seed);
-                int bad = 0;
-                for (long long i = 0; i < cs.n; i++) {
-                    sp_kernel_src src;
-                    sp_cubin cub = {0};
-                    if ((st = sp_template_emit(t, &cs.v[i], &named, NULL, &src)) != SPTUNE_OK) { bad++; continue; }
-                    if (sp_kernel_build(cache, src.source, src.kernel, named.info.arch, (const char *const *)src.options,
-                                        src.noptions, &cub) != SPTUNE_OK) {
-                        bad++;
-                        fprintf(stderr, "%s\n", sptune_last_error());
-                    }
-                    sp_cubin_free(&cub);
-                    sp_kernel_src_free(&src);
-                }
-                printf("%-12s %lld variants compiled for %s, %d failed\n", w->op, cs.n - bad, named.info.arch, bad);
-                if (bad) rc = CLI_FAIL;
-                sp_configs_free(&cs);
-            }
-            sp_template_free(t);
-        }
-        sp_cache_close(cache);
-        return rc;
-    }
-    if ((rc = cli_open_db(cmd, &db))) { sp_cache_close(cache); return rc; }
-    /* The budget: --budget shared out over the problems (time left over flows to the ones after),
-     * else --sample new measurements per problem. Results already recorded cost nothing. */
-    sp_tune_budget total;
-    sp_tune_opts o;
-    sp_tune_opts_default(&o);
-    o.seed = (unsigned long long)seed;
-    sp_budget_parse(cli_get(cmd, "budget"), &total); /* validated by cmd_auto */
-    const char *strategy = cli_get(cmd, "strategy");
-    if (strategy) sp_search_parse(strategy, &o.strategy);
-    int jobs = n * wl->n, done = 0;
-    cli_tuned *tuned = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tuned);
-    int *bench_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *bench_of);
-    const sp_workload_item **item_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *item_of);
-    sp_bench benches[64];
-    memset(benches, 0, sizeof benches);
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int d = 0; d < n && rc == CLI_OK && tuned && bench_of && item_of; d++) {
-        sp_bench *b = &benches[d];
-        if ((rc = cli_open_bench(cmd, ordinals[d], b))) break;
-        for (int k = 0; k < wl->n && rc == CLI_OK; k++) {
-            const sp_workload_item *w = &wl->items[k];
-            sp_template *t;
-            sp_problem p;
-            if ((rc = cli_load_template("", w->op, &t))) break;
-            o.budget.seconds = 0;
-            o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : sample;
-            if (total.evals > 0) o.budget.evals = total.evals / jobs > 0 ? total.evals / jobs : 1;
-            if (total.seconds > 0) {
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                double left = total.seconds - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9);
-                o.budget.seconds = left > 0 ? left / (jobs - done) : 1e-3;
-            }
-            printf("[%s] %s %s (%s)\n", b->gpu.info.profile, w->op, w->problem, w->why);
-            fflush(stdout);
-            if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
-            else rc = cli_tune_problem("", b, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL, &tuned[done]);
-            bench_of[done] = d;
-            item_of[done++] = w;
-            sp_template_free(t);
-        }
-    }
-    printf("\n");
-    cli_print_tuned_header();
-    for (int i = 0; i < done; i++) {
-        char label[160];
-        snprintf(label, sizeof label, "%s", item_of[i]->problem);
-        cli_print_tuned(benches[bench_of[i]].gpu.info.profile, item_of[i]->op, label, &tuned[i]);
-        /* a wrong result is a kernel bug; other failures are the tuner's business */
-        if (rc == CLI_OK && (tuned[i].best < 0 || tuned[i].r.failed[SP_OUTCOME_WRONG_RESULT])) rc = CLI_FAIL;
-        cli_tuned_free(&tuned[i]);
-    }
-    for (int d = 0; d < n; d++) sp_bench_close(&benches[d]);
-    free(tuned);
-    free(bench_of);
-    free(item_of);
-    sp_db_close(db);
-    sp_cache_close(cache);
     return rc;
 }
