@@ -199,3 +199,18 @@ int cli_open_bench(cli_cmd *cmd, int ordinal, sp_bench *b)
     sptune_status st = sp_bench_open(ordinal, &o, b);
     return st == SPTUNE_OK ? CLI_OK : cli_error(cmd->name, st);
 }
+
+int cli_open_measurement(cli_cmd *cmd, const char *op, const sp_gpu_profile *gpu, int ordinal, sp_db **db,
+                         sp_cache **cache, sp_bench *b)
+{
+    int rc;
+    sptune_status st;
+    if (ordinal < 0) {
+        fprintf(stderr, "sptune %s: no %s GPU on this machine; without it only 'sptune compile %s --gpu %s' runs\n",
+                cmd->name, gpu->info.profile, op, gpu->info.profile);
+        return CLI_NO_GPU;
+    }
+    if ((rc = cli_open_db(cmd, db))) return rc;
+    if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), cache)) != SPTUNE_OK) return cli_error(cmd->name, st);
+    return cli_open_bench(cmd, ordinal, b);
+}

@@ -58,6 +58,10 @@ int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu
 /* The database (--db, --no-db, or the default path) and the bench (--runs) for GPU commands. */
 int cli_open_db(cli_cmd *cmd, sp_db **db);
 int cli_open_bench(cli_cmd *cmd, int ordinal, sp_bench *b);
+/* For commands that measure: exit 3 with the message when the target GPU is absent (ordinal < 0),
+ * else the database, the kernel cache and the bench (the caller closes what was opened). */
+int cli_open_measurement(cli_cmd *cmd, const char *op, const sp_gpu_profile *gpu, int ordinal, sp_db **db,
+                         sp_cache **cache, sp_bench *b);
 
 /* One problem tuned on a bench: the space for its GPU, the cuBLAS baseline, the search within
  * opts' budget (every result recorded in db), and the top three re-measured in alternating order. */

@@ -158,15 +158,7 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
         if ((rc = cli_collect_space(cmd->name, t, &gpu, &prob, &cs))) goto out;
         if (!cli_get(cmd, "all")) sp_space_sample(&cs, t, sample, (unsigned long long)seed);
     }
-    if (ordinal < 0) {
-        fprintf(stderr, "sptune %s: no %s GPU on this machine; without it only 'sptune compile %s --gpu %s' runs\n",
-                cmd->name, gpu.info.profile, pos[0], gpu.info.profile);
-        rc = CLI_NO_GPU;
-        goto out;
-    }
-    if ((rc = cli_open_db(cmd, &db))) goto out;
-    if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    if ((rc = cli_open_bench(cmd, ordinal, &b))) goto out;
+    if ((rc = cli_open_measurement(cmd, pos[0], &gpu, ordinal, &db, &cache, &b))) goto out;
     problem_summary sum;
     rc = measure_problem(cmd->name, &b, t, &prob, &cs, db, cache, 1, &sum);
     printf("\n");

@@ -201,15 +201,7 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     cli_tuned tu = {0};
     sptune_status st;
     if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    if (ordinal < 0) {
-        fprintf(stderr, "sptune %s: no %s GPU on this machine; without it only 'sptune compile %s --gpu %s' runs\n",
-                cmd->name, gpu.info.profile, pos[0], gpu.info.profile);
-        rc = CLI_NO_GPU;
-        goto out;
-    }
-    if ((rc = cli_open_db(cmd, &db))) goto out;
-    if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), &cache)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    if ((rc = cli_open_bench(cmd, ordinal, &b))) goto out;
+    if ((rc = cli_open_measurement(cmd, pos[0], &gpu, ordinal, &db, &cache, &b))) goto out;
     int quiet = cli_get(cmd, "quiet") != NULL || cli_get(cmd, "json") != NULL;
     if ((rc = cli_tune_problem(cmd->name, &b, t, &prob, db, cache, &o, quiet, &tu))) goto out;
     long long failed = cli_tuned_failed(&tu);
