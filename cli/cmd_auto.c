@@ -2,6 +2,7 @@
  * every GPU found, or, for a named target that is absent, generated and compiled only. */
 #include "cli.h"
 #include "sp_cache.h"
+#include "sp_eval.h"
 #include "sp_status.h"
 #include "sp_workload.h"
 
@@ -94,15 +95,14 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
                 int bad = 0;
                 for (long long i = 0; i < cs.n; i++) {
                     sp_kernel_src src;
-                    sp_cubin cub = {0};
-                    if ((st = sp_template_emit(t, &cs.v[i], &named, NULL, &src)) != SPTUNE_OK) { bad++; continue; }
-                    if (sp_kernel_build(cache, src.source, src.kernel, named.info.arch, (const char *const *)src.options,
-                                        src.noptions, &cub) != SPTUNE_OK) {
+                    sp_cubin cub;
+                    if (sp_variant_build(t, &cs.v[i], &named, NULL, cache, &src, &cub) == SPTUNE_OK) {
+                        sp_kernel_src_free(&src);
+                    } else {
                         bad++;
                         fprintf(stderr, "%s\n", sptune_last_error());
                     }
                     sp_cubin_free(&cub);
-                    sp_kernel_src_free(&src);
                 }
                 printf("%-12s %lld variants compiled for %s, %d failed\n", w->op, cs.n - bad, named.info.arch, bad);
                 if (bad) rc = CLI_FAIL;

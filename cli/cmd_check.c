@@ -3,6 +3,7 @@
 #include "sp_cache.h"
 #include "sp_eval.h"
 #include "sp_status.h"
+#include "sp_tune.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -69,20 +70,10 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
                 printf("  %3lld/%lld %s  %s\n      %s\n", i + 1, cs->n, sp_outcome_name(e.outcome), text ? text : "?", e.detail);
             fflush(stdout);
         }
-        if (db && text) {
-            sp_result r = {
-                .env = &env, .template_name = sp_template_name(t), .template_hash = sp_template_hash(t),
-                .problem_key = sum->problem, .config = text, .outcome = e.outcome,
-                .detail = e.outcome == SP_OUTCOME_OK ? NULL : e.detail, .timing = e.timing,
-                .registers = e.res.registers, .smem_bytes = e.res.smem_static + (int)e.smem_dynamic,
-                .spill_bytes = e.res.spill_stores + e.res.spill_loads,
-            };
-            if (e.outcome != SP_OUTCOME_OK) r.timing.method = b->method;
-            if ((st = sp_db_record(db, &r)) != SPTUNE_OK) {
-                free(text);
-                rc = cli_error(cmd, st);
-                break;
-            }
+        if (db && text && (st = sp_tune_record(db, &env, t, sum->problem, text, &e, base.median_ms, b->method)) != SPTUNE_OK) {
+            free(text);
+            rc = cli_error(cmd, st);
+            break;
         }
         free(text);
         if (e.sticky) {

@@ -1,6 +1,7 @@
 /* Commands that need no GPU: ops, space, gen, compile. */
 #include "cli.h"
 #include "sp_cache.h"
+#include "sp_eval.h"
 #include "sp_status.h"
 
 #include <stdlib.h>
@@ -140,15 +141,9 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
     for (long long i = 0; i < cs.n; i++) {
         char *text = sp_config_format(t, &cs.v[i]);
         sp_kernel_src k;
-        sp_cubin cub = {0};
-        if ((st = sp_template_emit(t, &cs.v[i], &gpu, p, &k)) != SPTUNE_OK) {
-            printf("%-5lld %-6s %s\n  %s\n", i + 1, "FAIL", text ? text : "?", sptune_last_error());
-            failed++;
-            free(text);
-            continue;
-        }
-        st = sp_kernel_build(cache, k.source, k.kernel, gpu.info.arch, (const char *const *)k.options, k.noptions, &cub);
-        if (st != SPTUNE_OK) {
+        sp_cubin cub;
+        int built = (st = sp_variant_build(t, &cs.v[i], &gpu, p, cache, &k, &cub)) == SPTUNE_OK;
+        if (!built) {
             printf("%-5lld %-6s %s\n  %s\n", i + 1, "FAIL", text ? text : "?", sptune_last_error());
             failed++;
         } else {
@@ -161,7 +156,7 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
         if (cli_get(cmd, "log") && cub.log && cub.log[0]) printf("%s%s", cub.log, cub.log[strlen(cub.log) - 1] == '\n' ? "" : "\n");
         fflush(stdout);
         sp_cubin_free(&cub);
-        sp_kernel_src_free(&k);
+        if (built) sp_kernel_src_free(&k);
         free(text);
     }
     printf("%lld variants for %s (%s): %lld compiled, %d failed\n", cs.n, gpu.info.profile, gpu.info.arch,

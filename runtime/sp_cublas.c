@@ -65,28 +65,30 @@ sptune_status sp_cublas_set_stream(sp_cublas *h, CUstream s)
     return check(h->SetStream(h->handle, (cudaStream_t)s), "cublasSetStream");
 }
 
+/* Row-major C[M,N] = A[M,K] * op(B). cuBLAS is column-major, so it computes C^T (N x M) =
+ * op(B)^T * A^T with A as stored (K x M column-major); B as stored is K x N column-major (B is
+ * N x K row-major, b_kmajor: transposed) or N x K column-major (B is K x N row-major). */
+static sptune_status gemm(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B, int b_kmajor,
+                          CUdeviceptr C, int c_fp32)
+{
+    const float one = 1.0f, zero = 0.0f;
+    return check(h->GemmEx(h->handle, b_kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
+                           (const void *)B, CUDA_R_16BF, b_kmajor ? K : N, (const void *)A, CUDA_R_16BF, K,
+                           &zero, (void *)C, c_fp32 ? CUDA_R_32F : CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
+                           CUBLAS_GEMM_DEFAULT),
+                 "cublasGemmEx");
+}
+
 sptune_status sp_cublas_gemm_nt(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
                                 CUdeviceptr C, int c_fp32)
 {
-    const float one = 1.0f, zero = 0.0f;
-    /* cuBLAS is column-major: C^T (N x M) = B (N x K, i.e. K x N col-major, transposed) * A^T. */
-    return check(h->GemmEx(h->handle, CUBLAS_OP_T, CUBLAS_OP_N, N, M, K, &one, (const void *)B,
-                           CUDA_R_16BF, K, (const void *)A, CUDA_R_16BF, K, &zero, (void *)C,
-                           c_fp32 ? CUDA_R_32F : CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
-                           CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx");
+    return gemm(h, M, N, K, A, B, 1, C, c_fp32);
 }
 
 sptune_status sp_cublas_gemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
                                 CUdeviceptr C, int c_fp32)
 {
-    const float one = 1.0f, zero = 0.0f;
-    /* Column-major: C^T (N x M) = B^T (N x K, B as stored) * A^T (K x M, A as stored). */
-    return check(h->GemmEx(h->handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, (const void *)B,
-                           CUDA_R_16BF, N, (const void *)A, CUDA_R_16BF, K, &zero, (void *)C,
-                           c_fp32 ? CUDA_R_32F : CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
-                           CUBLAS_GEMM_DEFAULT),
-                 "cublasGemmEx");
+    return gemm(h, M, N, K, A, B, 0, C, c_fp32);
 }
 
 const char *sp_cublas_version(sp_cublas *h) { return h->version; }

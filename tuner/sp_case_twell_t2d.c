@@ -65,7 +65,6 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
         int on = (r == 0 && c < 2 * (size_t)g->T) || (double)(sp_mix64(&s) >> 11) * 0x1p-53 < pr;
         g->hH[i] = on ? sp_float_to_bf16((float)(1.0 - (double)(sp_mix64(&s) >> 11) * 0x1p-53)) : 0;
     }
-    for (size_t i = 0; i < w; i++) g->hW[i] = sp_float_to_bf16((float)((double)(sp_mix64(&s) >> 11) * 0x1p-52 - 1.0));
     sp_twell_stats stats;
     if ((st = sp_twell_pack(&sh, g->hH, g->hPacked, NULL, 0, &stats)) != SPTUNE_OK) goto fail;
     int64_t pool_words = stats.pool_needed > 0 ? stats.pool_needed : 1;
@@ -78,8 +77,7 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     if ((st = SP_CU(cu->MemcpyHtoD(g->packed, g->hPacked, words * 4))) ||
         (st = SP_CU(cu->MemcpyHtoD(g->pool, g->hPool, (size_t)pool_words * 4))) ||
-        (st = SP_CU(cu->MemcpyHtoD(g->Wd, g->hW, w * 2))) || (st = SP_CU(cu->MemcpyHtoD(g->H, g->hH, h * 2))) ||
-        (st = SP_CU(cu->CtxSynchronize())))
+        (st = SP_CU(cu->MemcpyHtoD(g->H, g->hH, h * 2))) || (st = sp_bench_random_bf16(b, g->Wd, g->hW, w, 1.0f)))
         goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
         (st = sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->H, g->Wd, g->Yref, 1)) ||

@@ -38,19 +38,19 @@ static double now_s(void)
     return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
-static sptune_status record(sp_template *t, const char *problem_key, const char *config, const sp_eval *e,
-                            const sp_tune_opts *o)
+sptune_status sp_tune_record(sp_db *db, const sp_env *env, sp_template *t, const char *problem_key,
+                             const char *config, const sp_eval *e, double baseline_ms, const char *method)
 {
     sp_result r = {
-        .env = o->env, .template_name = sp_template_name(t), .template_hash = sp_template_hash(t),
+        .env = env, .template_name = sp_template_name(t), .template_hash = sp_template_hash(t),
         .problem_key = problem_key, .config = config, .outcome = e->outcome,
         .detail = e->outcome == SP_OUTCOME_OK ? NULL : e->detail, .timing = e->timing,
         .registers = e->res.registers, .smem_bytes = e->res.smem_static + (int)e->smem_dynamic,
         .spill_bytes = e->res.spill_stores + e->res.spill_loads,
     };
-    r.timing.baseline_ms = o->baseline_ms;
-    if (e->outcome != SP_OUTCOME_OK && !r.timing.method) r.timing.method = o->method;
-    return sp_db_record(o->db, &r);
+    r.timing.baseline_ms = baseline_ms;
+    if (e->outcome != SP_OUTCOME_OK && !r.timing.method) r.timing.method = method;
+    return sp_db_record(db, &r);
 }
 
 /* Insertion into the short list of the fastest, which also gives the best. */
@@ -115,7 +115,10 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
             sp_eval e;
             if ((st = be->evaluate(be->ud, c, &e)) != SPTUNE_OK) { free(text); break; }
             r->measured++;
-            if (o->db && (st = record(t, problem_key, text, &e, o)) != SPTUNE_OK) { free(text); break; }
+            if (o->db && (st = sp_tune_record(o->db, o->env, t, problem_key, text, &e, o->baseline_ms, o->method)) != SPTUNE_OK) {
+                free(text);
+                break;
+            }
             ok = e.outcome == SP_OUTCOME_OK;
             ms = ok ? e.timing.median_ms : INFINITY;
             if (!ok) r->failed[e.outcome]++;

@@ -47,6 +47,11 @@ typedef struct sp_tune_opts {
 
 void sp_tune_opts_default(sp_tune_opts *o);
 
+/* Records evaluation e of configuration `config` (text) of t for problem_key in db, with the
+ * baseline; failures carry `method` unless they have their own. */
+sptune_status sp_tune_record(sp_db *db, const sp_env *env, sp_template *t, const char *problem_key,
+                             const char *config, const sp_eval *e, double baseline_ms, const char *method);
+
 #define SP_TUNE_TOP 3
 
 typedef struct sp_tune_result {
