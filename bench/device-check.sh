@@ -18,6 +18,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 for t in test_gpu test_gpu_ops; do
   [ -x "$build/tests/$t" ] && { "$build/tests/$t" > "$out/$t.log" 2>&1 || status=1; tail -2 "$out/$t.log"; }
 done
+# Fault injection through the tuner: faulting and hanging variants recorded, workers replaced.
+bash tests/gpu_faults.sh "$bin" > "$out/gpu_faults.log" 2>&1 || status=1; tail -3 "$out/gpu_faults.log"
 run() { echo "+ $*"; "$@" 2>&1 | tee -a "$out/check.log"; [ "${PIPESTATUS[0]}" -eq 0 ] || status=1; }
 # Resources as NVRTC reports them here, compiled and then from the cache.
 run "$bin" compile gemm --gpu auto --sample 3 --log

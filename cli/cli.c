@@ -1,4 +1,6 @@
 #include "cli.h"
+#include "sp_measure.h"
+#include "sp_prebuild.h"
 #include "sp_status.h"
 
 #include <errno.h>
@@ -212,5 +214,23 @@ int cli_open_measurement(cli_cmd *cmd, const char *op, const sp_gpu_profile *gpu
     }
     if ((rc = cli_open_db(cmd, db))) return rc;
     if ((st = sp_cache_open(cli_get(cmd, "cache-dir"), cache)) != SPTUNE_OK) return cli_error(cmd->name, st);
-    return cli_open_bench(cmd, ordinal, b);
+    return b ? cli_open_bench(cmd, ordinal, b) : CLI_OK;
+}
+
+int cli_gpu_run_opts(cli_cmd *cmd, const sp_gpu_profile *gpu, int ordinal, cli_gpu_run *g)
+{
+    memset(g, 0, sizeof *g);
+    g->gpu = *gpu;
+    g->ordinal = ordinal;
+    long long runs = cli_int(cmd, "runs", 0), timeout = cli_int(cmd, "timeout", 120);
+    long long jobs = cli_int(cmd, "jobs", sp_prebuild_default_jobs());
+    if (runs < 0 || timeout < 0 || jobs < 0) return CLI_USAGE;
+    if (runs > 100000) return cli_usage_error(cmd->name, "--runs %lld is more than 100000", runs);
+    if (timeout < 1 || timeout > 86400) return cli_usage_error(cmd->name, "--timeout wants 1 to 86400 seconds");
+    if (jobs > 32) return cli_usage_error(cmd->name, "--jobs %lld is more than 32", jobs);
+    g->runs = (int)runs;
+    g->timeout_s = (double)timeout;
+    g->jobs = (int)jobs;
+    sptune_status st = sp_measure_self(g->exe, sizeof g->exe);
+    return st == SPTUNE_OK ? CLI_OK : cli_error(cmd->name, st);
 }

@@ -59,20 +59,34 @@ int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu
 int cli_open_db(cli_cmd *cmd, sp_db **db);
 int cli_open_bench(cli_cmd *cmd, int ordinal, sp_bench *b);
 /* For commands that measure: exit 3 with the message when the target GPU is absent (ordinal < 0),
- * else the database, the kernel cache and the bench (the caller closes what was opened). */
+ * else the database, the kernel cache and, when b is not NULL, the bench in this process (the
+ * caller closes what was opened). */
 int cli_open_measurement(cli_cmd *cmd, const char *op, const sp_gpu_profile *gpu, int ordinal, sp_db **db,
                          sp_cache **cache, sp_bench *b);
 
-/* One problem tuned on a bench: the space for its GPU, the cuBLAS baseline, the search within
+/* Measuring in worker processes (tune and the main job): the device, --runs, --timeout (seconds
+ * one evaluation may take before its worker is killed) and --jobs (parallel compilers). */
+typedef struct cli_gpu_run {
+    sp_gpu_profile gpu;
+    int ordinal;
+    int runs;
+    double timeout_s;
+    int jobs;
+    char exe[4096];       /* this program, executed again as the worker */
+} cli_gpu_run;
+int cli_gpu_run_opts(cli_cmd *cmd, const sp_gpu_profile *gpu, int ordinal, cli_gpu_run *g);
+
+/* One problem tuned on a GPU: the space for its GPU, the cuBLAS baseline, the search within
  * opts' budget (every result recorded in db), and the top three re-measured in alternating order. */
 typedef struct cli_tuned {
     sp_configs space;
     sp_tune_result r;
     double baseline_ms, best_ms;
     long long best;       /* index into space, -1 when nothing passed */
+    long long restarts;   /* measurement workers replaced (after faults, hangs, lost contexts) */
     char *best_text;
 } cli_tuned;
-int cli_tune_problem(const char *cmd, sp_bench *b, sp_template *t, const sp_problem *p, sp_db *db,
+int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, const sp_problem *p, sp_db *db,
                      sp_cache *cache, const sp_tune_opts *opts, int quiet, cli_tuned *out);
 void cli_tuned_free(cli_tuned *x);
 long long cli_tuned_failed(const cli_tuned *x);

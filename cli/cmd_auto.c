@@ -6,12 +6,17 @@
 #include "sp_status.h"
 #include "sp_workload.h"
 
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
 #include <time.h>
+#include <unistd.h>
 
 static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
                         long long sample, long long seed);
+static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, sp_cache *cache,
+                       long long sample, long long seed);
 
 /* The main job: every op of the default workload on every GPU found (or the one named). */
 int cmd_auto(cli_cmd *cmd, int npos, char **pos)
@@ -66,7 +71,6 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
     int rc = CLI_OK;
     sp_gpu_profile named = *gpu;
     sp_cache *cache = NULL;
-    sp_db *db = NULL;
     /* Every item names a known op and a problem it accepts, before anything runs. */
     for (int k = 0; k < wl->n; k++) {
         sp_template *t;
@@ -113,9 +117,51 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
         sp_cache_close(cache);
         return rc;
     }
-    if ((rc = cli_open_db(cmd, &db))) { sp_cache_close(cache); return rc; }
-    /* The budget: --budget shared out over the problems (time left over flows to the ones after),
-     * else --sample new measurements per problem. Results already recorded cost nothing. */
+    /* One coordinator per GPU, each with its own measurement worker, over every n-th problem,
+     * all into the same database (SQLite serialises the writers). */
+    if (n == 1) {
+        rc = tune_on_gpu(cmd, wl, 0, 1, ordinals[0], cache, sample, seed);
+    } else {
+        pid_t pids[64];
+        int started = 0;
+        fflush(NULL);
+        for (int d = 0; d < n; d++) {
+            pid_t pid = fork();
+            if (pid < 0) { rc = cli_error("", sp_fail(SPTUNE_ERR_IO, "fork: %s", strerror(errno))); break; }
+            if (pid == 0) {
+                int crc = tune_on_gpu(cmd, wl, d, n, ordinals[d], cache, sample, seed);
+                fflush(NULL);
+                _exit(crc);
+            }
+            pids[started++] = pid;
+        }
+        for (int d = 0; d < started; d++) {
+            int status = 0;
+            while (waitpid(pids[d], &status, 0) < 0 && errno == EINTR) {}
+            int crc = WIFEXITED(status) ? WEXITSTATUS(status) : CLI_FAIL;
+            if (crc != CLI_OK && rc == CLI_OK) rc = crc;
+        }
+    }
+    sp_cache_close(cache);
+    return rc;
+}
+
+/* Problems d, d+n, d+2n, ... of wl tuned on device `ordinal`, then their table. The database is
+ * opened here: with several GPUs this runs in a forked process per GPU. */
+static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, sp_cache *cache,
+                       long long sample, long long seed)
+{
+    sptune_status st;
+    int rc;
+    sp_db *db = NULL;
+    sp_gpu_profile gpu;
+    cli_gpu_run run;
+    if ((st = sp_gpu_profile_device(ordinal, &gpu)) != SPTUNE_OK) return cli_error("", st);
+    if ((rc = cli_gpu_run_opts(cmd, &gpu, ordinal, &run))) return rc;
+    if ((rc = cli_open_db(cmd, &db))) return rc;
+    /* The budget: --budget shared out over the problems (time left over flows to the ones after;
+     * with several GPUs each has the whole time), else --sample new measurements per problem.
+     * Results already recorded cost nothing. */
     sp_tune_budget total;
     sp_tune_opts o;
     sp_tune_opts_default(&o);
@@ -123,55 +169,48 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
     sp_budget_parse(cli_get(cmd, "budget"), &total); /* validated by cmd_auto */
     const char *strategy = cli_get(cmd, "strategy");
     if (strategy) sp_search_parse(strategy, &o.strategy);
-    int jobs = n * wl->n, done = 0;
+    int jobs = 0, done = 0;
+    for (int k = d; k < wl->n; k += n) jobs++;
     cli_tuned *tuned = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tuned);
-    int *bench_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *bench_of);
     const sp_workload_item **item_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *item_of);
-    sp_bench benches[64];
-    memset(benches, 0, sizeof benches);
+    if (!tuned || !item_of) rc = cli_error("", sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
-    for (int d = 0; d < n && rc == CLI_OK && tuned && bench_of && item_of; d++) {
-        sp_bench *b = &benches[d];
-        if ((rc = cli_open_bench(cmd, ordinals[d], b))) break;
-        for (int k = 0; k < wl->n && rc == CLI_OK; k++) {
-            const sp_workload_item *w = &wl->items[k];
-            sp_template *t;
-            sp_problem p;
-            if ((rc = cli_load_template("", w->op, &t))) break;
-            o.budget.seconds = 0;
-            o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : sample;
-            if (total.evals > 0) o.budget.evals = total.evals / jobs > 0 ? total.evals / jobs : 1;
-            if (total.seconds > 0) {
-                struct timespec now;
-                clock_gettime(CLOCK_MONOTONIC, &now);
-                double left = total.seconds - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9);
-                o.budget.seconds = left > 0 ? left / (jobs - done) : 1e-3;
-            }
-            printf("[%s] %s %s (%s)\n", b->gpu.info.profile, w->op, w->problem, w->why);
-            fflush(stdout);
-            if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
-            else rc = cli_tune_problem("", b, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL, &tuned[done]);
-            bench_of[done] = d;
-            item_of[done++] = w;
-            sp_template_free(t);
+    for (int k = d; k < wl->n && rc == CLI_OK; k += n) {
+        const sp_workload_item *w = &wl->items[k];
+        sp_template *t;
+        sp_problem p;
+        if ((rc = cli_load_template("", w->op, &t))) break;
+        o.budget.seconds = 0;
+        o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : sample;
+        if (total.evals > 0) {
+            long long all = wl->n;
+            o.budget.evals = total.evals / all > 0 ? total.evals / all : 1;
         }
+        if (total.seconds > 0) {
+            struct timespec now;
+            clock_gettime(CLOCK_MONOTONIC, &now);
+            double left = total.seconds - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9);
+            o.budget.seconds = left > 0 ? left / (jobs - done) : 1e-3;
+        }
+        printf("[%s:%d] %s %s (%s)\n", gpu.info.profile, ordinal, w->op, w->problem, w->why);
+        fflush(stdout);
+        if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
+        else rc = cli_tune_problem("", &run, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL, &tuned[done]);
+        item_of[done++] = w;
+        sp_template_free(t);
     }
     printf("\n");
     cli_print_tuned_header();
     for (int i = 0; i < done; i++) {
-        char label[160];
-        snprintf(label, sizeof label, "%s", item_of[i]->problem);
-        cli_print_tuned(benches[bench_of[i]].gpu.info.profile, item_of[i]->op, label, &tuned[i]);
+        cli_print_tuned(gpu.info.profile, item_of[i]->op, item_of[i]->problem, &tuned[i]);
         /* a wrong result is a kernel bug; other failures are the tuner's business */
         if (rc == CLI_OK && (tuned[i].best < 0 || tuned[i].r.failed[SP_OUTCOME_WRONG_RESULT])) rc = CLI_FAIL;
         cli_tuned_free(&tuned[i]);
     }
-    for (int d = 0; d < n; d++) sp_bench_close(&benches[d]);
+    fflush(stdout);
     free(tuned);
-    free(bench_of);
     free(item_of);
     sp_db_close(db);
-    sp_cache_close(cache);
     return rc;
 }

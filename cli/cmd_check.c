@@ -40,7 +40,7 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
         printf("%s %s on %s: baseline %s %.4f ms (%.1f TFLOP/s)\n", sp_template_name(t), sum->problem,
                b->gpu.info.name, kase.ops->baseline_name, base.median_ms, sum->flops / base.median_ms * 1e-9);
     sp_env env;
-    sp_eval_env(b, &env);
+    sp_eval_env(&b->gpu, &env);
     int rc = CLI_OK;
     for (long long i = 0; i < cs->n; i++) {
         char *text = sp_config_format(t, &cs->v[i]);

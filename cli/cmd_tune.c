@@ -2,6 +2,8 @@
 #include "cli.h"
 #include "sp_cache.h"
 #include "sp_eval.h"
+#include "sp_measure.h"
+#include "sp_prebuild.h"
 #include "sp_status.h"
 #include "sp_tune.h"
 
@@ -11,27 +13,18 @@
 #include <unistd.h>
 
 typedef struct gpu_backend {
-    sp_case *kase;
-    sp_template *t;
-    sp_cache *cache;
+    sp_worker *worker;
     double baseline_ms;
-    int sticky;
 } gpu_backend;
 
+/* Through the measurement worker: a faulting or hanging variant is an outcome, and the worker
+ * that took it is replaced before the next one. */
 static sptune_status gpu_evaluate(void *ud, const sp_config *c, sp_eval *out)
 {
     gpu_backend *g = ud;
-    sptune_status st = sp_eval_variant(g->kase, g->t, c, g->cache, out);
-    if (st != SPTUNE_OK) return st;
-    out->timing.baseline_ms = g->baseline_ms;
-    if (out->sticky) {
-        g->sticky = 1;
-        /* recorded by the loop; the context is gone, so stop here and let a rerun resume */
-        return sp_fail(SPTUNE_ERR_CUDA, "the CUDA context is unusable after a failing variant (%s); "
-                                        "what was measured is recorded: run the same command again to resume",
-                       out->detail);
-    }
-    return SPTUNE_OK;
+    sptune_status st = sp_worker_evaluate(g->worker, c, out);
+    if (st == SPTUNE_OK) out->timing.baseline_ms = g->baseline_ms;
+    return st;
 }
 
 typedef struct progress_state { int tty, quiet; double last_print; } progress_state;
@@ -61,8 +54,9 @@ static void show_progress(const sp_tune_progress *p, void *ud)
 }
 
 /* The few fastest, timed again in alternating order over several rounds: one-run winners flip. */
-static sptune_status remeasure_top(gpu_backend *g, const sp_configs *space, sp_tune_result *r, sp_db *db,
-                                   const sp_env *env, double *winner_ms, long long *winner)
+static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_problem *p, const char *method_of_bench,
+                                   const sp_configs *space, sp_tune_result *r, sp_db *db, const sp_env *env,
+                                   double *winner_ms, long long *winner)
 {
     enum { ROUNDS = 3 };
     double ms[SP_TUNE_TOP][ROUNDS];
@@ -75,7 +69,7 @@ static sptune_status remeasure_top(gpu_backend *g, const sp_configs *space, sp_t
         }
     *winner = -1;
     *winner_ms = INFINITY;
-    char *key = db ? sp_problem_format(&g->kase->problem) : NULL;
+    char *key = db ? sp_problem_format(p) : NULL;
     for (int i = 0; i < r->ntop; i++) {
         double a = ms[i][0], b = ms[i][1], c = ms[i][2]; /* median of three */
         double med = a > b ? (b > c ? b : (a > c ? c : a)) : (a > c ? a : (b > c ? c : b));
@@ -84,15 +78,15 @@ static sptune_status remeasure_top(gpu_backend *g, const sp_configs *space, sp_t
             /* the re-measured median replaces the search's figure, saying how it was taken */
             sp_eval ev = last[i];
             char method[256];
-            snprintf(method, sizeof method, "%s;paired-remeasure=%d rounds over the top %d", g->kase->bench->method,
+            snprintf(method, sizeof method, "%s;paired-remeasure=%d rounds over the top %d", method_of_bench,
                      ROUNDS, r->ntop);
             ev.outcome = SP_OUTCOME_OK;
             ev.timing.method = method;
             ev.timing.median_ms = med;
             if (ev.timing.min_ms > med) ev.timing.min_ms = med;
             if (ev.timing.max_ms < med) ev.timing.max_ms = med;
-            char *text = sp_config_format(g->t, &space->v[r->top[i]]);
-            sptune_status st = text && key ? sp_tune_record(db, env, g->t, key, text, &ev, g->baseline_ms, NULL)
+            char *text = sp_config_format(t, &space->v[r->top[i]]);
+            sptune_status st = text && key ? sp_tune_record(db, env, t, key, text, &ev, g->baseline_ms, NULL)
                                            : sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
             free(text);
             if (st != SPTUNE_OK) { free(key); return st; }
@@ -103,55 +97,78 @@ static sptune_status remeasure_top(gpu_backend *g, const sp_configs *space, sp_t
     return SPTUNE_OK;
 }
 
-int cli_tune_problem(const char *cmd, sp_bench *b, sp_template *t, const sp_problem *p, sp_db *db,
+int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, const sp_problem *p, sp_db *db,
                      sp_cache *cache, const sp_tune_opts *opts, int quiet, cli_tuned *out)
 {
     sptune_status st;
     int rc = CLI_OK;
-    sp_case kase = {0};
+    sp_worker *worker = NULL;
+    sp_prebuild *pb = NULL;
     memset(out, 0, sizeof *out);
     out->best = -1;
     out->best_ms = INFINITY;
-    if ((rc = cli_collect_space(cmd, t, &b->gpu, p, &out->space))) return rc;
+    if ((rc = cli_collect_space(cmd, t, &g->gpu, p, &out->space))) return rc;
+    char *key = sp_problem_format(p);
+    if (!key) return cli_error(cmd, sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
     if (out->space.n == 0) {
-        char *key = sp_problem_format(p);
         fprintf(stderr, "sptune%s%s: %s has no valid configuration for %s at %s\n", *cmd ? " " : "", cmd,
-                sp_template_name(t), b->gpu.info.profile, key ? key : "?");
+                sp_template_name(t), g->gpu.info.profile, key);
         free(key);
         return CLI_FAIL;
     }
-    if ((st = sp_case_create(b, sp_template_name(t), p, &kase)) != SPTUNE_OK) return cli_error(cmd, st);
-    sp_timing base = {0};
-    if ((st = sp_case_time_baseline(&kase, &base)) != SPTUNE_OK) {
+    /* Builds ahead in parallel, then the worker that verifies and times (and the baseline). */
+    if (cache && g->jobs > 0 &&
+        (st = sp_prebuild_start(t, &g->gpu, p, &out->space, opts->strategy, opts->seed, opts->budget.evals, cache,
+                                g->jobs, &pb)) != SPTUNE_OK) {
         rc = cli_error(cmd, st);
         goto out;
     }
-    out->baseline_ms = base.median_ms;
+    sp_measure_spec spec;
+    memset(&spec, 0, sizeof spec);
+    snprintf(spec.op, sizeof spec.op, "%s", sp_template_name(t));
+    snprintf(spec.problem, sizeof spec.problem, "%s", key);
+    spec.ordinal = g->ordinal;
+    spec.runs = g->runs;
+    snprintf(spec.cache_dir, sizeof spec.cache_dir, "%s", cache ? sp_cache_dir(cache) : "");
+    sp_eval base;
+    if ((st = sp_measure_worker(g->exe, &spec, g->timeout_s, &worker)) != SPTUNE_OK ||
+        (st = sp_worker_baseline(worker, &base)) != SPTUNE_OK) {
+        rc = cli_error(cmd, st);
+        goto out;
+    }
+    char method[sizeof base.method];
+    snprintf(method, sizeof method, "%s", base.method);
+    out->baseline_ms = base.timing.median_ms;
     sp_env env;
-    sp_eval_env(b, &env);
-    gpu_backend gb = {&kase, t, cache, base.median_ms, 0};
+    sp_eval_env(&g->gpu, &env);
+    gpu_backend gb = {worker, out->baseline_ms};
     sp_tune_backend be = {&gb, gpu_evaluate};
     progress_state ps = {isatty(2), quiet, -1e9};
     sp_tune_opts o = *opts;
     o.db = db;
     o.env = &env;
-    o.baseline_ms = base.median_ms;
-    o.method = b->method;
+    o.baseline_ms = out->baseline_ms;
+    o.method = method;
     o.progress = show_progress;
     o.progress_ud = &ps;
     st = sp_tune_run(t, p, &out->space, &be, &o, &out->r);
     if (ps.tty && !ps.quiet) fputc('\n', stderr);
+    sp_prebuild_stop(pb); /* what is left is not going to be measured */
+    pb = NULL;
     if (st != SPTUNE_OK) { rc = cli_error(cmd, st); goto out; }
     out->best = out->r.best_index;
     out->best_ms = out->r.best_ms;
-    if (out->r.ntop > 1 &&
-        (st = remeasure_top(&gb, &out->space, &out->r, db, &env, &out->best_ms, &out->best)) != SPTUNE_OK) {
+    if (out->r.ntop > 1 && (st = remeasure_top(&gb, t, p, method, &out->space, &out->r, db, &env, &out->best_ms,
+                                               &out->best)) != SPTUNE_OK) {
         rc = cli_error(cmd, st);
         goto out;
     }
     if (out->best >= 0) out->best_text = sp_config_format(t, &out->space.v[out->best]);
 out:
-    sp_case_destroy(&kase);
+    sp_prebuild_stop(pb);
+    if (worker) out->restarts = sp_worker_restarts(worker);
+    sp_worker_destroy(worker);
+    free(key);
     return rc;
 }
 
@@ -179,9 +196,8 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
         return cli_usage_error(cmd->name, "unknown strategy '%s' (exhaustive, random, descent)", strategy);
     if (!sp_budget_parse(cli_get(cmd, "budget"), &o.budget))
         return cli_usage_error(cmd->name, "bad --budget '%s' (examples: 15m, 90s, 2h, 300evals)", cli_get(cmd, "budget"));
-    long long seed = cli_int(cmd, "seed", 1), runs = cli_int(cmd, "runs", 0);
-    if (seed < 0 || runs < 0) return CLI_USAGE;
-    if (runs > 100000) return cli_usage_error(cmd->name, "--runs %lld is more than 100000", runs);
+    long long seed = cli_int(cmd, "seed", 1);
+    if (seed < 0) return CLI_USAGE;
     if (cli_get(cmd, "resume") && cli_get(cmd, "no-resume"))
         return cli_usage_error(cmd->name, "--resume and --no-resume contradict each other");
     if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
@@ -197,19 +213,20 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     sp_problem prob;
     sp_db *db = NULL;
     sp_cache *cache = NULL;
-    sp_bench b = {0};
+    cli_gpu_run run;
     cli_tuned tu = {0};
     sptune_status st;
     if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    if ((rc = cli_open_measurement(cmd, pos[0], &gpu, ordinal, &db, &cache, &b))) goto out;
+    if ((rc = cli_open_measurement(cmd, pos[0], &gpu, ordinal, &db, &cache, NULL))) goto out;
+    if ((rc = cli_gpu_run_opts(cmd, &gpu, ordinal, &run))) goto out;
     int quiet = cli_get(cmd, "quiet") != NULL || cli_get(cmd, "json") != NULL;
-    if ((rc = cli_tune_problem(cmd->name, &b, t, &prob, db, cache, &o, quiet, &tu))) goto out;
+    if ((rc = cli_tune_problem(cmd->name, &run, t, &prob, db, cache, &o, quiet, &tu))) goto out;
     long long failed = cli_tuned_failed(&tu);
     char *key = sp_problem_format(&prob);
     if (cli_get(cmd, "json")) {
         printf("{\"op\":\"%s\",\"problem\":\"%s\",\"gpu\":\"%s\",\"strategy\":\"%s\",\"space\":%lld,\"measured\":%lld,"
                "\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s,\"baseline_ms\":%.6f,",
-               pos[0], key ? key : "", b.gpu.info.profile, sp_search_name(o.strategy), tu.space.n, tu.r.measured,
+               pos[0], key ? key : "", gpu.info.profile, sp_search_name(o.strategy), tu.space.n, tu.r.measured,
                tu.r.resumed, failed, tu.r.stopped_by_budget ? "true" : "false", tu.baseline_ms);
         if (tu.best_text)
             printf("\"best\":{\"config\":\"%s\",\"median_ms\":%.6f,\"speedup\":%.4f},", tu.best_text, tu.best_ms,
@@ -221,7 +238,7 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
         printf("}}\n");
     } else {
         cli_print_tuned_header();
-        cli_print_tuned(b.gpu.info.profile, pos[0], key ? key : "?", &tu);
+        cli_print_tuned(gpu.info.profile, pos[0], key ? key : "?", &tu);
         printf("%lld of %lld configurations (%s): %lld measured, %lld from the database, %lld failed%s\n",
                tu.r.measured + tu.r.resumed, tu.space.n, sp_search_name(o.strategy), tu.r.measured, tu.r.resumed,
                failed, tu.r.stopped_by_budget ? "; stopped by the budget" : "");
@@ -230,7 +247,6 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     rc = tu.best >= 0 ? CLI_OK : CLI_FAIL;
 out:
     cli_tuned_free(&tu);
-    sp_bench_close(&b);
     sp_cache_close(cache);
     sp_db_close(db);
     sp_template_free(t);

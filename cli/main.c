@@ -1,5 +1,6 @@
 /* sptune: the command line, a thin layer over libsptune. */
 #include "cli.h"
+#include "sp_measure.h"
 
 #include <string.h>
 
@@ -50,6 +51,8 @@ static cli_opt tune_opts[] = {
     {"seed", "S", "seed of the strategy (default 1)", NULL},
     {"resume", NULL, "take results already recorded from the database (the default)", NULL},
     {"no-resume", NULL, "measure everything again", NULL},
+    {"timeout", "SECONDS", "longest one variant may take (compile, verify, time) before its worker is killed (default 120)", NULL},
+    {"jobs", "N", "parallel compilers building variants ahead of measurement (default: CPUs less one; 0: none)", NULL},
     {"runs", "N", "timed runs per variant (default: 20..200, until 200 ms)", NULL},
     {"db", "PATH", "record results here (default: $SPTUNE_DB or the XDG data folder)", NULL},
     {"no-db", NULL, "record nothing (and resume nothing)", NULL},
@@ -68,6 +71,8 @@ static cli_opt auto_opts[] = {
     {"workload", "FILE", "problems to tune instead of the built-in list (lines: OP PROBLEM [note])", NULL},
     {"shard", "I/N", "tune only problems I, I+N, I+2N, ... of the list (for N machines)", NULL},
     {"seed", "S", "seed of the variant choice (default 1)", NULL},
+    {"timeout", "SECONDS", "longest one variant may take (compile, verify, time) before its worker is killed (default 120)", NULL},
+    {"jobs", "N", "parallel compilers building variants ahead of measurement (default: CPUs less one; 0: none)", NULL},
     {"runs", "N", "timed runs per variant (default: 20..200, until 200 ms)", NULL},
     {"db", "PATH", "record results here (default: $SPTUNE_DB or the XDG data folder)", NULL},
     {"no-db", NULL, "record nothing", NULL},
@@ -91,6 +96,8 @@ static cli_cmd commands[] = {
     {"tune", "OP", "Search the valid space of OP for one problem on this machine's GPU within a budget, "
                    "recording every result; rerunning the same command resumes.",
      "Every variant is verified before it is timed; failures are recorded with their outcome and never win.\n"
+     "Variants run in a worker process: one that faults or hangs (--timeout) is recorded and its worker\n"
+     "replaced. Variants are compiled ahead in parallel (--jobs) while others are measured.\n"
      "The fastest few are re-measured in alternating order before the winner is printed.\n"
      "Exits 3 when the GPU is not present, 1 when no variant passed.", 1, 1, tune_opts, cmd_tune},
     {"db", "ACTION [FILE]", "Tuning databases: info; export [FILE|-] (reviewable text); import FILE|-; merge OTHER.db.",
@@ -141,6 +148,8 @@ int main(int argc, char **argv)
         return CLI_OK;
     }
     if (strncmp(a, "--", 2) == 0) return run(&main_job, argc - 1, argv + 1);
+    /* Internal: the measurement worker that tune and the main job start (tuner/sp_measure.h). */
+    if (strcmp(a, "__worker") == 0) return sp_measure_main(argc - 2, argv + 2);
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         if (strcmp(a, commands[i].name) == 0) return run(&commands[i], argc - 2, argv + 2);
     fprintf(stderr, "sptune: unknown command '%s' (see 'sptune --help')\n", a);

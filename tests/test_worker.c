@@ -50,8 +50,24 @@ static sptune_status task_eval(void *ud, const sp_config *c, sp_eval *e)
     return SPTUNE_OK;
 }
 
-int main(void)
+static sptune_status task_baseline(void *ud, sp_eval *e)
 {
+    (void)ud;
+    memset(e, 0, sizeof *e);
+    e->outcome = SP_OUTCOME_OK;
+    e->timing.median_ms = e->timing.baseline_ms = 0.5;
+    e->timing.method = "simulated baseline";
+    return SPTUNE_OK;
+}
+
+int main(int argc, char **argv)
+{
+    /* Executed as a worker by the exec-mode test below. */
+    if (argc == 2 && strcmp(argv[1], "--serve") == 0) {
+        task_state ts = {0, 0};
+        sp_worker_task task = {&ts, task_init, task_eval, task_baseline, NULL};
+        return sp_worker_serve(&task, SP_WORKER_FD_IN, SP_WORKER_FD_OUT);
+    }
     sp_template *t = NULL;
     sp_gpu_profile gpu;
     sp_configs space;
@@ -76,7 +92,7 @@ int main(void)
     CHECK(want[1] > 0 && want[2] > 0 && want[3] > 0);
 
     task_state ts = {0, 0};
-    sp_worker_task task = {&ts, task_init, task_eval};
+    sp_worker_task task = {&ts, task_init, task_eval, task_baseline, NULL};
     sp_worker *w = NULL;
     CHECK_ST(sp_worker_create(&task, 0.3, &w), SPTUNE_OK);
     sp_tune_backend be = sp_worker_backend(w);
@@ -109,11 +125,44 @@ int main(void)
             CHECK(e.outcome == SP_OUTCOME_OK && e.timing.method && strcmp(e.timing.method, "simulated in a worker") == 0);
             break;
         }
+    /* The baseline is served by the same worker. */
+    CHECK_ST(sp_worker_baseline(w, &e), SPTUNE_OK);
+    CHECK(e.outcome == SP_OUTCOME_OK && e.timing.median_ms == 0.5 && strcmp(e.timing.method, "simulated baseline") == 0);
     sp_worker_destroy(w);
+
+    /* Executed workers (this program again, as the CLI does with `sptune __worker`): the same
+     * outcomes, over the fixed descriptors, and a lost worker is executed afresh. */
+    char self[4096];
+    ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    CHECK(len > 0);
+    if (len > 0) {
+        self[len] = 0;
+        char *args[] = {self, "--serve", NULL};
+        sp_worker_task exec_task = {NULL, NULL, task_eval, NULL, args};
+        CHECK_ST(sp_worker_create(&exec_task, 2.0, &w), SPTUNE_OK);
+        CHECK_ST(sp_worker_baseline(w, &e), SPTUNE_OK);
+        CHECK(e.timing.median_ms == 0.5);
+        int seen[4] = {0, 0, 0, 0};
+        for (long long i = 0; i < pick.n; i++) {
+            int k = kind(&pick.v[i]);
+            if (seen[k] || k == 2) continue; /* one of each; hangs were covered above */
+            seen[k] = 1;
+            CHECK_ST(sp_worker_evaluate(w, &pick.v[i], &e), SPTUNE_OK);
+            CHECK_MSG(e.outcome == (k == 0 ? SP_OUTCOME_OK : SP_OUTCOME_LAUNCH_FAILED), "kind %d: outcome %d (%s)", k,
+                      (int)e.outcome, e.detail);
+        }
+        CHECK(seen[0] && seen[1]);
+        CHECK(sp_worker_restarts(w) >= 1);
+        sp_worker_destroy(w);
+        /* A program that cannot be executed is refused up front. */
+        char *missing[] = {"/nonexistent/sptune", "__worker", NULL};
+        sp_worker_task gone = {NULL, NULL, task_eval, NULL, missing};
+        CHECK_ST(sp_worker_create(&gone, 1.0, &w), SPTUNE_ERR_NOT_FOUND);
+    }
 
     /* A worker that cannot initialise is an error of the run, reported with its message. */
     task_state bad = {0, 1};
-    sp_worker_task bad_task = {&bad, task_init, task_eval};
+    sp_worker_task bad_task = {&bad, task_init, task_eval, NULL, NULL};
     CHECK_ST(sp_worker_create(&bad_task, 1.0, &w), SPTUNE_OK);
     sptune_status st = sp_worker_evaluate(w, &pick.v[0], &e);
     CHECK(st == SPTUNE_ERR_NO_GPU && strstr(sptune_last_error(), "no device in the worker") != NULL);

@@ -95,17 +95,17 @@ sptune_status sp_variant_build(sp_template *t, const sp_config *c, const sp_gpu_
     return st;
 }
 
-void sp_eval_env(const sp_bench *b, sp_env *env)
+void sp_eval_env(const sp_gpu_profile *gpu, sp_env *env)
 {
     static _Thread_local char driver[32], nvrtc[32];
     if (sptune_driver_version(driver, sizeof driver) != SPTUNE_OK) snprintf(driver, sizeof driver, "unknown");
     if (sptune_nvrtc_version(nvrtc, sizeof nvrtc) != SPTUNE_OK) snprintf(nvrtc, sizeof nvrtc, "unknown");
     memset(env, 0, sizeof *env);
-    env->gpu_name = b->gpu.info.name;
-    env->gpu_profile = b->gpu.info.profile;
-    env->cc_major = b->gpu.info.cc_major;
-    env->cc_minor = b->gpu.info.cc_minor;
-    env->sm_count = b->gpu.info.sm_count;
+    env->gpu_name = gpu->info.name;
+    env->gpu_profile = gpu->info.profile;
+    env->cc_major = gpu->info.cc_major;
+    env->cc_minor = gpu->info.cc_minor;
+    env->sm_count = gpu->info.sm_count;
     env->driver_version = driver;
     env->nvrtc_version = nvrtc;
     env->sptune_version = sptune_version();

@@ -27,8 +27,8 @@ sptune_status sp_variant_build(sp_template *t, const sp_config *c, const sp_gpu_
 /* Evaluates configuration c of template t on case cs (whose bench gives GPU and stream). */
 sptune_status sp_eval_variant(sp_case *cs, sp_template *t, const sp_config *c, sp_cache *cache, sp_eval *out);
 
-/* The environment row for results measured on bench b (strings point into static storage of
+/* The environment row for results measured on gpu (strings point into static storage of
  * this call's thread; valid until the next call). */
-void sp_eval_env(const sp_bench *b, sp_env *env);
+void sp_eval_env(const sp_gpu_profile *gpu, sp_env *env);
 
 #endif

@@ -2,6 +2,7 @@
 #include "sp_status.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 struct sp_worker {
     sp_worker_task task;
     double timeout_s;
+    char **argv;        /* the task's argv, copied */
     pid_t pid;          /* 0: no child running */
     int to_child, from_child;
     long long restarts;
@@ -65,18 +67,28 @@ static int read_all(int fd, void *buf, size_t n, double deadline)
     return 0;
 }
 
-static void child_loop(const sp_worker_task *task, int in, int out)
+typedef struct request {
+    int kind;           /* REQ_EVAL or REQ_BASELINE */
+    sp_config config;
+} request;
+enum { REQ_EVAL = 1, REQ_BASELINE = 2 };
+
+int sp_worker_serve(const sp_worker_task *task, int in, int out)
 {
     int ready = 0;
-    sp_config c;
+    request q;
     reply *r = malloc(sizeof *r);
-    if (!r) _exit(3);
-    while (read_all(in, &c, sizeof c, 0) == 0) {
+    if (!r) return 3;
+    while (read_all(in, &q, sizeof q, 0) == 0) {
         memset(r, 0, sizeof *r);
         sptune_status st = SPTUNE_OK;
         if (!ready && task->init && (st = task->init(task->ud)) == SPTUNE_OK) ready = 1;
         if (!task->init) ready = 1;
-        if (st == SPTUNE_OK) st = task->evaluate(task->ud, &c, &r->eval);
+        if (st == SPTUNE_OK) {
+            if (q.kind == REQ_EVAL) st = task->evaluate(task->ud, &q.config, &r->eval);
+            else if (q.kind == REQ_BASELINE && task->baseline) st = task->baseline(task->ud, &r->eval);
+            else st = sp_fail(SPTUNE_ERR_INVALID, "worker: unknown request %d", q.kind);
+        }
         r->status = (int)st;
         if (st != SPTUNE_OK) snprintf(r->message, sizeof r->message, "%s", sptune_last_error());
         if (r->eval.timing.method && r->eval.timing.method != r->eval.method)
@@ -85,7 +97,21 @@ static void child_loop(const sp_worker_task *task, int in, int out)
         if (write_all(out, r, sizeof *r) != 0) break;
     }
     free(r);
-    _exit(0);
+    return 0;
+}
+
+/* In the forked child: pipe ends moved to the fixed descriptors, then the program executed. */
+static void exec_child(char *const *argv, int in, int out)
+{
+    /* Above the fixed numbers first, so that moving one cannot close the other. */
+    int a = fcntl(in, F_DUPFD, 10), b = fcntl(out, F_DUPFD, 10);
+    if (a < 0 || b < 0 || dup2(a, SP_WORKER_FD_IN) < 0 || dup2(b, SP_WORKER_FD_OUT) < 0) _exit(126);
+    close(a);
+    close(b);
+    if (in != SP_WORKER_FD_IN && in != SP_WORKER_FD_OUT) close(in);
+    if (out != SP_WORKER_FD_IN && out != SP_WORKER_FD_OUT) close(out);
+    execv(argv[0], argv);
+    _exit(127);
 }
 
 static void stop_child(sp_worker *w, int kill_it)
@@ -116,7 +142,8 @@ static sptune_status start_child(sp_worker *w)
     if (pid == 0) {
         close(down[1]);
         close(up[0]);
-        child_loop(&w->task, down[0], up[1]);
+        if (w->task.argv) exec_child(w->task.argv, down[0], up[1]);
+        _exit(sp_worker_serve(&w->task, down[0], up[1]));
     }
     close(down[0]);
     close(up[1]);
@@ -129,19 +156,37 @@ static sptune_status start_child(sp_worker *w)
 sptune_status sp_worker_create(const sp_worker_task *task, double timeout_s, sp_worker **out)
 {
     if (!task || !task->evaluate || !(timeout_s > 0)) return sp_fail(SPTUNE_ERR_INVALID, "worker: bad task or timeout");
+    if (task->argv && (!task->argv[0] || access(task->argv[0], X_OK) != 0))
+        return sp_fail(SPTUNE_ERR_NOT_FOUND, "worker: cannot execute '%s'", task->argv[0] ? task->argv[0] : "(null)");
     sp_worker *w = calloc(1, sizeof *w);
     if (!w) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     w->task = *task;
     w->timeout_s = timeout_s;
+    if (task->argv) {
+        int n = 0;
+        while (task->argv[n]) n++;
+        w->argv = calloc((size_t)n + 1, sizeof *w->argv);
+        for (int i = 0; w->argv && i < n; i++)
+            if (!(w->argv[i] = strdup(task->argv[i]))) { n = i; break; }
+        if (!w->argv || !w->argv[n - 1]) {
+            w->task.argv = w->argv;
+            sp_worker_destroy(w);
+            return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+        }
+        w->task.argv = w->argv;
+    }
     /* A child that died must not kill the parent through a write to its pipe. */
     signal(SIGPIPE, SIG_IGN);
     *out = w;
     return SPTUNE_OK;
 }
 
-sptune_status sp_worker_evaluate(sp_worker *w, const sp_config *c, sp_eval *out)
+/* Sends request q and waits for its reply. A reply is copied to out; a child that died or
+ * hung is an outcome in out (*lost set) and the next request gets a fresh child. */
+static sptune_status exchange(sp_worker *w, const request *q, sp_eval *out, int *lost)
 {
     sptune_status st;
+    *lost = 0;
     if (!w->pid && (st = start_child(w)) != SPTUNE_OK) return st;
     memset(out, 0, sizeof *out);
     out->timing.baseline_ms = -1;
@@ -151,11 +196,11 @@ sptune_status sp_worker_evaluate(sp_worker *w, const sp_config *c, sp_eval *out)
     double deadline = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + w->timeout_s;
     reply *r = malloc(sizeof *r);
     if (!r) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
-    if (write_all(w->to_child, c, sizeof *c) != 0) {
-        /* The child went away between two configurations: not this one's fault; a fresh one. */
+    if (write_all(w->to_child, q, sizeof *q) != 0) {
+        /* The child went away between two requests: not this one's fault; a fresh one. */
         stop_child(w, 1);
         w->restarts++;
-        if ((st = start_child(w)) != SPTUNE_OK || write_all(w->to_child, c, sizeof *c) != 0) {
+        if ((st = start_child(w)) != SPTUNE_OK || write_all(w->to_child, q, sizeof *q) != 0) {
             free(r);
             return st != SPTUNE_OK ? st : sp_fail(SPTUNE_ERR_IO, "worker: cannot reach a fresh worker process");
         }
@@ -179,13 +224,14 @@ sptune_status sp_worker_evaluate(sp_worker *w, const sp_config *c, sp_eval *out)
         return SPTUNE_OK;
     }
     free(r);
+    *lost = 1;
     pid_t pid = w->pid;
     int status = 0, reaped = 0;
     if (rc == -2) {
         out->outcome = SP_OUTCOME_TIMED_OUT;
         snprintf(out->detail, sizeof out->detail, "no result within %.1f s: the worker was killed", w->timeout_s);
     } else {
-        /* EOF: the child died on this configuration. */
+        /* EOF: the child died on this request. */
         close(w->to_child);
         close(w->from_child);
         while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
@@ -195,11 +241,33 @@ sptune_status sp_worker_evaluate(sp_worker *w, const sp_config *c, sp_eval *out)
         if (WIFSIGNALED(status))
             snprintf(out->detail, sizeof out->detail, "the worker died: signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
         else
-            snprintf(out->detail, sizeof out->detail, "the worker exited with status %d", WEXITSTATUS(status));
+            snprintf(out->detail, sizeof out->detail, "the worker exited with status %d%s", WEXITSTATUS(status),
+                     WEXITSTATUS(status) == 127 ? " (it could not be executed)" : "");
     }
     if (!reaped) stop_child(w, 1);
     w->restarts++;
     return SPTUNE_OK;
+}
+
+sptune_status sp_worker_evaluate(sp_worker *w, const sp_config *c, sp_eval *out)
+{
+    request q;
+    memset(&q, 0, sizeof q);
+    q.kind = REQ_EVAL;
+    q.config = *c;
+    int lost;
+    return exchange(w, &q, out, &lost);
+}
+
+sptune_status sp_worker_baseline(sp_worker *w, sp_eval *out)
+{
+    request q;
+    memset(&q, 0, sizeof q);
+    q.kind = REQ_BASELINE;
+    int lost;
+    sptune_status st = exchange(w, &q, out, &lost);
+    if (st == SPTUNE_OK && lost) return sp_fail(SPTUNE_ERR_CUDA, "the baseline's worker failed: %s", out->detail);
+    return st;
 }
 
 long long sp_worker_restarts(const sp_worker *w) { return w->restarts; }
@@ -208,6 +276,8 @@ void sp_worker_destroy(sp_worker *w)
 {
     if (!w) return;
     stop_child(w, 0); /* closing its input ends its loop */
+    for (int i = 0; w->argv && w->argv[i]; i++) free(w->argv[i]);
+    free(w->argv);
     free(w);
 }
 

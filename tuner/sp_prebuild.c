@@ -1,0 +1,90 @@
+#include "sp_prebuild.h"
+#include "sp_eval.h"
+#include "sp_status.h"
+
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+struct sp_prebuild {
+    int n;
+    pid_t pids[32];
+};
+
+int sp_prebuild_default_jobs(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN) - 1;
+    return n < 1 ? 1 : n > 32 ? 32 : (int)n;
+}
+
+/* The order the strategy would propose in, without results (exactly the order for exhaustive
+ * and random; for descent its opening moves: the default and its neighbours, then the rest). */
+static sptune_status proposal_order(const sp_template *t, const sp_configs *space, sp_search_kind kind,
+                                    unsigned long long seed, long long limit, long long **order, long long *n)
+{
+    sp_search *s;
+    sptune_status st = sp_search_create(kind, t, space, seed, &s);
+    if (st != SPTUNE_OK) return st;
+    long long cap = limit > 0 && limit < space->n ? limit : space->n, i, k = 0;
+    *order = malloc((size_t)(cap > 0 ? cap : 1) * sizeof **order);
+    if (!*order) { sp_search_free(s); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
+    while (k < cap && sp_search_next(s, &i)) {
+        /* The first as if it passed (descent then turns to its neighbours), the rest as if they
+         * failed (descent then restarts at random): no results are known yet. */
+        sp_search_report(s, i, k == 0, 1.0);
+        (*order)[k++] = i;
+    }
+    sp_search_free(s);
+    *n = k;
+    return SPTUNE_OK;
+}
+
+sptune_status sp_prebuild_start(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
+                                const sp_configs *space, sp_search_kind kind, unsigned long long seed,
+                                long long limit, sp_cache *cache, int jobs, sp_prebuild **out)
+{
+    *out = NULL;
+    if (!cache) return sp_fail(SPTUNE_ERR_INVALID, "prebuild: needs the kernel cache");
+    long long *order = NULL, n = 0;
+    sptune_status st = proposal_order(t, space, kind, seed, limit, &order, &n);
+    if (st != SPTUNE_OK) return st;
+    sp_prebuild *pb = calloc(1, sizeof *pb);
+    if (!pb) { free(order); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
+    if (jobs > 32) jobs = 32;
+    if (jobs > n) jobs = (int)n;
+    fflush(NULL);
+    for (int j = 0; j < jobs; j++) {
+        pid_t pid = fork();
+        if (pid < 0) break; /* fewer builders; the worker compiles the rest */
+        if (pid == 0) {
+            /* Builder j takes every jobs-th configuration, so that all start near the front. */
+            for (long long k = j; k < n; k += jobs) {
+                sp_kernel_src src;
+                sp_cubin cub;
+                if (sp_variant_build(t, &space->v[order[k]], gpu, p, cache, &src, &cub) == SPTUNE_OK)
+                    sp_kernel_src_free(&src);
+                sp_cubin_free(&cub);
+            }
+            _exit(0); /* no atexit handlers: the parent's database and files are its own */
+        }
+        pb->pids[pb->n++] = pid;
+    }
+    free(order);
+    *out = pb;
+    return SPTUNE_OK;
+}
+
+void sp_prebuild_stop(sp_prebuild *pb)
+{
+    if (!pb) return;
+    for (int j = 0; j < pb->n; j++) kill(pb->pids[j], SIGKILL);
+    for (int j = 0; j < pb->n; j++) {
+        int st;
+        while (waitpid(pb->pids[j], &st, 0) < 0 && errno == EINTR) {}
+    }
+    free(pb);
+}
