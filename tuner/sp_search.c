@@ -194,6 +194,11 @@ static int descent_next(sp_search *s, long long *index)
     }
 }
 
+void sp_search_start_at(sp_search *s, long long start)
+{
+    if (s->kind == SP_SEARCH_DESCENT && !s->started && start >= 0 && start < s->space->n) s->start = start;
+}
+
 int sp_search_next(sp_search *s, long long *index)
 {
     if (s->kind == SP_SEARCH_DESCENT) return descent_next(s, index);

@@ -23,6 +23,9 @@ const char *sp_search_name(sp_search_kind kind);
 /* space must outlive the search. */
 sptune_status sp_search_create(sp_search_kind kind, const sp_template *t, const sp_configs *space,
                                unsigned long long seed, sp_search **out);
+/* Descent only, before the first proposal: start at space index `start` instead of the default
+ * (to study the strategy from other starting points; other strategies ignore it). */
+void sp_search_start_at(sp_search *s, long long start);
 /* 1 and *index set when there is a next configuration; 0 when the strategy has nothing left. */
 int sp_search_next(sp_search *s, long long *index);
 /* The result of a proposed configuration: ok with its time, or a failure. */

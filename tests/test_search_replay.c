@@ -1,0 +1,127 @@
+/* Search quality on real measurements: the strategies replayed over an exhaustive run of the gemm
+ * space on an H200 (bench/data/gemm-4096-h200.tsv, every valid configuration timed). Each
+ * strategy gets 25 % of the exhaustive evaluations and must end within 3 % of the exhaustive
+ * best. Descent is also started from random configurations, not only from the template's default
+ * (which happens to be near the best here): that is what a new GPU or shape looks like. */
+#include "sp_search.h"
+#include "sp_space.h"
+#include "sp_status.h"
+#include "sp_test.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct landscape {
+    const sp_configs *space;
+    double *ms; /* per index: recorded median, INFINITY failed, NAN missing */
+} landscape;
+
+static int load(const char *path, sp_template *t, const sp_configs *space, landscape *L)
+{
+    FILE *f = fopen(path, "r");
+    L->space = space;
+    L->ms = malloc((size_t)(space->n > 0 ? space->n : 1) * sizeof *L->ms);
+    if (!f || !L->ms) { if (f) fclose(f); return 0; }
+    for (long long i = 0; i < space->n; i++) L->ms[i] = NAN;
+    char line[1024];
+    int rows = 0;
+    while (fgets(line, sizeof line, f)) {
+        if (line[0] == '#') continue;
+        char *cfg = strtok(line, "\t"), *outcome = strtok(NULL, "\t"), *ms = strtok(NULL, "\t\n");
+        if (!cfg || !outcome || !ms) continue;
+        sp_config c;
+        if (sp_config_parse(t, cfg, &c) != SPTUNE_OK) continue;
+        for (long long i = 0; i < space->n; i++)
+            if (memcmp(space->v[i].idx, c.idx, sizeof c.idx[0] * (size_t)c.nparams) == 0) {
+                L->ms[i] = strcmp(outcome, "ok") == 0 ? atof(ms) : INFINITY;
+                rows++;
+                break;
+            }
+    }
+    fclose(f);
+    return rows;
+}
+
+/* Best time found by strategy kind (descent from `start`, -1: the default) within `evals`. */
+static double replay(const landscape *L, const sp_template *t, sp_search_kind kind, unsigned long long seed,
+                     long long start, long long evals, double target, long long *reached)
+{
+    *reached = evals + 1;
+    sp_search *s;
+    if (sp_search_create(kind, t, L->space, seed, &s) != SPTUNE_OK) return INFINITY;
+    if (start >= 0) sp_search_start_at(s, start);
+    double best = INFINITY;
+    long long i;
+    for (long long k = 0; k < evals && sp_search_next(s, &i); k++) {
+        double ms = L->ms[i];
+        int ok = isfinite(ms);
+        if (ok && ms < best) best = ms;
+        if (best <= target && *reached > evals) *reached = k + 1;
+        sp_search_report(s, i, ok, ok ? ms : 0);
+    }
+    sp_search_free(s);
+    return best;
+}
+
+static int cmp_ll(const void *a, const void *b)
+{
+    long long x = *(const long long *)a, y = *(const long long *)b;
+    return x < y ? -1 : x > y;
+}
+
+int main(void)
+{
+    const char *path = getenv("SPTUNE_SEARCH_DATA");
+    sp_template *t = NULL;
+    sp_gpu_profile gpu;
+    sp_configs space;
+    CHECK(path != NULL);
+    CHECK_ST(sp_template_load("gemm", &t), SPTUNE_OK);
+    CHECK_ST(sp_gpu_profile_named("h200", &gpu), SPTUNE_OK);
+    if (!t || !path) return sp_test_done("test_search_replay");
+    CHECK_ST(sp_space_collect(t, &gpu, NULL, &space), SPTUNE_OK);
+    landscape L = {&space, NULL};
+    int rows = load(path, t, &space, &L);
+    /* The data must cover the space the template has now; a template change that makes it
+     * stale is caught here (measure again: bench/RESULTS.md says how). */
+    CHECK_MSG(rows == space.n, "%d recorded rows for %lld configurations in %s", rows, space.n, path);
+    double best = INFINITY;
+    long long near = 0;
+    for (long long i = 0; i < space.n; i++) if (L.ms[i] < best) best = L.ms[i];
+    for (long long i = 0; i < space.n; i++) near += L.ms[i] <= best * 1.03;
+    long long evals = space.n / 4;
+    printf("  %lld configurations, best %.4f ms, %lld within 3 %%; budget %lld evaluations (25 %%)\n", space.n, best,
+           near, evals);
+
+    enum { SEEDS = 100 };
+    const struct { const char *name; sp_search_kind kind; int random_start; } runs[] = {
+        {"descent from the default", SP_SEARCH_DESCENT, 0},
+        {"descent from random starts", SP_SEARCH_DESCENT, 1},
+        {"random", SP_SEARCH_RANDOM, 0},
+    };
+    int within[3] = {0, 0, 0};
+    for (int r = 0; r < 3; r++) {
+        double worst = 0;
+        long long need[SEEDS];
+        for (unsigned long long seed = 1; seed <= SEEDS; seed++) {
+            long long start = runs[r].random_start ? (long long)((seed * 0x9e3779b97f4a7c15ull >> 11) % (unsigned long long)space.n) : -1;
+            double got = replay(&L, t, runs[r].kind, seed, start, evals, best * 1.03, &need[seed - 1]);
+            within[r] += got <= best * 1.03;
+            if (got / best > worst) worst = got / best;
+        }
+        qsort(need, SEEDS, sizeof need[0], cmp_ll);
+        printf("  %-28s within 3 %% in %3d of %d seeds; worst %.3fx the best; evaluations to get there: "
+               "median %lld, 90th percentile %lld\n", runs[r].name, within[r], SEEDS, worst, need[SEEDS / 2],
+               need[SEEDS * 9 / 10]);
+    }
+    /* The claim of bench/RESULTS.md: descent reaches 3 % with a quarter of the evaluations,
+     * whatever it starts from; random sampling does not, on this needle-shaped landscape. */
+    CHECK_MSG(within[0] == SEEDS, "descent from the default: %d of %d", within[0], SEEDS);
+    CHECK_MSG(within[1] >= SEEDS * 95 / 100, "descent from random starts: %d of %d", within[1], SEEDS);
+    free(L.ms);
+    sp_configs_free(&space);
+    sp_template_free(t);
+    return sp_test_done("test_search_replay");
+}
