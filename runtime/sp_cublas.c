@@ -14,6 +14,7 @@ struct sp_cublas {
     __typeof__(cublasDestroy_v2) *Destroy;
     __typeof__(cublasSetStream_v2) *SetStream;
     __typeof__(cublasGemmEx) *GemmEx;
+    __typeof__(cublasSgemm_v2) *Sgemm;
     __typeof__(cublasGetVersion_v2) *GetVersion;
 };
 
@@ -41,6 +42,7 @@ sptune_status sp_cublas_create(sp_cublas **out)
     SYM(Destroy, "cublasDestroy_v2");
     SYM(SetStream, "cublasSetStream_v2");
     SYM(GemmEx, "cublasGemmEx");
+    SYM(Sgemm, "cublasSgemm_v2");
     SYM(GetVersion, "cublasGetVersion_v2");
 #undef SYM
     sptune_status st = check(h->Create(&h->handle), "cublasCreate");
@@ -89,6 +91,14 @@ sptune_status sp_cublas_gemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A
                                 CUdeviceptr C, int c_fp32)
 {
     return gemm(h, M, N, K, A, B, 0, C, c_fp32);
+}
+
+sptune_status sp_cublas_sgemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C)
+{
+    const float one = 1.0f, zero = 0.0f;
+    return check(h->Sgemm(h->handle, CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one, (const float *)B, N, (const float *)A, K,
+                          &zero, (float *)C, N),
+                 "cublasSgemm");
 }
 
 const char *sp_cublas_version(sp_cublas *h) { return h->version; }

@@ -20,6 +20,8 @@ sptune_status sp_cublas_gemm_nt(sp_cublas *h, int M, int N, int K, CUdeviceptr A
 /* Row-major C[M,N] = A[M,K] * B[K,N] (both plain row-major), bf16 in, fp32 accumulation. */
 sptune_status sp_cublas_gemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
                                 CUdeviceptr C, int c_fp32);
+/* Row-major C[M,N] = A[M,K] * B[K,N], all fp32 (references whose inputs are not bf16). */
+sptune_status sp_cublas_sgemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C);
 /* "13.0.x" */
 const char *sp_cublas_version(sp_cublas *h);
 

@@ -11,17 +11,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct op_cases { const char *op; const char *shapes[4]; } op_cases;
+typedef struct op_cases { const char *op; const char *shapes[6]; } op_cases;
 
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
- * the paper's shape at ~40 nonzeros per row. twell-t2d: the same kinds of shape, row 0 dense over
- * two tiles (always some overflow into the pool), D % 8 != 0 (element-wise gathers). */
+ * the paper's shape at ~40 nonzeros per row; 90 % sparse. twell-t2d and twell-gated: gates from
+ * sp_twell_gate_data (heavy-tailed neurons, 30 % dead, a dense row, denser first tokens, tiles
+ * overflowing into the pool) from 90 % to 99.7 % sparse, D % 8 != 0 (element-wise paths), and
+ * the benchmark layers' widths. */
 static const op_cases cases[] = {
-    {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8"}},
-    {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40", NULL}},
+    {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", NULL, NULL}},
+    {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40",
+                   "M=128,D=256,F=1000,nnz=100", NULL, NULL}},
     {"twell-t2d", {"M=300,F=1000,D=200,T=256,S=31,nnz=20", "M=77,F=130,D=61,T=64,S=7,nnz=30",
-                   "M=256,F=5632,D=2048,T=256,S=31,nnz=40", NULL}},
+                   "M=256,F=5632,D=2048,T=256,S=31,nnz=40", "M=200,F=1000,D=256,T=64,S=15,nnz=100",
+                   "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}},
+    {"twell-gated", {"M=300,F=1000,D=200,T=256,S=31,nnz=100", "M=77,F=130,D=61,T=64,S=7,nnz=30",
+                     "M=256,F=5632,D=2048,T=128,S=31,nnz=40", "M=512,F=5632,D=2048,T=256,S=15,nnz=17",
+                     "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
 #define PER_SHAPE 8
@@ -32,7 +39,7 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
     sp_template *t = NULL;
     CHECK_ST(sp_template_load(oc->op, &t), SPTUNE_OK);
     if (!t) return;
-    for (int s = 0; s < 4 && oc->shapes[s]; s++) {
+    for (int s = 0; s < 6 && oc->shapes[s]; s++) {
         sp_problem p;
         sp_configs pk;
         CHECK_ST(sp_problem_parse(t, oc->shapes[s], &p), SPTUNE_OK);
@@ -49,7 +56,7 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
             CHECK_MSG(e.outcome == SP_OUTCOME_OK, "%s %s %s: %s: %s", oc->op, oc->shapes[s], text,
                       sp_outcome_name(e.outcome), e.detail);
             CHECK(e.timing.rel_error >= 0 && e.timing.rel_error < 1e-2);
-            printf("  %-9s %-28s err %.2e  %s\n", oc->op, oc->shapes[s], e.timing.rel_error, text);
+            printf("  %-11s %-38s err %.2e  %s\n", oc->op, oc->shapes[s], e.timing.rel_error, text);
             free(text);
         }
         sp_case_destroy(&cs);
@@ -64,7 +71,7 @@ int main(void)
     if (sptune_gpu_count(&count) != SPTUNE_OK) {
         int n = 0;
         for (int o = 0; o < NOPS; o++)
-            for (int s = 0; s < 4; s++) n += cases[o].shapes[s] != NULL;
+            for (int s = 0; s < 6; s++) n += cases[o].shapes[s] != NULL;
         printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE, sptune_last_error());
         return sp_test_skip("test_gpu_ops", "no GPU");
     }

@@ -71,8 +71,20 @@ sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t);
 sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t);
 double sp_case_flops(const sp_case *c);
 
+/* Dense M x F gate activations (bf16, values in (0, 1]) drawn as in trained ReLU FFNs: 30 %
+ * dead neurons, heavy-tailed firing rates with a mean of nnz per row, the first 8 tokens 4x
+ * denser, row M/2 dense over every live neuron, and row 0 dense over its first two tiles of
+ * width T (so packed tiles overflow). */
+void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned short *G);
+/* The harnesses' element-wise helper, compiled with NVRTC for b's GPU: out = bf16(f(a) * b) over n
+ * bf16 elements, f = relu when relu != 0 (the dense gated FFN's middle step). */
+sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k);
+sptune_status sp_case_helper_mul(const sp_kernel *k, CUstream s, CUdeviceptr a, CUdeviceptr b, CUdeviceptr out,
+                                 size_t n, int relu);
+
 extern const sp_case_ops sp_case_gemm;
 extern const sp_case_ops sp_case_twell_d2t;
 extern const sp_case_ops sp_case_twell_t2d;
+extern const sp_case_ops sp_case_twell_gated;
 
 #endif

@@ -1,7 +1,7 @@
 /* GPU harness of twell-t2d, the TwELL consumer: Y = H * Wd with H given TwELL-packed.
- * Data: H (M x F) with a mean of nnz nonzeros per row at random columns, values in (0, 1], and
- * row 0 dense over its first two tiles so that overflow tiles always occur; packed by the CPU
- * reference packer with the problem's T and S. Wd (F x D) uniform in [-1, 1). Reference: cuBLAS
+ * Data: H (M x F) from sp_twell_gate_data (a mean of nnz nonzeros per row, heavy-tailed neurons,
+ * dense and denser rows, overflowing tiles), packed by the CPU reference packer with the
+ * problem's T and S. Wd (F x D) uniform in [-1, 1). Reference: cuBLAS
  * fp32 of the dense H (spot-checked in fp64). Baseline: the dense cuBLAS bf16 H * Wd. */
 #include "sp_case.h"
 #include "sp_cublas.h"
@@ -59,12 +59,7 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     }
     uint64_t s = b->rng ^ 0x7d2ull;
-    double pr = (double)g->nnz / g->F;
-    for (size_t i = 0; i < h; i++) {
-        size_t r = i / (size_t)g->F, c = i % (size_t)g->F;
-        int on = (r == 0 && c < 2 * (size_t)g->T) || (double)(sp_mix64(&s) >> 11) * 0x1p-53 < pr;
-        g->hH[i] = on ? sp_float_to_bf16((float)(1.0 - (double)(sp_mix64(&s) >> 11) * 0x1p-53)) : 0;
-    }
+    sp_twell_gate_data(&s, g->M, g->F, g->T, g->nnz, g->hH);
     sp_twell_stats stats;
     if ((st = sp_twell_pack(&sh, g->hH, g->hPacked, NULL, 0, &stats)) != SPTUNE_OK) goto fail;
     int64_t pool_words = stats.pool_needed > 0 ? stats.pool_needed : 1;

@@ -1,0 +1,270 @@
+-- TwELL consumers, one warp per token row, entries decoded in batches (runtime/sp_twell.h).
+--
+-- Decoding: the warp reads 32 tile headers at once (lane t: tile t of the group), sums their
+-- counts with a warp scan, and then hands out the group's entries 32 at a time, lane i holding
+-- the i-th (its column and value); overflow tiles are read from the pool the same way. A row
+-- thus costs one round of header loads per 32 tiles instead of a dependent load chain per tile.
+--
+-- Per batch of up to 32 entries:
+--   gated: lane k's value becomes g_k * dot(x_row, Wu[col_k]) (x_row staged in shared memory,
+--          four rows of Wu in flight, a butterfly reduction per entry);
+--   down:  the output row, kept as fp32 in shared memory, gets sum_k h_k * Wd[col_k], swept in
+--          chunks of 256*unroll columns held in registers, the batch's entries broadcast by
+--          shuffles and their Wd rows gathered with 16-byte loads.
+-- Any D: a D % 8 != 0 or unaligned pointer takes element-wise loops (correct, slower).
+local text = require("lib.text")
+
+local M = {}
+
+-- Shared memory for `warps` rows of width D: the fp32 output row, plus the bf16 x row if gated.
+function M.smem(warps, D, gated)
+  local dp = (D + 7) // 8 * 8
+  return warps * (dp * 4 + (gated and dp * 2 or 0))
+end
+
+local function load16(ldg, dst, src)
+  local op = ldg == "nc" and "ld.global.nc.v4.u32" or "ld.global.v4.u32"
+  return ('asm volatile("' .. op .. ' {%0, %1, %2, %3}, [%4];" : "=r"(' .. dst .. '.x), "=r"(' .. dst ..
+          '.y), "=r"(' .. dst .. '.z), "=r"(' .. dst .. '.w) : "l"(' .. src .. '));')
+end
+
+-- The device functions (emitted once per kernel source).
+function M.device(c)
+  return text.fill([[
+struct sp_u32x4 { sp_u32 x, y, z, w; };
+struct __align__(16) sp_f32x4 { float x, y, z, w; };
+#define SP_FULL 0xffffffffu
+
+__device__ __forceinline__ sp_u32x4 sp_ld16(const sp_bf16 *src)
+{
+    sp_u32x4 q;
+    ${load}
+    return q;
+}
+__device__ __forceinline__ void sp_fma8(float *a, float v, sp_u32x4 q)
+{
+    a[0] = fmaf(v, __uint_as_float(q.x << 16), a[0]); a[1] = fmaf(v, __uint_as_float(q.x & 0xffff0000u), a[1]);
+    a[2] = fmaf(v, __uint_as_float(q.y << 16), a[2]); a[3] = fmaf(v, __uint_as_float(q.y & 0xffff0000u), a[3]);
+    a[4] = fmaf(v, __uint_as_float(q.z << 16), a[4]); a[5] = fmaf(v, __uint_as_float(q.z & 0xffff0000u), a[5]);
+    a[6] = fmaf(v, __uint_as_float(q.w << 16), a[6]); a[7] = fmaf(v, __uint_as_float(q.w & 0xffff0000u), a[7]);
+}
+__device__ __forceinline__ float sp_dot8(sp_u32x4 x, sp_u32x4 w, float p)
+{
+    p = fmaf(__uint_as_float(x.x << 16), __uint_as_float(w.x << 16), p);
+    p = fmaf(__uint_as_float(x.x & 0xffff0000u), __uint_as_float(w.x & 0xffff0000u), p);
+    p = fmaf(__uint_as_float(x.y << 16), __uint_as_float(w.y << 16), p);
+    p = fmaf(__uint_as_float(x.y & 0xffff0000u), __uint_as_float(w.y & 0xffff0000u), p);
+    p = fmaf(__uint_as_float(x.z << 16), __uint_as_float(w.z << 16), p);
+    p = fmaf(__uint_as_float(x.z & 0xffff0000u), __uint_as_float(w.z & 0xffff0000u), p);
+    p = fmaf(__uint_as_float(x.w << 16), __uint_as_float(w.w << 16), p);
+    p = fmaf(__uint_as_float(x.w & 0xffff0000u), __uint_as_float(w.w & 0xffff0000u), p);
+    return p;
+}
+__device__ __forceinline__ float sp_warp_sum(float v)
+{
+    #pragma unroll
+    for (int o = 16; o > 0; o >>= 1) v += __shfl_xor_sync(SP_FULL, v, o);
+    return v;
+}
+
+/* Tiles g*32 .. g*32+31 of a row: lane t's tile entries start at src (an offset into the row,
+ * or 0x80000000 | an offset into the pool); incl is the inclusive scan of the counts. */
+__device__ __forceinline__ int sp_twell_group(const sp_u32 *rowp, const sp_u32 *pool, int ntiles, int W, int g,
+                                              int lane, sp_u32 &src, int &incl)
+{
+    const int tile = g * 32 + lane;
+    int n = 0;
+    src = 0;
+    if (tile < ntiles) {
+        const sp_u32 w0 = rowp[(size_t)tile * W];
+        if (w0 & 0x80000000u) {
+            const sp_u32 off = w0 & 0x7fffffffu;
+            n = (int)pool[off];
+            src = 0x80000000u | (off + 1u);
+        } else {
+            n = (int)w0;
+            src = (sp_u32)(tile * W + 1);
+        }
+    }
+    incl = n;
+    #pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(SP_FULL, incl, o);
+        if (lane >= o) incl += v;
+    }
+    return __shfl_sync(SP_FULL, incl, 31);
+}
+
+/* Entry f of the group (all lanes take part; lanes with f >= total get col 0, value 0). */
+__device__ __forceinline__ void sp_twell_fetch(const sp_u32 *rowp, const sp_u32 *pool, sp_u32 src, int incl,
+                                               int total, int g, int T, int f, int &col, float &val)
+{
+    int lo = 0;
+    #pragma unroll
+    for (int step = 16; step > 0; step >>= 1)
+        if (__shfl_sync(SP_FULL, incl, lo + step - 1) <= f) lo += step;
+    const int owner = lo & 31;
+    const sp_u32 s = __shfl_sync(SP_FULL, src, owner);
+    const int prev = __shfl_sync(SP_FULL, incl, (owner + 31) & 31);
+    col = 0;
+    val = 0.0f;
+    if (f < total) {
+        const int k = f - (owner ? prev : 0);
+        const sp_u32 e = (s & 0x80000000u) ? pool[(s & 0x7fffffffu) + (sp_u32)k] : rowp[s + (sp_u32)k];
+        col = (g * 32 + owner) * T + (int)(e & 0xffffu);
+        val = __uint_as_float(e & 0xffff0000u);
+    }
+}
+
+/* Lane k of the batch (k < cnt) gets dot(xs, Wu[col_k]); the others get 0. */
+__device__ __forceinline__ float sp_twell_dots(const sp_bf16 *xs, const sp_bf16 *__restrict__ Wu, int D, bool vec,
+                                               int col, int cnt, int lane)
+{
+    float mine = 0.0f;
+    for (int k = 0; k < cnt; k += 4) {
+        int c[4];
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) c[j] = __shfl_sync(SP_FULL, col, min(k + j, cnt - 1));
+        float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        if (vec) {
+            for (int d = lane * 8; d < D; d += 256) {
+                const sp_u32x4 x = *(const sp_u32x4 *)(xs + d);
+                sp_u32x4 w[4];
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) w[j] = sp_ld16(Wu + (size_t)c[j] * D + d);
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) p[j] = sp_dot8(x, w[j], p[j]);
+            }
+        } else {
+            for (int d = lane; d < D; d += 32) {
+                const float x = sp_bf16_to_f32(xs[d]);
+                #pragma unroll
+                for (int j = 0; j < 4; ++j) p[j] = fmaf(x, sp_bf16_to_f32(Wu[(size_t)c[j] * D + d]), p[j]);
+            }
+        }
+        #pragma unroll
+        for (int j = 0; j < 4; ++j) {
+            const float s = sp_warp_sum(p[j]);
+            if (lane == k + j) mine = s;
+        }
+    }
+    return mine;
+}
+
+/* acc (the fp32 output row in shared memory) += sum over the batch's cnt entries of h_k * Wd[col_k]. */
+__device__ __forceinline__ void sp_twell_down(float *acc, const sp_bf16 *__restrict__ Wd, int D, bool vec, int col,
+                                              float h, int cnt, int lane)
+{
+    if (!vec) {
+        for (int k = 0; k < cnt; ++k) {
+            const int ck = __shfl_sync(SP_FULL, col, k);
+            const float hk = __shfl_sync(SP_FULL, h, k);
+            for (int d = lane; d < D; d += 32) acc[d] = fmaf(hk, sp_bf16_to_f32(Wd[(size_t)ck * D + d]), acc[d]);
+        }
+        return;
+    }
+    for (int dc = 0; dc < D; dc += 256 * ${unroll}) {
+        float a[${unroll}][8];
+        #pragma unroll
+        for (int u = 0; u < ${unroll}; ++u) {
+            const int d = dc + u * 256 + lane * 8;
+            /* 16-byte shared accesses: a warp's 512 contiguous bytes without bank conflicts */
+            const sp_f32x4 zero = {0.f, 0.f, 0.f, 0.f};
+            const sp_f32x4 lo = d < D ? *(const sp_f32x4 *)(acc + d) : zero;
+            const sp_f32x4 hi = d < D ? *(const sp_f32x4 *)(acc + d + 4) : zero;
+            a[u][0] = lo.x; a[u][1] = lo.y; a[u][2] = lo.z; a[u][3] = lo.w;
+            a[u][4] = hi.x; a[u][5] = hi.y; a[u][6] = hi.z; a[u][7] = hi.w;
+        }
+        int k = 0;
+        for (; k + 1 < cnt; k += 2) {
+            const int c0 = __shfl_sync(SP_FULL, col, k), c1 = __shfl_sync(SP_FULL, col, k + 1);
+            const float h0 = __shfl_sync(SP_FULL, h, k), h1 = __shfl_sync(SP_FULL, h, k + 1);
+            sp_u32x4 q0[${unroll}], q1[${unroll}];
+            #pragma unroll
+            for (int u = 0; u < ${unroll}; ++u) {
+                const int d = min(dc + u * 256 + lane * 8, D - 8);
+                q0[u] = sp_ld16(Wd + (size_t)c0 * D + d);
+                q1[u] = sp_ld16(Wd + (size_t)c1 * D + d);
+            }
+            #pragma unroll
+            for (int u = 0; u < ${unroll}; ++u) { sp_fma8(a[u], h0, q0[u]); sp_fma8(a[u], h1, q1[u]); }
+        }
+        if (k < cnt) {
+            const int c0 = __shfl_sync(SP_FULL, col, k);
+            const float h0 = __shfl_sync(SP_FULL, h, k);
+            #pragma unroll
+            for (int u = 0; u < ${unroll}; ++u) {
+                const int d = min(dc + u * 256 + lane * 8, D - 8);
+                sp_fma8(a[u], h0, sp_ld16(Wd + (size_t)c0 * D + d));
+            }
+        }
+        #pragma unroll
+        for (int u = 0; u < ${unroll}; ++u) {
+            const int d = dc + u * 256 + lane * 8;
+            if (d < D) {
+                const sp_f32x4 lo = {a[u][0], a[u][1], a[u][2], a[u][3]}, hi = {a[u][4], a[u][5], a[u][6], a[u][7]};
+                *(sp_f32x4 *)(acc + d) = lo;
+                *(sp_f32x4 *)(acc + d + 4) = hi;
+            }
+        }
+    }
+}
+]], {load = load16(c.ldg, "q", "src"), unroll = c.unroll})
+end
+
+-- The kernel: one warp per row. gated: args (packed, pool, X, Wu, Wd, Y, M, F, D, T, S);
+-- otherwise (packed, pool, Wd, Y, M, F, D, T, S).
+function M.kernel(name, c, gated)
+  local threads = 32 * c.warps
+  return text.fill([[
+extern "C" __global__ void __launch_bounds__(${threads})
+${name}(const sp_u32 *__restrict__ packed, const sp_u32 *__restrict__ pool, ${xargs}const sp_bf16 *__restrict__ Wd,
+        sp_bf16 *__restrict__ Y, int M, int F, int D, int T, int S)
+{
+    extern __shared__ __align__(16) unsigned char sp_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int row = blockIdx.x * ${warps} + warp;
+    if (row >= M) return; /* the whole warp: rows are per warp */
+    const int ntiles = (F + T - 1) / T, W = S + 1, Dp = (D + 7) / 8 * 8;
+    const bool vec = (D % 8 == 0) && ((((unsigned long long)Wd) | ((unsigned long long)Y)${xalign}) & 15ull) == 0;
+    float *acc = (float *)sp_smem + (size_t)warp * Dp;
+    for (int d = lane; d < D; d += 32) acc[d] = 0.0f;
+${xstage}
+    __syncwarp();
+    const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
+    for (int g = 0; g * 32 < ntiles; ++g) {
+        sp_u32 src;
+        int incl;
+        const int total = sp_twell_group(rowp, pool, ntiles, W, g, lane, src, incl);
+        for (int b = 0; b < total; b += 32) {
+            int col;
+            float h;
+            sp_twell_fetch(rowp, pool, src, incl, total, g, T, b + lane, col, h);
+            const int cnt = min(32, total - b);
+${gate}
+            sp_twell_down(acc, Wd, D, vec, col, h, cnt, lane);
+        }
+    }
+    __syncwarp();
+    sp_bf16 *out = Y + (size_t)row * D;
+    if (vec) {
+        for (int d = lane * 8; d < D; d += 256)
+            asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(out + d),
+                         "r"(sp_pack_bf16x2(acc[d], acc[d + 1])), "r"(sp_pack_bf16x2(acc[d + 2], acc[d + 3])),
+                         "r"(sp_pack_bf16x2(acc[d + 4], acc[d + 5])), "r"(sp_pack_bf16x2(acc[d + 6], acc[d + 7]))
+                         : "memory");
+    } else {
+        for (int d = lane; d < D; d += 32) out[d] = sp_f32_to_bf16(acc[d]);
+    }
+}
+]], {name = name, threads = threads, warps = c.warps,
+     xargs = gated and "const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wu, " or "",
+     xalign = gated and " | ((unsigned long long)X) | ((unsigned long long)Wu)" or "",
+     xstage = gated and text.fill([[
+    /* x_row in shared memory, after all the warps' fp32 rows */
+    sp_bf16 *xs = (sp_bf16 *)((float *)sp_smem + (size_t)${warps} * Dp) + (size_t)warp * Dp;
+    for (int d = lane; d < D; d += 32) xs[d] = X[(size_t)row * D + d];]], {warps = c.warps}) or "",
+     gate = gated and "            h *= sp_twell_dots(xs, Wu, D, vec, col, cnt, lane);" or ""})
+end
+
+return M

@@ -1,0 +1,79 @@
+/* What the TwELL harnesses share: the gate activations they are tested and timed on, and the
+ * element-wise helper kernel the dense baselines and references need (cuBLAS has none). */
+#include "sp_case.h"
+#include "sp_cache.h"
+#include "sp_cuda.h"
+#include "sp_status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static double unit(uint64_t *s) { return (double)(sp_mix64(s) >> 11) * 0x1p-53; }
+
+void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned short *G)
+{
+    /* Per-neuron firing rates: 30 % dead, the rest heavy-tailed (rank^-0.7, ranks shuffled),
+     * scaled so that an ordinary row has nnz nonzeros on average. */
+    double *rate = malloc((size_t)F * sizeof *rate);
+    if (!rate) { memset(G, 0, (size_t)M * F * 2); return; }
+    double sum = 0;
+    for (int j = 0; j < F; j++) {
+        rate[j] = sp_mix64(rng) % 10 < 3 ? 0.0 : pow(1.0 + (double)(sp_mix64(rng) % (uint64_t)F), -0.7);
+        sum += rate[j];
+    }
+    double scale = sum > 0 ? nnz / sum : 0;
+    for (int j = 0; j < F; j++) rate[j] = fmin(0.95, rate[j] * scale);
+    for (int r = 0; r < M; r++) {
+        unsigned short *row = G + (size_t)r * F;
+        /* The first tokens fire 4x as often (attention-sink-like); row M/2 is dense over every
+         * live neuron; row 0 is dense over its first two tiles (tiles that overflow). */
+        double boost = r < 8 ? 4.0 : 1.0;
+        int dense = M > 2 && r == M / 2;
+        for (int j = 0; j < F; j++) {
+            int on = dense ? rate[j] > 0 : (r == 0 && j < 2 * T) || unit(rng) < rate[j] * boost;
+            row[j] = on ? sp_float_to_bf16((float)(1.0 - unit(rng))) : 0;
+        }
+    }
+    free(rate);
+}
+
+sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k)
+{
+    /* out[i] = bf16(f(a[i]) * b[i]) with f = relu when relu != 0, else identity; any n. */
+    static const char src[] =
+        "extern \"C\" __global__ void sp_helper_mul(const unsigned short *a, const unsigned short *b,\n"
+        "                                           unsigned short *out, unsigned long long n, int relu)\n"
+        "{\n"
+        "    for (unsigned long long i = blockIdx.x * (unsigned long long)blockDim.x + threadIdx.x; i < n;\n"
+        "         i += (unsigned long long)gridDim.x * blockDim.x) {\n"
+        "        float x = __uint_as_float((unsigned)a[i] << 16), y = __uint_as_float((unsigned)b[i] << 16);\n"
+        "        if (relu) x = fmaxf(x, 0.0f);\n"
+        "        unsigned u = __float_as_uint(x * y);\n"
+        "        out[i] = (unsigned short)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);\n"
+        "    }\n"
+        "}\n";
+    sp_cubin cub;
+    sp_kernel_src ks;
+    memset(&ks, 0, sizeof ks);
+    snprintf(ks.kernel, sizeof ks.kernel, "sp_helper_mul");
+    sptune_status st = sp_kernel_build(NULL, src, ks.kernel, b->gpu.info.arch, NULL, 0, &cub);
+    if (st == SPTUNE_OK) st = sp_kernel_load(&cub, &ks, k);
+    sp_cubin_free(&cub);
+    if (st != SPTUNE_OK) return st;
+    k->grid[0] = (unsigned)(b->gpu.info.sm_count > 0 ? b->gpu.info.sm_count * 8 : 1024);
+    k->grid[1] = k->grid[2] = 1;
+    k->block[0] = 256;
+    k->block[1] = k->block[2] = 1;
+    k->smem = 0;
+    return SPTUNE_OK;
+}
+
+sptune_status sp_case_helper_mul(const sp_kernel *k, CUstream s, CUdeviceptr a, CUdeviceptr bb, CUdeviceptr out,
+                                 size_t n, int relu)
+{
+    unsigned long long nn = n;
+    void *args[] = {&a, &bb, &out, &nn, &relu};
+    return sp_kernel_launch(k, s, args);
+}
