@@ -95,12 +95,23 @@ typedef int (*sp_space_cb)(const sp_config *c, void *ud);
 sptune_status sp_template_space(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *problem,
                                 sp_space_cb cb, void *ud, long long *count);
 
+/* A kernel of a rendered source after the first (templates whose op is a pipeline of kernels,
+ * launched in order on one stream with one argument list). */
+#define SP_MAX_THEN 3
+typedef struct sp_kernel_stage {
+    char kernel[128];
+    unsigned grid[3], block[3], cluster[3];
+    unsigned smem;
+} sp_kernel_stage;
+
 /* One rendered kernel: the source and how to launch it for the given problem. */
 typedef struct sp_kernel_src {
     char *source;           /* CUDA C */
     char kernel[128];       /* entry point name (extern "C") */
     unsigned grid[3], block[3], cluster[3];
     unsigned smem;          /* dynamic shared memory, bytes */
+    int nthen;              /* kernels launched after this one (0 for most templates) */
+    sp_kernel_stage then[SP_MAX_THEN];
     char **options;         /* extra NVRTC options from the template; NULL-terminated */
     int noptions;
 } sp_kernel_src;

@@ -336,7 +336,7 @@ static void read_dim3(lua_State *L, const sp_template *t, int r, const char *fie
     lua_pop(L, 1);
 }
 
-static void read_launch(lua_State *L, const sp_template *t, int r, sp_kernel_src *out)
+static void read_launch(lua_State *L, const sp_template *t, int r, sp_kernel_stage *out)
 {
     char buf[64];
     if (!lua_istable(L, r))
@@ -376,12 +376,27 @@ static int run_emit(lua_State *L)
         sp_sandbox_reset(&t->sb);
         lua_call(L, 2, 1);
     }
-    size_t n = 0;
-    const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
-    if (!name || !is_c_ident(name, n))
-        sp_sandbox_error(L, "%s: kernel returned %s (must be a C identifier of at most 127 characters)", t->path,
-                         describe(L, -1, buf, sizeof buf));
-    memcpy(out->kernel, name, n + 1);
+    /* A name, or a list of names: a pipeline of kernels launched in order. */
+    int nk = 1, list = lua_istable(L, -1);
+    if (list) {
+        nk = (int)lua_rawlen(L, -1);
+        if (nk < 1 || nk > 1 + SP_MAX_THEN)
+            sp_sandbox_error(L, "%s: kernel returned a list of %d names (1 to %d)", t->path, nk, 1 + SP_MAX_THEN);
+    }
+    sp_kernel_stage st[1 + SP_MAX_THEN];
+    memset(st, 0, sizeof st);
+    for (int i = 0; i < nk; i++) {
+        size_t n = 0;
+        if (list) lua_rawgeti(L, -1, i + 1);
+        const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
+        if (!name || !is_c_ident(name, n))
+            sp_sandbox_error(L, "%s: kernel returned %s (must be a C identifier of at most 127 characters)", t->path,
+                             describe(L, -1, buf, sizeof buf));
+        for (int j = 0; j < i; j++)
+            if (strcmp(st[j].kernel, name) == 0) sp_sandbox_error(L, "%s: kernel %s named twice", t->path, name);
+        memcpy(st[i].kernel, name, n + 1);
+        if (list) lua_pop(L, 1);
+    }
     lua_pop(L, 1);
 
     if (x->p) {
@@ -392,9 +407,27 @@ static int run_emit(lua_State *L)
         lua_pushvalue(L, g);
         sp_sandbox_reset(&t->sb);
         lua_call(L, 3, 1);
-        read_launch(L, t, lua_gettop(L), out);
+        int r = lua_gettop(L);
+        if (!list) {
+            read_launch(L, t, r, &st[0]);
+        } else {
+            if (!lua_istable(L, r) || (int)lua_rawlen(L, r) != nk)
+                sp_sandbox_error(L, "%s: launch must return a list of %d launch tables, one per kernel", t->path, nk);
+            for (int i = 0; i < nk; i++) {
+                lua_rawgeti(L, r, i + 1);
+                read_launch(L, t, lua_gettop(L), &st[i]);
+                lua_pop(L, 1);
+            }
+        }
         lua_pop(L, 1);
     }
+    memcpy(out->kernel, st[0].kernel, sizeof out->kernel);
+    memcpy(out->grid, st[0].grid, sizeof out->grid);
+    memcpy(out->block, st[0].block, sizeof out->block);
+    memcpy(out->cluster, st[0].cluster, sizeof out->cluster);
+    out->smem = st[0].smem;
+    out->nthen = nk - 1;
+    for (int i = 1; i < nk; i++) out->then[i - 1] = st[i];
 
     x->stage = "emit";
     lua_rawgeti(L, T, SP_T_EMIT);
@@ -405,6 +438,7 @@ static int run_emit(lua_State *L)
     lua_call(L, 3, 1);
     if (lua_type(L, -1) != LUA_TSTRING)
         sp_sandbox_error(L, "%s: emit returned %s, not a string of CUDA C source", t->path, describe(L, -1, buf, sizeof buf));
+    size_t n = 0;
     const char *src = lua_tolstring(L, -1, &n);
     if (strlen(src) != n) sp_sandbox_error(L, "%s: emit returned source with a NUL byte", t->path);
     int s = lua_gettop(L);

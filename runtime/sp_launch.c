@@ -5,24 +5,46 @@
 #include <stdio.h>
 #include <string.h>
 
+/* One function of the module with its geometry, its shared-memory limit raised as needed. */
+static sptune_status load_fn(const sp_cuda_api *cu, CUmodule m, const char *name, const unsigned grid[3],
+                             const unsigned block[3], const unsigned cluster[3], unsigned smem, sp_kernel_fn *out)
+{
+    sptune_status st = sp_cuda_check(cu->ModuleGetFunction(&out->fn, m, name), name);
+    if (st != SPTUNE_OK) return st;
+    if (smem > 48 * 1024 &&
+        (st = SP_CU(cu->FuncSetAttribute(out->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem))) != SPTUNE_OK)
+        return st;
+    snprintf(out->name, sizeof out->name, "%s", name);
+    memcpy(out->grid, grid, sizeof out->grid);
+    memcpy(out->block, block, sizeof out->block);
+    memcpy(out->cluster, cluster, sizeof out->cluster);
+    out->smem = smem;
+    return SPTUNE_OK;
+}
+
 sptune_status sp_kernel_load(const sp_cubin *cubin, const sp_kernel_src *src, sp_kernel *out)
 {
     const sp_cuda_api *cu;
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK) return st;
     memset(out, 0, sizeof *out);
+    if (src->nthen < 0 || src->nthen > SP_MAX_THEN) return sp_fail(SPTUNE_ERR_INVALID, "%s: bad pipeline", src->kernel);
     if ((st = SP_CU(cu->ModuleLoadData(&out->module, cubin->image))) != SPTUNE_OK) return st;
-    if ((st = sp_cuda_check(cu->ModuleGetFunction(&out->fn, out->module, src->kernel), src->kernel)) != SPTUNE_OK)
+    sp_kernel_fn first;
+    if ((st = load_fn(cu, out->module, src->kernel, src->grid, src->block, src->cluster, src->smem, &first)) != SPTUNE_OK)
         goto fail;
-    if (src->smem > 48 * 1024 &&
-        (st = SP_CU(cu->FuncSetAttribute(out->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                         (int)src->smem))) != SPTUNE_OK)
-        goto fail;
-    snprintf(out->name, sizeof out->name, "%s", src->kernel);
-    memcpy(out->grid, src->grid, sizeof out->grid);
-    memcpy(out->block, src->block, sizeof out->block);
-    memcpy(out->cluster, src->cluster, sizeof out->cluster);
-    out->smem = src->smem;
+    out->fn = first.fn;
+    memcpy(out->name, first.name, sizeof out->name);
+    memcpy(out->grid, first.grid, sizeof out->grid);
+    memcpy(out->block, first.block, sizeof out->block);
+    memcpy(out->cluster, first.cluster, sizeof out->cluster);
+    out->smem = first.smem;
+    for (int i = 0; i < src->nthen; i++) {
+        const sp_kernel_stage *k = &src->then[i];
+        if ((st = load_fn(cu, out->module, k->kernel, k->grid, k->block, k->cluster, k->smem, &out->then[i])) != SPTUNE_OK)
+            goto fail;
+    }
+    out->nthen = src->nthen;
     return SPTUNE_OK;
 fail:
     cu->ModuleUnload(out->module);
@@ -30,11 +52,8 @@ fail:
     return st;
 }
 
-sptune_status sp_kernel_launch(const sp_kernel *k, CUstream stream, void **args)
+static sptune_status launch_fn(const sp_cuda_api *cu, const sp_kernel_fn *k, CUstream stream, void **args)
 {
-    const sp_cuda_api *cu;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
     if (k->grid[0] == 0 || k->grid[1] == 0 || k->grid[2] == 0)
         return sp_fail(SPTUNE_ERR_INVALID, "%s: empty grid (was a problem given when rendering?)", k->name);
     int clustered = k->cluster[0] * k->cluster[1] * k->cluster[2] > 1;
@@ -59,6 +78,24 @@ sptune_status sp_kernel_launch(const sp_kernel *k, CUstream stream, void **args)
     cfg.attrs = &attr;
     cfg.numAttrs = 1;
     return sp_cuda_check(cu->LaunchKernelEx(&cfg, k->fn, args, NULL), k->name);
+}
+
+sptune_status sp_kernel_launch(const sp_kernel *k, CUstream stream, void **args)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    sp_kernel_fn first;
+    first.fn = k->fn;
+    memcpy(first.name, k->name, sizeof first.name);
+    memcpy(first.grid, k->grid, sizeof first.grid);
+    memcpy(first.block, k->block, sizeof first.block);
+    memcpy(first.cluster, k->cluster, sizeof first.cluster);
+    first.smem = k->smem;
+    if ((st = launch_fn(cu, &first, stream, args)) != SPTUNE_OK) return st;
+    for (int i = 0; i < k->nthen && i < SP_MAX_THEN; i++)
+        if ((st = launch_fn(cu, &k->then[i], stream, args)) != SPTUNE_OK) return st;
+    return SPTUNE_OK;
 }
 
 void sp_kernel_unload(sp_kernel *k)

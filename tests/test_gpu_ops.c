@@ -18,7 +18,8 @@ typedef struct op_cases { const char *op; const char *shapes[6]; } op_cases;
  * the paper's shape at ~40 nonzeros per row; 90 % sparse. twell-t2d and twell-gated: gates from
  * sp_twell_gate_data (heavy-tailed neurons, 30 % dead, a dense row, denser first tokens, tiles
  * overflowing into the pool) from 90 % to 99.7 % sparse, D % 8 != 0 (element-wise paths), and
- * the benchmark layers' widths. */
+ * the benchmark layers' widths. twell-ffn: the whole layer (producer and gated consumer) at the
+ * same kinds of shape. */
 static const op_cases cases[] = {
     {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", NULL, NULL}},
     {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40",
@@ -29,6 +30,8 @@ static const op_cases cases[] = {
     {"twell-gated", {"M=300,F=1000,D=200,T=256,S=31,nnz=100", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                      "M=256,F=5632,D=2048,T=128,S=31,nnz=40", "M=512,F=5632,D=2048,T=256,S=15,nnz=17",
                      "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}},
+    {"twell-ffn", {"M=300,D=200,F=1000,nnz=100", "M=77,D=61,F=130,nnz=30", "M=256,D=2048,F=5632,nnz=17",
+                   "M=128,D=4096,F=14336,nnz=72", NULL, NULL}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
 #define PER_SHAPE 8

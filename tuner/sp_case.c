@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const sp_case_ops *const all_ops[] = {&sp_case_gemm, &sp_case_twell_d2t, &sp_case_twell_t2d,
-                                             &sp_case_twell_gated};
+                                             &sp_case_twell_gated, &sp_case_twell_ffn};
 
 const sp_case_ops *sp_case_find(const char *op)
 {

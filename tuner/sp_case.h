@@ -76,6 +76,10 @@ double sp_case_flops(const sp_case *c);
  * denser, row M/2 dense over every live neuron, and row 0 dense over its first two tiles of
  * width T (so packed tiles overflow). */
 void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned short *G);
+/* Producer inputs X (M x D, in [0, 1)) and Wg (F x D) such that relu(X Wg^T) has a mean of nnz
+ * nonzeros per row: 30 % of the neurons never fire, the others fire alike (a per-neuron bias
+ * set from the normal quantile plus uniform noise). */
+void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigned short *X, unsigned short *Wg);
 /* The harnesses' element-wise helper, compiled with NVRTC for b's GPU: out = bf16(f(a) * b) over n
  * bf16 elements, f = relu when relu != 0 (the dense gated FFN's middle step). */
 sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k);
@@ -86,5 +90,6 @@ extern const sp_case_ops sp_case_gemm;
 extern const sp_case_ops sp_case_twell_d2t;
 extern const sp_case_ops sp_case_twell_t2d;
 extern const sp_case_ops sp_case_twell_gated;
+extern const sp_case_ops sp_case_twell_ffn;
 
 #endif

@@ -1,7 +1,6 @@
 /* GPU harness of twell-d2t, the TwELL producer: H = relu(X Wg^T) packed to TwELL.
- * Data: X uniform in [0, 1); each neuron j's weights are u_j + uniform noise, with u_j set so
- * that the neuron fires with probability p_j: 30 % of the neurons never fire, the rest share the
- * problem's mean nonzeros per row (nnz). Reference: cuBLAS fp32 X Wg^T (spot-checked in fp64),
+ * Data: sp_twell_producer_data (30 % of the neurons never fire, the rest share the problem's
+ * mean nonzeros per row, nnz). Reference: cuBLAS fp32 X Wg^T (spot-checked in fp64),
  * relu on the host. The kernel's TwELL output is decoded by the CPU reference unpacker, which
  * also validates its structure, then compared element by element. Baseline: the plain cuBLAS
  * bf16 GEMM of the same shape. */
@@ -41,17 +40,6 @@ static void d2t_destroy(void *p)
     free(g);
 }
 
-/* z with Phi(z) = p (bisection on erfc: exact enough for drawing data). */
-static double probit(double p)
-{
-    double lo = -9, hi = 9;
-    for (int i = 0; i < 60; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (0.5 * erfc(-mid / sqrt(2.0)) < p) lo = mid; else hi = mid;
-    }
-    return 0.5 * (lo + hi);
-}
-
 static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
 {
     const sp_cuda_api *cu;
@@ -82,19 +70,8 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_bench_alloc(b, 8, &g->counter)) || (st = sp_bench_alloc(b, h * 2, &g->Cbase)) ||
         (st = sp_bench_alloc(b, h * 4, &g->Href)))
         goto fail;
-    /* X in [0, 1); neuron j: 30 % dead, the others fire with p = nnz / (0.7 F). */
     uint64_t s = b->rng ^ 0x5eedull;
-    for (size_t i = 0; i < x; i++) g->hX[i] = sp_float_to_bf16((float)(sp_mix64(&s) >> 11) * 0x1p-53f);
-    double alive_p = fmin(0.5, (double)g->nnz / (0.7 * g->F));
-    for (int j = 0; j < g->F; j++) {
-        double pj = (sp_mix64(&s) % 10 < 3) ? 1e-12 : alive_p;
-        /* dot = u D / 2 + noise of std sqrt(D)/3 (noise uniform in [-1, 1)) */
-        double u = probit(pj) * (sqrt((double)g->D) / 3.0) / (g->D / 2.0);
-        for (int k = 0; k < g->D; k++) {
-            double n = (double)(sp_mix64(&s) >> 11) * 0x1p-52 - 1.0;
-            g->hW[(size_t)j * g->D + k] = sp_float_to_bf16((float)(u + n));
-        }
-    }
+    sp_twell_producer_data(&s, g->M, g->D, g->F, g->nnz, g->hX, g->hW);
     if ((st = SP_CU(cu->MemcpyHtoD(g->X, g->hX, x * 2))) || (st = SP_CU(cu->MemcpyHtoD(g->W, g->hW, w * 2))) ||
         (st = SP_CU(cu->CtxSynchronize())))
         goto fail;

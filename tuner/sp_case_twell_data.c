@@ -39,6 +39,34 @@ void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned sh
     free(rate);
 }
 
+/* z with Phi(z) = p (bisection on erfc: exact enough for drawing data). */
+static double probit(double p)
+{
+    double lo = -9, hi = 9;
+    for (int i = 0; i < 60; i++) {
+        double mid = 0.5 * (lo + hi);
+        if (0.5 * erfc(-mid / sqrt(2.0)) < p) lo = mid; else hi = mid;
+    }
+    return 0.5 * (lo + hi);
+}
+
+void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigned short *X, unsigned short *Wg)
+{
+    /* X in [0, 1); neuron j: 30 % dead, the others fire with p = nnz / (0.7 F). */
+    size_t x = (size_t)M * D;
+    for (size_t i = 0; i < x; i++) X[i] = sp_float_to_bf16((float)(sp_mix64(rng) >> 11) * 0x1p-53f);
+    double alive_p = fmin(0.5, (double)nnz / (0.7 * F));
+    for (int j = 0; j < F; j++) {
+        double pj = (sp_mix64(rng) % 10 < 3) ? 1e-12 : alive_p;
+        /* dot = u D / 2 + noise of std sqrt(D)/3 (noise uniform in [-1, 1)) */
+        double u = probit(pj) * (sqrt((double)D) / 3.0) / (D / 2.0);
+        for (int k = 0; k < D; k++) {
+            double n = (double)(sp_mix64(rng) >> 11) * 0x1p-52 - 1.0;
+            Wg[(size_t)j * D + k] = sp_float_to_bf16((float)(u + n));
+        }
+    }
+}
+
 sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k)
 {
     /* out[i] = bf16(f(a[i]) * b[i]) with f = relu when relu != 0, else identity; any n. */

@@ -14,6 +14,7 @@ static const sp_workload_item builtin[] = {
     {"twell-d2t", "M=16384,D=2048,F=5632,nnz=40", "TwELL producer, 1.5B-class FFN (d=2048, d_ff=5632), ~40 nonzeros/token"},
     {"twell-t2d", "M=16384,F=5632,D=2048,T=128,S=31,nnz=40", "TwELL down projection, same layer (T=128 matches the producer's default tile)"},
     {"twell-gated", "M=16384,F=5632,D=2048,T=128,S=31,nnz=40", "TwELL gated consumer (up for active neurons, then down), same layer"},
+    {"twell-ffn", "M=16384,D=2048,F=5632,nnz=40", "TwELL gated FFN layer (producer + gated consumer), same layer"},
 };
 
 sptune_status sp_workload_default(sp_workload *w)

@@ -16,10 +16,28 @@ local text = require("lib.text")
 
 local M = {}
 
--- Shared memory for `warps` rows of width D: the fp32 output row, plus the bf16 x row if gated.
-function M.smem(warps, D, gated)
+-- Shared memory of a CTA: each warp's fp32 output row, plus each token row's bf16 x if gated.
+function M.smem(c, D, gated)
   local dp = (D + 7) // 8 * 8
-  return warps * (dp * 4 + (gated and dp * 2 or 0))
+  return c.warps * dp * 4 + (gated and (c.warps // c.split) * dp * 2 or 0)
+end
+
+-- The parameters the row consumers share.
+M.params = {
+  {name = "warps", values = {2, 4, 8, 16}, default = 8, doc = "warps per CTA"},
+  {name = "split", values = {1, 2, 4, 8}, default = 4,
+   doc = "warps per token row, each taking every split-th entry (shorter chains on dense rows)"},
+  {name = "unroll", values = {1, 2, 4}, default = 4,
+   doc = "16-byte Wd loads in flight per lane and entry: output swept in chunks of 256*unroll columns"},
+  {name = "ldg", values = {"nc", "plain"}, default = "nc",
+   doc = "weight loads through the read-only path (ld.global.nc) or plain loads"},
+}
+M.constraints = {
+  {why = "split divides the CTA's warps", check = function(c) return c.split <= c.warps and c.warps % c.split == 0 end},
+}
+function M.launch(c, p, gated)
+  local rows = c.warps // c.split
+  return {grid = {(p.M + rows - 1) // rows, 1, 1}, block = {32 * c.warps, 1, 1}, smem = M.smem(c, p.D, gated)}
 end
 
 local function load16(ldg, dst, src)
@@ -212,59 +230,82 @@ __device__ __forceinline__ void sp_twell_down(float *acc, const sp_bf16 *__restr
 ]], {load = load16(c.ldg, "q", "src"), unroll = c.unroll})
 end
 
--- The kernel: one warp per row. gated: args (packed, pool, X, Wu, Wd, Y, M, F, D, T, S);
--- otherwise (packed, pool, Wd, Y, M, F, D, T, S).
-function M.kernel(name, c, gated)
+-- The kernel: `split` warps per token row (c.warps / c.split rows per CTA). Each warp of a row
+-- takes every split-th entry of each batch into its own fp32 output row; the row's warps then add
+-- their rows together. split > 1 shortens the longest row's chain of gathers (a dense row has
+-- thousands of entries) at the price of shared memory and a reduction.
+-- gated: args (packed, pool, X, Wu, Wd, Y, M, F, D, T, S); otherwise (packed, pool, Wd, Y, M, F, D, T, S).
+-- ffn: {T = ..., S = ...} for the second kernel of twell-ffn, which takes that op's arguments.
+function M.kernel(name, c, gated, ffn)
   local threads = 32 * c.warps
-  return text.fill([[
-extern "C" __global__ void __launch_bounds__(${threads})
+  local sig = ffn and text.fill([[
+${name}(const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wg, const sp_bf16 *__restrict__ Wu,
+        const sp_bf16 *__restrict__ Wd, sp_bf16 *__restrict__ Y, const sp_u32 *__restrict__ packed,
+        const sp_u32 *__restrict__ pool, unsigned long long *__restrict__ pool_counter,
+        unsigned long long pool_capacity, int M, int F, int D)
+{
+    const int T = ${T}, S = ${S}; /* the producer's tile width and slots */]], {name = name, T = ffn.T, S = ffn.S})
+    or text.fill([[
 ${name}(const sp_u32 *__restrict__ packed, const sp_u32 *__restrict__ pool, ${xargs}const sp_bf16 *__restrict__ Wd,
         sp_bf16 *__restrict__ Y, int M, int F, int D, int T, int S)
-{
+{]], {name = name, xargs = gated and "const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wu, " or ""})
+  return text.fill([[
+extern "C" __global__ void __launch_bounds__(${threads})
+${sig}
     extern __shared__ __align__(16) unsigned char sp_smem[];
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
-    const int row = blockIdx.x * ${warps} + warp;
-    if (row >= M) return; /* the whole warp: rows are per warp */
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, part = warp % ${split};
+    const int row = blockIdx.x * ${rows} + warp / ${split};
     const int ntiles = (F + T - 1) / T, W = S + 1, Dp = (D + 7) / 8 * 8;
     const bool vec = (D % 8 == 0) && ((((unsigned long long)Wd) | ((unsigned long long)Y)${xalign}) & 15ull) == 0;
     float *acc = (float *)sp_smem + (size_t)warp * Dp;
     for (int d = lane; d < D; d += 32) acc[d] = 0.0f;
 ${xstage}
-    __syncwarp();
-    const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
-    for (int g = 0; g * 32 < ntiles; ++g) {
-        sp_u32 src;
-        int incl;
-        const int total = sp_twell_group(rowp, pool, ntiles, W, g, lane, src, incl);
-        for (int b = 0; b < total; b += 32) {
-            int col;
-            float h;
-            sp_twell_fetch(rowp, pool, src, incl, total, g, T, b + lane, col, h);
-            const int cnt = min(32, total - b);
+    __syncthreads();
+    if (row < M) {
+        const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
+        for (int g = 0; g * 32 < ntiles; ++g) {
+            sp_u32 src;
+            int incl;
+            const int total = sp_twell_group(rowp, pool, ntiles, W, g, lane, src, incl);
+            for (int b = 0; b < total; b += 32) {
+                int col;
+                float h;
+                sp_twell_fetch(rowp, pool, src, incl, total, g, T, b + lane, col, h);
+                /* this warp's share of the batch: entries part, part + split, ... to lanes 0, 1, ... */
+                const int all = min(32, total - b), pick = part + lane * ${split};
+                const int cnt = all > part ? (all - part + ${split} - 1) / ${split} : 0;
+                col = __shfl_sync(SP_FULL, col, pick & 31);
+                h = __shfl_sync(SP_FULL, h, pick & 31);
+                if (pick >= all) { col = 0; h = 0.0f; }
+                if (cnt == 0) continue;
 ${gate}
-            sp_twell_down(acc, Wd, D, vec, col, h, cnt, lane);
+                sp_twell_down(acc, Wd, D, vec, col, h, cnt, lane);
+            }
         }
     }
-    __syncwarp();
-    sp_bf16 *out = Y + (size_t)row * D;
-    if (vec) {
-        for (int d = lane * 8; d < D; d += 256)
-            asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(out + d),
-                         "r"(sp_pack_bf16x2(acc[d], acc[d + 1])), "r"(sp_pack_bf16x2(acc[d + 2], acc[d + 3])),
-                         "r"(sp_pack_bf16x2(acc[d + 4], acc[d + 5])), "r"(sp_pack_bf16x2(acc[d + 6], acc[d + 7]))
-                         : "memory");
-    } else {
-        for (int d = lane; d < D; d += 32) out[d] = sp_f32_to_bf16(acc[d]);
+    __syncthreads();
+    if (row < M) {
+        /* the row's warps add their partial rows */
+        const float *first = (const float *)sp_smem + (size_t)(warp - part) * Dp;
+        sp_bf16 *out = Y + (size_t)row * D;
+        for (int d = part * 32 + lane; d < D; d += 32 * ${split}) {
+            float v = 0.0f;
+            #pragma unroll
+            for (int q = 0; q < ${split}; ++q) v += first[(size_t)q * Dp + d];
+            out[d] = sp_f32_to_bf16(v);
+        }
     }
 }
-]], {name = name, threads = threads, warps = c.warps,
-     xargs = gated and "const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wu, " or "",
+]], {threads = threads, split = c.split, rows = c.warps // c.split,
+     sig = sig,
      xalign = gated and " | ((unsigned long long)X) | ((unsigned long long)Wu)" or "",
      xstage = gated and text.fill([[
-    /* x_row in shared memory, after all the warps' fp32 rows */
-    sp_bf16 *xs = (sp_bf16 *)((float *)sp_smem + (size_t)${warps} * Dp) + (size_t)warp * Dp;
-    for (int d = lane; d < D; d += 32) xs[d] = X[(size_t)row * D + d];]], {warps = c.warps}) or "",
-     gate = gated and "            h *= sp_twell_dots(xs, Wu, D, vec, col, cnt, lane);" or ""})
+    /* the row's x in shared memory (after every warp's fp32 row), staged by the row's warps */
+    sp_bf16 *xs = (sp_bf16 *)((float *)sp_smem + (size_t)${warps} * Dp) + (size_t)(warp / ${split}) * Dp;
+    if (row < M)
+        for (int d = part * 32 + lane; d < D; d += 32 * ${split}) xs[d] = X[(size_t)row * D + d];]],
+       {warps = c.warps, split = c.split}) or "",
+     gate = gated and "                h *= sp_twell_dots(xs, Wu, D, vec, col, cnt, lane);" or ""})
 end
 
 return M

@@ -2,14 +2,15 @@
 -- gate (TwELL, tile T, S slots, overflow pool: what twell-d2t writes), X is M x D, Wu is F x D
 -- (row j: neuron j's up weights) and Wd is F x D (row j: what neuron j adds to the output); all
 -- bf16, fp32 accumulation. `up` is computed only where the gate is nonzero: one warp per token
--- row takes the row's entries 32 at a time, turns each gate value g into g * dot(x, Wu[j]), and
--- gathers the Wd rows into the output row (lib/twell_row.lua). Any M, F, D.
+-- row (or `split` warps sharing a row) takes the row's entries 32 at a time, turns each gate value
+-- g into g * dot(x, Wu[j]), and gathers the Wd rows into the output row (lib/twell_row.lua).
+-- Any M, F, D.
 local text = require("lib.text")
 local cuda = require("lib.cuda")
 local row = require("lib.twell_row")
 
 local function kernel_name(c)
-  return text.ident("sp_twell_gated", c, {"warps", "unroll", "ldg"})
+  return text.ident("sp_twell_gated", c, {"warps", "split", "unroll", "ldg"})
 end
 
 return {
@@ -17,26 +18,18 @@ return {
   family = "twell",
   description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only, one warp per row on CUDA cores",
   dims = {"M", "F", "D", "T", "S", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with
-  params = {
-    {name = "warps", values = {1, 2, 4, 8}, default = 4, doc = "warps (token rows) per CTA"},
-    {name = "unroll", values = {1, 2, 4}, default = 2,
-     doc = "16-byte Wd loads in flight per lane and entry: output swept in chunks of 256*unroll columns"},
-    {name = "ldg", values = {"nc", "plain"}, default = "nc",
-     doc = "weight loads through the read-only path (ld.global.nc) or plain loads"},
-  },
+  params = row.params,
   constraints = {
+    row.constraints[1],
     {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
       return p == nil or (p.T >= 2 and p.T <= 65536 and p.S >= 1 and p.S <= p.T) end},
-    {why = "the rows (fp32 output, bf16 x) fit in shared memory", check = function(c, gpu, p)
-      return p == nil or row.smem(c.warps, p.D, true) <= gpu.smem_per_block end},
+    {why = "the rows (fp32 output per warp, bf16 x per row) fit in shared memory", check = function(c, gpu, p)
+      return p == nil or row.smem(c, p.D, true) <= gpu.smem_per_block end},
   },
 
   kernel = function(c, gpu) return kernel_name(c) end,
 
-  launch = function(c, p, gpu)
-    return {grid = {(p.M + c.warps - 1) // c.warps, 1, 1}, block = {32 * c.warps, 1, 1},
-            smem = row.smem(c.warps, p.D, true)}
-  end,
+  launch = function(c, p, gpu) return row.launch(c, p, true) end,
 
   emit = function(c, p, gpu)
     return text.fill([[

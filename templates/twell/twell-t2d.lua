@@ -12,7 +12,7 @@ local cuda = require("lib.cuda")
 local row = require("lib.twell_row")
 
 local function kernel_name(c)
-  return text.ident("sp_twell_t2d", c, {"decode", "warps", "unroll", "ldg"})
+  return text.ident("sp_twell_t2d", c, {"decode", "warps", "split", "unroll", "ldg"})
 end
 
 return {
@@ -20,27 +20,26 @@ return {
   family = "twell",
   description = "TwELL consumer: packed activations x W_down (F x D) -> dense output, one warp per row on CUDA cores",
   dims = {"M", "F", "D", "T", "S", "nnz"},
-  params = {
-    {name = "decode", values = {"batch", "walk"}, default = "batch",
-     doc = "entries decoded 32 tiles at a time into batches, or tile after tile"},
-    {name = "warps", values = {2, 4, 8}, default = 4, doc = "warps (token rows) per CTA"},
-    {name = "unroll", values = {1, 2, 4}, default = 2,
-     doc = "16-byte Wd loads in flight per lane and entry: the output chunk is 256*unroll columns"},
-    {name = "ldg", values = {"nc", "plain"}, default = "nc",
-     doc = "Wd loads through the read-only path (ld.global.nc) or plain loads"},
-  },
+  params = (function()
+    local ps = {{name = "decode", values = {"batch", "walk"}, default = "batch",
+                 doc = "entries decoded 32 tiles at a time into batches, or tile after tile"}}
+    for _, q in ipairs(row.params) do ps[#ps + 1] = q end
+    return ps
+  end)(),
   constraints = {
+    row.constraints[1],
+    {why = "the walk decoder has one warp per row", check = function(c) return c.decode ~= "walk" or c.split == 1 end},
     {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
       return p == nil or (p.T >= 2 and p.T <= 65536 and p.S >= 1 and p.S <= p.T) end},
     {why = "the output rows fit in shared memory", check = function(c, gpu, p)
-      return p == nil or c.decode ~= "batch" or row.smem(c.warps, p.D, false) <= gpu.smem_per_block end},
+      return p == nil or c.decode ~= "batch" or row.smem(c, p.D, false) <= gpu.smem_per_block end},
   },
 
   kernel = function(c, gpu) return kernel_name(c) end,
 
   launch = function(c, p, gpu)
-    return {grid = {(p.M + c.warps - 1) // c.warps, 1, 1}, block = {32 * c.warps, 1, 1},
-            smem = c.decode == "batch" and row.smem(c.warps, p.D, false) or 0}
+    if c.decode == "batch" then return row.launch(c, p, false) end
+    return {grid = {(p.M + c.warps - 1) // c.warps, 1, 1}, block = {32 * c.warps, 1, 1}, smem = 0}
   end,
 
   emit = function(c, p, gpu)

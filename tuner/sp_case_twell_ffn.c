@@ -1,0 +1,208 @@
+/* GPU harness of twell-ffn, the whole gated FFN layer: Y = (relu(X Wg^T) (.) X Wu^T) Wd.
+ * Data: X and Wg from sp_twell_producer_data (a mean of nnz active neurons per token, 30 % dead
+ * neurons), Wu and Wd (F x D) uniform in [-1, 1). Reference: the gate X Wg^T and up X Wu^T by
+ * cuBLAS in fp32 (both spot-checked in fp64), the gate rounded to bf16 after relu as the
+ * producer stores it, H = gate (.) up on the host, Y = H Wd by cuBLAS fp32 SGEMM. Baseline: the
+ * dense gated FFN in cuBLAS bf16: the gate and up GEMMs, relu(gate) (.) up, the down GEMM. */
+#include "sp_case.h"
+#include "sp_cublas.h"
+#include "sp_cuda.h"
+#include "sp_status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+typedef struct ffn_state {
+    sp_cublas *blas;
+    sp_kernel mul;
+    int M, D, F, nnz;
+    CUdeviceptr X, Wg, Wu, Wd, Y, packed, pool, counter, Gb, Ub, Ybase, R32, Wd32, Yref;
+    unsigned long long capacity;     /* pool words */
+    size_t packed_cap;               /* words (the worst case over the space: tile 64, 63 slots) */
+    unsigned short *hX, *hWg, *hWu, *hWd, *hY, *hG;
+    float *hR, *hRef, *hWd32;
+    void *argv[12];
+} ffn_state;
+
+static void ffn_destroy(void *p)
+{
+    ffn_state *g = p;
+    if (!g) return;
+    CUdeviceptr *d[] = {&g->X, &g->Wg, &g->Wu, &g->Wd, &g->Y, &g->packed, &g->pool, &g->counter, &g->Gb, &g->Ub,
+                        &g->Ybase, &g->R32, &g->Wd32, &g->Yref};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) sp_bench_free(*d[i]);
+    void *h[] = {g->hX, g->hWg, g->hWu, g->hWd, g->hY, g->hG, g->hR, g->hRef, g->hWd32};
+    for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(h[i]);
+    if (g->mul.module) sp_kernel_unload(&g->mul);
+    sp_cublas_destroy(g->blas);
+    free(g);
+}
+
+static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    ffn_state *g = calloc(1, sizeof *g);
+    if (!g) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    if (!sp_problem_int(p, "M", &g->M) || !sp_problem_int(p, "D", &g->D) || !sp_problem_int(p, "F", &g->F) ||
+        !sp_problem_int(p, "nnz", &g->nnz) || g->nnz > g->F) {
+        free(g);
+        return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn needs positive integers M, D, F and nnz <= F");
+    }
+    size_t md = (size_t)g->M * g->D, fd = (size_t)g->F * g->D, mf = (size_t)g->M * g->F;
+    g->packed_cap = (size_t)g->M * (size_t)((g->F + 63) / 64) * 64;
+    g->capacity = mf / 2 + (size_t)g->M * (size_t)((g->F + 63) / 64) + 1024;
+    if (g->capacity > 0x7fffffffull) g->capacity = 0x7fffffffull; /* pool offsets are 31 bits */
+    g->hX = malloc(md * 2); g->hWg = malloc(fd * 2); g->hWu = malloc(fd * 2); g->hWd = malloc(fd * 2);
+    g->hY = malloc(md * 2); g->hG = malloc(mf * 2); g->hR = malloc(mf * 4); g->hRef = malloc(md * 4);
+    g->hWd32 = malloc(fd * 4);
+    if (!g->hX || !g->hWg || !g->hWu || !g->hWd || !g->hY || !g->hG || !g->hR || !g->hRef || !g->hWd32) {
+        st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-ffn M=%d D=%d F=%d", g->M, g->D, g->F);
+        goto fail;
+    }
+    if ((st = sp_bench_alloc(b, md * 2, &g->X)) || (st = sp_bench_alloc(b, fd * 2, &g->Wg)) ||
+        (st = sp_bench_alloc(b, fd * 2, &g->Wu)) || (st = sp_bench_alloc(b, fd * 2, &g->Wd)) ||
+        (st = sp_bench_alloc(b, md * 2, &g->Y)) || (st = sp_bench_alloc(b, g->packed_cap * 4, &g->packed)) ||
+        (st = sp_bench_alloc(b, g->capacity * 4, &g->pool)) || (st = sp_bench_alloc(b, 8, &g->counter)) ||
+        (st = sp_bench_alloc(b, mf * 2, &g->Gb)) || (st = sp_bench_alloc(b, mf * 2, &g->Ub)) ||
+        (st = sp_bench_alloc(b, md * 2, &g->Ybase)) || (st = sp_bench_alloc(b, mf * 4, &g->R32)) ||
+        (st = sp_bench_alloc(b, fd * 4, &g->Wd32)) || (st = sp_bench_alloc(b, md * 4, &g->Yref)))
+        goto fail;
+    uint64_t s = b->rng ^ 0xff7ull;
+    sp_twell_producer_data(&s, g->M, g->D, g->F, g->nnz, g->hX, g->hWg);
+    if ((st = SP_CU(cu->MemcpyHtoD(g->X, g->hX, md * 2))) || (st = SP_CU(cu->MemcpyHtoD(g->Wg, g->hWg, fd * 2))) ||
+        (st = sp_bench_random_bf16(b, g->Wu, g->hWu, fd, 1.0f)) || (st = sp_bench_random_bf16(b, g->Wd, g->hWd, fd, 1.0f)))
+        goto fail;
+    if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream))) goto fail;
+    /* gate: relu, then bf16 as the producer stores it */
+    if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wg, g->R32, 1)) ||
+        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hR, g->R32, mf * 4))))
+        goto fail;
+    if ((st = sp_check_reference(g->hR, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hWg, 1, 32))) goto fail;
+    for (size_t i = 0; i < mf; i++) g->hG[i] = g->hR[i] > 0 ? sp_float_to_bf16(g->hR[i]) : 0;
+    /* up, then H = gate (.) up, then the down projection in fp32 */
+    if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->R32, 1)) ||
+        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hR, g->R32, mf * 4))))
+        goto fail;
+    if ((st = sp_check_reference(g->hR, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hWu, 1, 32))) goto fail;
+    for (size_t i = 0; i < mf; i++) g->hR[i] *= sp_bf16_to_float(g->hG[i]);
+    for (size_t i = 0; i < fd; i++) g->hWd32[i] = sp_bf16_to_float(g->hWd[i]);
+    if ((st = SP_CU(cu->MemcpyHtoD(g->R32, g->hR, mf * 4))) || (st = SP_CU(cu->MemcpyHtoD(g->Wd32, g->hWd32, fd * 4))) ||
+        (st = sp_cublas_sgemm_nn(g->blas, g->M, g->D, g->F, g->R32, g->Wd32, g->Yref)) ||
+        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Yref, md * 4))))
+        goto fail;
+    /* the fp32 down GEMM at a few entries, in fp64 */
+    uint64_t q = 0xd0e5ull;
+    for (int i = 0; i < 16; i++) {
+        int r = (int)(sp_mix64(&q) % (uint64_t)g->M), c = (int)(sp_mix64(&q) % (uint64_t)g->D);
+        double want = 0, mag = 0;
+        for (int j = 0; j < g->F; j++) {
+            double t = (double)g->hR[(size_t)r * g->F + j] * g->hWd32[(size_t)j * g->D + c];
+            want += t;
+            mag += fabs(t);
+        }
+        if (fabs(g->hRef[(size_t)r * g->D + c] - want) > 1e-5 * mag + 1e-30) {
+            st = sp_fail(SPTUNE_ERR_WRONG_RESULT, "twell-ffn: the cuBLAS down reference disagrees with fp64 at (%d, %d)",
+                         r, c);
+            goto fail;
+        }
+    }
+    if ((st = sp_case_helper_load(b, &g->mul)) != SPTUNE_OK) goto fail;
+    g->argv[0] = &g->X; g->argv[1] = &g->Wg; g->argv[2] = &g->Wu; g->argv[3] = &g->Wd; g->argv[4] = &g->Y;
+    g->argv[5] = &g->packed; g->argv[6] = &g->pool; g->argv[7] = &g->counter; g->argv[8] = &g->capacity;
+    g->argv[9] = &g->M; g->argv[10] = &g->F; g->argv[11] = &g->D;
+    *out = g;
+    return SPTUNE_OK;
+fail:
+    ffn_destroy(g);
+    return st;
+}
+
+static void **ffn_args(void *p) { return ((ffn_state *)p)->argv; }
+
+static sptune_status ffn_bind(void *p, const sp_template *t, const sp_config *c)
+{
+    ffn_state *g = p;
+    long long bn = sp_config_int(t, c, "bn"), slots = sp_config_int(t, c, "slots");
+    if (bn < 2 || slots < 1 || slots >= bn) return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: configuration lacks a valid bn/slots");
+    size_t words = (size_t)g->M * (size_t)((g->F + bn - 1) / bn) * (size_t)(slots + 1);
+    if (words > g->packed_cap)
+        return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: bn=%lld slots=%lld needs more packed space than allocated", bn, slots);
+    return SPTUNE_OK;
+}
+
+/* The caller's duty before each call: the pool counter at zero. */
+static sptune_status ffn_prepare(void *p, CUstream s)
+{
+    const sp_cuda_api *cu;
+    ffn_state *g = p;
+    sptune_status st = sp_cuda_load(&cu);
+    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD32Async(g->counter, 0, 2, s));
+}
+
+static sptune_status ffn_poison(void *p, CUstream s)
+{
+    const sp_cuda_api *cu;
+    ffn_state *g = p;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    if ((st = SP_CU(cu->MemsetD32Async(g->packed, 0xdeadbeefu, g->packed_cap, s)))) return st;
+    if ((st = SP_CU(cu->MemsetD32Async(g->pool, 0xdeadbeefu, (size_t)g->capacity, s)))) return st;
+    return SP_CU(cu->MemsetD16Async(g->Y, 0xffff, (size_t)g->M * g->D, s));
+}
+
+static sptune_status ffn_verify(void *p, double *rel_err, char *detail, size_t len)
+{
+    const sp_cuda_api *cu;
+    ffn_state *g = p;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    unsigned long long used = 0;
+    if ((st = SP_CU(cu->MemcpyDtoH(&used, g->counter, 8)))) return st;
+    if (used > g->capacity) {
+        *rel_err = INFINITY;
+        snprintf(detail, len, "overflow pool too small: needed %llu words, had %llu", used, g->capacity);
+        return SPTUNE_OK;
+    }
+    size_t md = (size_t)g->M * g->D;
+    if ((st = SP_CU(cu->MemcpyDtoH(g->hY, g->Y, md * 2))) != SPTUNE_OK) return st;
+    sp_compare_bf16(g->hY, g->hRef, md, (size_t)g->D, 0, rel_err, detail, len);
+    return SPTUNE_OK;
+}
+
+static sptune_status ffn_baseline(void *p, CUstream s)
+{
+    ffn_state *g = p;
+    sptune_status st;
+    size_t mf = (size_t)g->M * g->F;
+    if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wg, g->Gb, 0)) != SPTUNE_OK) return st;
+    if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->Ub, 0)) != SPTUNE_OK) return st;
+    if ((st = sp_case_helper_mul(&g->mul, s, g->Gb, g->Ub, g->Ub, mf, 1)) != SPTUNE_OK) return st;
+    return sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->Ub, g->Wd, g->Ybase, 0);
+}
+
+/* Dense-equivalent (the baseline's three GEMMs), so that TFLOP/s reads against the baseline's. */
+static double ffn_flops(const sp_problem *p)
+{
+    int M = 0, D = 0, F = 0;
+    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "D", &D) || !sp_problem_int(p, "F", &F)) return 0;
+    return 6.0 * M * D * F;
+}
+
+const sp_case_ops sp_case_twell_ffn = {
+    .op = "twell-ffn",
+    .baseline_name = "cuBLAS bf16 dense gated FFN (gate, up, relu-product, down)",
+    .create = ffn_create,
+    .args = ffn_args,
+    .poison = ffn_poison,
+    .verify = ffn_verify,
+    .bind = ffn_bind,
+    .prepare = ffn_prepare,
+    .baseline = ffn_baseline,
+    .flops = ffn_flops,
+    .destroy = ffn_destroy,
+    .tolerance = 1e-2,
+};
