@@ -36,6 +36,10 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         return cli_usage_error("", "bad --budget '%s' (examples: 15m, 90s, 2h, 300evals)", cli_get(cmd, "budget"));
     if (cli_get(cmd, "strategy") && !sp_search_parse(cli_get(cmd, "strategy"), &kind))
         return cli_usage_error("", "unknown strategy '%s' (exhaustive, random, descent)", cli_get(cmd, "strategy"));
+    cli_gpu_run run;
+    sp_gpu_profile none;
+    memset(&none, 0, sizeof none);
+    if ((rc = cli_gpu_run_opts(cmd, &none, -1, &run))) return rc; /* usage errors before looking for a GPU */
     if (!g) g = "auto";
     if (strcmp(g, "auto") == 0 || strcmp(g, "all") == 0) {
         if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {

@@ -206,6 +206,9 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
 
     sp_gpu_profile gpu;
     int ordinal, rc;
+    cli_gpu_run run;
+    memset(&gpu, 0, sizeof gpu);
+    if ((rc = cli_gpu_run_opts(cmd, &gpu, -1, &run))) return rc; /* usage errors before looking for a GPU */
     const char *g = cli_get(cmd, "gpu");
     if ((rc = cli_gpu_target(cmd->name, g ? g : "auto", &gpu, &ordinal))) return rc;
     sp_template *t = NULL;
@@ -213,7 +216,6 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     sp_problem prob;
     sp_db *db = NULL;
     sp_cache *cache = NULL;
-    cli_gpu_run run;
     cli_tuned tu = {0};
     sptune_status st;
     if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }

@@ -233,6 +233,24 @@ static void test_emit(sp_template *t)
 }
 
 /* A template whose kernel/launch/emit/options return `ret_*`. */
+/* Loads src as a one-parameter template and renders its default for problem `dims`: the status. */
+static sptune_status render(const char *path, const char *src, const char *dims, sp_kernel_src *k)
+{
+    sp_template *t = NULL;
+    memset(k, 0, sizeof *k);
+    CHECK_ST(sp_template_load_source(path, src, NULL, &t), SPTUNE_OK);
+    if (!t) return SPTUNE_ERR_TEMPLATE;
+    sp_gpu_profile g = rtx_pro_6000();
+    sp_config c;
+    sp_problem p;
+    sp_config_default(t, &c);
+    CHECK_ST(sp_problem_parse(t, dims, &p), SPTUNE_OK);
+    sptune_status st = sp_template_emit(t, &c, &g, &p, k);
+    sp_template_free(t);
+    return st;
+}
+
+/* A template whose kernel/launch/emit/options return `ret_*`. */
 static void bad_render(const char *kernel, const char *launch, const char *emit, const char *options,
                        const char *want)
 {
@@ -242,20 +260,11 @@ static void bad_render(const char *kernel, const char *launch, const char *emit,
              "  kernel = %s, launch = function(c, p, gpu) return %s end,\n"
              "  emit = function(c, p, gpu) return %s end, options = %s}\n",
              kernel, launch, emit, options);
-    sp_template *t = NULL;
-    CHECK_ST(sp_template_load_source("templates/test/r.lua", src, NULL, &t), SPTUNE_OK);
-    if (!t) return;
-    sp_gpu_profile g = rtx_pro_6000();
-    sp_config c;
-    sp_problem p;
     sp_kernel_src k;
-    sp_config_default(t, &c);
-    CHECK_ST(sp_problem_parse(t, "64", &p), SPTUNE_OK);
-    CHECK_ST(sp_template_emit(t, &c, &g, &p, &k), SPTUNE_ERR_TEMPLATE);
+    CHECK_ST(render("templates/test/r.lua", src, "64", &k), SPTUNE_ERR_TEMPLATE);
     CHECK_MSG(has(sptune_last_error(), want), "want '%s' in '%s'", want, sptune_last_error());
     CHECK_MSG(has(sptune_last_error(), "templates/test/r.lua"), "%s", sptune_last_error());
     CHECK(k.source == NULL);
-    sp_template_free(t);
 }
 
 static void test_bad_render(void)
@@ -275,6 +284,31 @@ static void test_bad_render(void)
     bad_render("'k'", L, "'x'", "function() return 'x' end", "options returned 'x'");
     bad_render("'k'", L, "p.nothing.x", "nil", "templates/test/r.lua:3: attempt to index a nil value (field 'nothing') (in emit for a=1)");
     bad_render("'k'", "error('launch broke')", "'x'", "nil", "templates/test/r.lua:2: launch broke (in launch for a=1)");
+    /* Pipelines: a list of kernel names with one launch table each. */
+    bad_render("function() return {'k1', 'k2'} end", L, "'x'", "nil", "launch must return a list of 2 launch tables");
+    bad_render("function() return {'k1', 'k2'} end", "{" "{grid = {1}, block = {32}}" "}", "'x'", "nil", "launch must return a list of 2");
+    bad_render("function() return {'k1', 'k1'} end", "{" "{grid = {1}, block = {32}}, {grid = {1}, block = {32}}" "}", "'x'", "nil",
+               "kernel k1 named twice");
+    bad_render("function() return {} end", L, "'x'", "nil", "kernel returned a list of 0 names");
+    bad_render("function() return {'k1', 'k2', 'k3', 'k4', 'k5'} end", L, "'x'", "nil", "kernel returned a list of 5 names");
+    bad_render("function() return {'k1', 7} end", "{" "{grid = {1}, block = {32}}, {grid = {1}, block = {32}}" "}", "'x'", "nil",
+               "kernel returned 7");
+}
+
+/* A pipeline of two kernels renders both names and launches, in order. */
+static void test_pipeline(void)
+{
+    const char *src =
+        "return {name = 'pipe', dims = {'M'}, params = {{name = 'a', values = {1}}},\n"
+        "  kernel = function() return {'first', 'second'} end,\n"
+        "  launch = function(c, p) return {{grid = {p.M}, block = {64}, smem = 128}, {grid = {2, 3}, block = {32}}} end,\n"
+        "  emit = function() return 'extern \"C\" __global__ void first() {} extern \"C\" __global__ void second() {}' end}\n";
+    sp_kernel_src k;
+    CHECK_ST(render("templates/test/pipe.lua", src, "5", &k), SPTUNE_OK);
+    CHECK(strcmp(k.kernel, "first") == 0 && k.grid[0] == 5 && k.block[0] == 64 && k.smem == 128);
+    CHECK(k.nthen == 1 && strcmp(k.then[0].kernel, "second") == 0 && k.then[0].grid[0] == 2 &&
+          k.then[0].grid[1] == 3 && k.then[0].grid[2] == 1 && k.then[0].block[0] == 32 && k.then[0].smem == 0);
+    sp_kernel_src_free(&k);
 }
 
 static void test_config(sp_template *t)
@@ -703,6 +737,7 @@ int main(void)
         sp_template_free(t);
     }
     test_bad_render();
+    test_pipeline();
     test_validation();
     test_folder();
     test_large_space();

@@ -1,0 +1,45 @@
+#!/usr/bin/env bash
+# The TwELL benchmark (issue 3) on the GPU machine, over a build made elsewhere:
+#   bash bench/twell-table.sh [build-static]
+# For each layer (d, d_ff), tokens M and mean nonzeros per token: twell-ffn (the whole gated FFN:
+# producer + gated consumer) against the cuBLAS dense gated FFN (three GEMMs and the element-wise
+# step), and the producer twell-d2t alone against a plain cuBLAS GEMM of the same shape, both
+# timed in the same run after verification. Configurations: FFN_CONFIG / D2T_CONFIG (defaults
+# below, the best measured so far). Prints a markdown table last. Env: SWEEP=full for every M
+# at every nnz (the default sweeps nnz at M=16384 and takes nnz 40 and 72 at the other M).
+set -uo pipefail
+build="${1:-build-static}"
+bin="$build/sptune"
+out="${OUT:-/tmp/sptune-table}"
+mkdir -p "$out"
+export SPTUNE_DB="$out/tuning.db" SPTUNE_CACHE_DIR="${SPTUNE_CACHE_DIR:-/tmp/sptune-cache}"
+ffn="${FFN_CONFIG:-bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,warps=8,split=2,unroll=4,ldg=nc}"
+d2t="${D2T_CONFIG:-bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15}"
+runs="${RUNS:-10}"
+rows=()
+one() { # op shape config -> "best baseline speedup" from check's table (or "failed")
+  local line
+  line=$("$bin" check "$1" --gpu auto --shape "$2" --config "$3" --runs "$runs" 2>&1 | tee -a "$out/table.log" |
+         awk -v op="$1" '$2 == op && $3 ~ /^M=/ {print $4, $5, $6}' | tail -1)
+  echo "${line:-failed}"
+}
+for layer in 2048,5632 4096,14336; do
+  d=${layer%,*} f=${layer#*,}
+  for m in 4096 16384 65536; do
+    for nnz in 30 40 72 150 300; do
+      if [ "${SWEEP:-}" != full ] && [ $m != 16384 ] && [ $nnz != 40 ] && [ $nnz != 72 ]; then continue; fi
+      r=$(one twell-ffn "M=$m,D=$d,F=$f,nnz=$nnz" "$ffn")
+      p="-"
+      [ $nnz = 40 ] && p=$(one twell-d2t "M=$m,D=$d,F=$f,nnz=$nnz" "$d2t")
+      rows+=("| $d | $f | $m | $nnz | ${r// / | } | ${p// / | } |")
+      echo "d=$d d_ff=$f M=$m nnz=$nnz: ffn $r; producer $p"
+    done
+  done
+done
+echo
+echo "| d | d_ff | M | nnz/token | twell-ffn ms | cuBLAS gated FFN ms | speed-up | producer ms | cuBLAS GEMM ms | producer/GEMM |"
+echo "|---|---|---|---|---|---|---|---|---|---|"
+for r in "${rows[@]}"; do
+  case "$r" in *"| - |"*) r="${r/| - |/| - | - | - |}";; esac
+  echo "$r"
+done
