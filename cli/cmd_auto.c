@@ -15,8 +15,8 @@
 
 static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
                         long long sample, long long seed);
-static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, sp_cache *cache,
-                       long long sample, long long seed);
+static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *gpu,
+                       sp_cache *cache, long long sample, long long seed);
 
 /* The main job: every op of the default workload on every GPU found (or the one named). */
 int cmd_auto(cli_cmd *cmd, int npos, char **pos)
@@ -122,9 +122,19 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
         return rc;
     }
     /* One coordinator per GPU, each with its own measurement worker, over every n-th problem,
-     * all into the same database (SQLite serialises the writers). */
-    if (n == 1) {
-        rc = tune_on_gpu(cmd, wl, 0, 1, ordinals[0], cache, sample, seed);
+     * all into the same database (SQLite serialises the writers). The coordinators are forked
+     * after this process initialised the driver, so they must not call it: what they need from
+     * it (the GPUs' profiles, the driver version) is read here, and their workers are fresh
+     * programs. */
+    sp_gpu_profile *profiles = calloc((size_t)n, sizeof *profiles);
+    char driver[32];
+    if (!profiles) rc = cli_error("", sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
+    for (int d = 0; d < n && rc == CLI_OK; d++)
+        if ((st = sp_gpu_profile_device(ordinals[d], &profiles[d])) != SPTUNE_OK) rc = cli_error("", st);
+    if (rc == CLI_OK) sptune_driver_version(driver, sizeof driver);
+    if (rc != CLI_OK) {
+    } else if (n == 1) {
+        rc = tune_on_gpu(cmd, wl, 0, 1, ordinals[0], &profiles[0], cache, sample, seed);
     } else {
         pid_t pids[64];
         int started = 0;
@@ -133,7 +143,7 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
             pid_t pid = fork();
             if (pid < 0) { rc = cli_error("", sp_fail(SPTUNE_ERR_IO, "fork: %s", strerror(errno))); break; }
             if (pid == 0) {
-                int crc = tune_on_gpu(cmd, wl, d, n, ordinals[d], cache, sample, seed);
+                int crc = tune_on_gpu(cmd, wl, d, n, ordinals[d], &profiles[d], cache, sample, seed);
                 fflush(NULL);
                 _exit(crc);
             }
@@ -146,21 +156,21 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
             if (crc != CLI_OK && rc == CLI_OK) rc = crc;
         }
     }
+    free(profiles);
     sp_cache_close(cache);
     return rc;
 }
 
 /* Problems d, d+n, d+2n, ... of wl tuned on device `ordinal`, then their table. The database is
  * opened here: with several GPUs this runs in a forked process per GPU. */
-static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, sp_cache *cache,
-                       long long sample, long long seed)
+static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *profile,
+                       sp_cache *cache, long long sample, long long seed)
 {
     sptune_status st;
     int rc;
     sp_db *db = NULL;
-    sp_gpu_profile gpu;
+    sp_gpu_profile gpu = *profile;
     cli_gpu_run run;
-    if ((st = sp_gpu_profile_device(ordinal, &gpu)) != SPTUNE_OK) return cli_error("", st);
     if ((rc = cli_gpu_run_opts(cmd, &gpu, ordinal, &run))) return rc;
     if ((rc = cli_open_db(cmd, &db))) return rc;
     /* The budget: --budget shared out over the problems (time left over flows to the ones after;

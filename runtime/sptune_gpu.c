@@ -69,6 +69,11 @@ sptune_status sptune_driver_version(char *buf, size_t len)
 {
     if (!buf || len == 0) return sp_fail(SPTUNE_ERR_INVALID, "sptune_driver_version: no buffer");
     buf[0] = 0;
+    /* Kept once known: a process forked after the driver was initialised (the CLI's per-GPU
+     * coordinators) must not call into it again, and the answer cannot change. Concurrent first
+     * calls write the same bytes. */
+    static char known[32];
+    if (known[0]) return sp_copy_out(buf, len, known, "sptune_driver_version");
     const sp_cuda_api *api;
     sptune_status st = sp_cuda_driver(&api);
     if (st != SPTUNE_OK) return st;
@@ -77,6 +82,7 @@ sptune_status sptune_driver_version(char *buf, size_t len)
     if (st != SPTUNE_OK) return st;
     char text[32];
     snprintf(text, sizeof text, "%d.%d", v / 1000, (v % 1000) / 10);
+    memcpy(known, text, sizeof known);
     return sp_copy_out(buf, len, text, "sptune_driver_version");
 }
 
