@@ -17,7 +17,7 @@ local row = require("lib.twell_row")
 -- searchable.
 local keep = {
   bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
-  swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {15, 31, 63},
+  swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
   warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"},
 }
 local params = {}
