@@ -163,17 +163,16 @@ sptune_status sp_worker_create(const sp_worker_task *task, double timeout_s, sp_
     w->task = *task;
     w->timeout_s = timeout_s;
     if (task->argv) {
-        int n = 0;
+        int n = 0, ok = 1;
         while (task->argv[n]) n++;
         w->argv = calloc((size_t)n + 1, sizeof *w->argv);
-        for (int i = 0; w->argv && i < n; i++)
-            if (!(w->argv[i] = strdup(task->argv[i]))) { n = i; break; }
-        if (!w->argv || !w->argv[n - 1]) {
-            w->task.argv = w->argv;
-            sp_worker_destroy(w);
+        ok = w->argv != NULL;
+        for (int i = 0; ok && i < n; i++) ok = (w->argv[i] = strdup(task->argv[i])) != NULL;
+        w->task.argv = w->argv;
+        if (!ok) {
+            sp_worker_destroy(w); /* frees the copies made so far (the list is NULL-terminated) */
             return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
         }
-        w->task.argv = w->argv;
     }
     /* A child that died must not kill the parent through a write to its pipe. */
     signal(SIGPIPE, SIG_IGN);
