@@ -3,6 +3,7 @@
 #include "cli.h"
 #include "sp_cache.h"
 #include "sp_eval.h"
+#include "sp_prebuild.h"
 #include "sp_status.h"
 #include "sp_workload.h"
 
@@ -100,6 +101,12 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
             if ((rc = cli_load_template("", w->op, &t))) break;
             if ((rc = cli_collect_space("", t, &named, NULL, &cs)) == CLI_OK) {
                 sp_space_sample(&cs, t, sample, (unsigned long long)seed);
+                /* Built in parallel first; the loop below then reports each from the cache. */
+                sp_prebuild *pb = NULL;
+                long long jobs = cli_int(cmd, "jobs", sp_prebuild_default_jobs());
+                if (jobs > 1 && sp_prebuild_start(t, &named, NULL, &cs, SP_SEARCH_EXHAUSTIVE, 1, 0, cache, (int)jobs,
+                                                  &pb) == SPTUNE_OK)
+                    sp_prebuild_wait(pb);
                 int bad = 0;
                 for (long long i = 0; i < cs.n; i++) {
                     sp_kernel_src src;

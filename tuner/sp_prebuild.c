@@ -78,13 +78,18 @@ sptune_status sp_prebuild_start(sp_template *t, const sp_gpu_profile *gpu, const
     return SPTUNE_OK;
 }
 
-void sp_prebuild_stop(sp_prebuild *pb)
+static void reap(sp_prebuild *pb, int kill_first)
 {
     if (!pb) return;
-    for (int j = 0; j < pb->n; j++) kill(pb->pids[j], SIGKILL);
+    if (kill_first)
+        for (int j = 0; j < pb->n; j++) kill(pb->pids[j], SIGKILL);
     for (int j = 0; j < pb->n; j++) {
         int st;
         while (waitpid(pb->pids[j], &st, 0) < 0 && errno == EINTR) {}
     }
     free(pb);
 }
+
+void sp_prebuild_wait(sp_prebuild *pb) { reap(pb, 0); }
+
+void sp_prebuild_stop(sp_prebuild *pb) { reap(pb, 1); }
