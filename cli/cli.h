@@ -90,6 +90,9 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
                      sp_cache *cache, const sp_tune_opts *opts, int quiet, cli_tuned *out);
 void cli_tuned_free(cli_tuned *x);
 long long cli_tuned_failed(const cli_tuned *x);
+/* One line of JSON per problem (JSON Lines: several GPUs' coordinators each print theirs). */
+void cli_print_tuned_json(const char *gpu, const char *op, const char *problem, const char *strategy,
+                          const cli_tuned *tu);
 void cli_print_tuned_header(void);
 void cli_print_tuned(const char *gpu, const char *op, const char *problem, const cli_tuned *x);
 

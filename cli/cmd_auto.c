@@ -195,6 +195,7 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     cli_tuned *tuned = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tuned);
     const sp_workload_item **item_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *item_of);
     if (!tuned || !item_of) rc = cli_error("", sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
+    int json = cli_get(cmd, "json") != NULL;
     struct timespec t0;
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int k = d; k < wl->n && rc == CLI_OK; k += n) {
@@ -214,17 +215,22 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
             double left = total.seconds - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9);
             o.budget.seconds = left > 0 ? left / (jobs - done) : 1e-3;
         }
-        printf("[%s:%d] %s %s (%s)\n", gpu.info.profile, ordinal, w->op, w->problem, w->why);
+        if (!json) printf("[%s:%d] %s %s (%s)\n", gpu.info.profile, ordinal, w->op, w->problem, w->why);
         fflush(stdout);
         if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
-        else rc = cli_tune_problem("", &run, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL, &tuned[done]);
+        else rc = cli_tune_problem("", &run, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL || json, &tuned[done]);
         item_of[done++] = w;
         sp_template_free(t);
     }
-    printf("\n");
-    cli_print_tuned_header();
+    if (!json) {
+        printf("\n");
+        cli_print_tuned_header();
+    }
     for (int i = 0; i < done; i++) {
-        cli_print_tuned(gpu.info.profile, item_of[i]->op, item_of[i]->problem, &tuned[i]);
+        if (json)
+            cli_print_tuned_json(gpu.info.profile, item_of[i]->op, item_of[i]->problem, sp_search_name(o.strategy),
+                                 &tuned[i]);
+        else cli_print_tuned(gpu.info.profile, item_of[i]->op, item_of[i]->problem, &tuned[i]);
         /* a wrong result is a kernel bug; other failures are the tuner's business */
         if (rc == CLI_OK && (tuned[i].best < 0 || tuned[i].r.failed[SP_OUTCOME_WRONG_RESULT])) rc = CLI_FAIL;
         cli_tuned_free(&tuned[i]);

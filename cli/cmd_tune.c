@@ -226,18 +226,7 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     long long failed = cli_tuned_failed(&tu);
     char *key = sp_problem_format(&prob);
     if (cli_get(cmd, "json")) {
-        printf("{\"op\":\"%s\",\"problem\":\"%s\",\"gpu\":\"%s\",\"strategy\":\"%s\",\"space\":%lld,\"measured\":%lld,"
-               "\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s,\"baseline_ms\":%.6f,",
-               pos[0], key ? key : "", gpu.info.profile, sp_search_name(o.strategy), tu.space.n, tu.r.measured,
-               tu.r.resumed, failed, tu.r.stopped_by_budget ? "true" : "false", tu.baseline_ms);
-        if (tu.best_text)
-            printf("\"best\":{\"config\":\"%s\",\"median_ms\":%.6f,\"speedup\":%.4f},", tu.best_text, tu.best_ms,
-                   tu.baseline_ms / tu.best_ms);
-        else printf("\"best\":null,");
-        printf("\"failures\":{");
-        for (int k = 1, first = 1; k < SP_OUTCOME__COUNT; k++)
-            if (tu.r.failed[k]) { printf("%s\"%s\":%lld", first ? "" : ",", sp_outcome_name((sp_outcome)k), tu.r.failed[k]); first = 0; }
-        printf("}}\n");
+        cli_print_tuned_json(gpu.info.profile, pos[0], key ? key : "", sp_search_name(o.strategy), &tu);
     } else {
         cli_print_tuned_header();
         cli_print_tuned(gpu.info.profile, pos[0], key ? key : "?", &tu);
@@ -253,6 +242,23 @@ out:
     sp_db_close(db);
     sp_template_free(t);
     return rc;
+}
+
+void cli_print_tuned_json(const char *gpu, const char *op, const char *problem, const char *strategy,
+                          const cli_tuned *tu)
+{
+    printf("{\"op\":\"%s\",\"problem\":\"%s\",\"gpu\":\"%s\",\"strategy\":\"%s\",\"space\":%lld,\"measured\":%lld,"
+           "\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s,\"baseline_ms\":%.6f,",
+           op, problem, gpu, strategy, tu->space.n, tu->r.measured, tu->r.resumed, cli_tuned_failed(tu),
+           tu->r.stopped_by_budget ? "true" : "false", tu->baseline_ms);
+    if (tu->best_text)
+        printf("\"best\":{\"config\":\"%s\",\"median_ms\":%.6f,\"speedup\":%.4f},", tu->best_text, tu->best_ms,
+               tu->baseline_ms / tu->best_ms);
+    else printf("\"best\":null,");
+    printf("\"failures\":{");
+    for (int k = 1, first = 1; k < SP_OUTCOME__COUNT; k++)
+        if (tu->r.failed[k]) { printf("%s\"%s\":%lld", first ? "" : ",", sp_outcome_name((sp_outcome)k), tu->r.failed[k]); first = 0; }
+    printf("}}\n");
 }
 
 void cli_print_tuned_header(void)

@@ -78,6 +78,7 @@ static cli_opt auto_opts[] = {
     {"no-db", NULL, "record nothing", NULL},
     {"cache-dir", "DIR", "kernel cache folder", NULL},
     {"quiet", NULL, "print only the final table", NULL},
+    {"json", NULL, "instead of the table, one JSON object per problem and line (as 'tune --json')", NULL},
     {NULL, NULL, NULL, NULL}};
 
 static cli_cmd commands[] = {
