@@ -103,6 +103,15 @@ int cmd_gen(cli_cmd *cmd, int npos, char **pos)
     sptune_status st = sp_template_emit(t, &c, &gpu, p, &k);
     if (st != SPTUNE_OK) { sp_template_free(t); return cli_error(cmd->name, st); }
     fputs(k.source, stdout);
+    if (p) {
+        /* How it is launched for this problem (a pipeline lists its kernels in order). */
+        printf("/* launch %s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory */\n", k.kernel,
+               k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.smem);
+        for (int i = 0; i < k.nthen; i++)
+            printf("/* then %s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory */\n",
+                   k.then[i].kernel, k.then[i].grid[0], k.then[i].grid[1], k.then[i].grid[2], k.then[i].block[0],
+                   k.then[i].block[1], k.then[i].block[2], k.then[i].smem);
+    }
     sp_kernel_src_free(&k);
     sp_template_free(t);
     return CLI_OK;

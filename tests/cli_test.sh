@@ -83,6 +83,9 @@ expect 0 "gen config" "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3
 has "gen uses the config" "sp_gemm_bm64_bn128_"
 a="$out"; "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3 >"$tmp/b.cu" 2>&1
 [ "$a" = "$(cat "$tmp/b.cu")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: gen is not deterministic"; }
+expect 0 "gen a pipeline" "$bin" gen twell-ffn --gpu rtx-pro-6000 --shape M=1000,D=64,F=300,nnz=5
+has "gen names the first kernel's launch" "^/\* launch sp_twell_ffn_produce.*grid \(24, 1, 1\)"
+has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*block \(256, 1, 1\)"
 expect 2 "gen bad value" "$bin" gen gemm --gpu h100 --config bm=100; has "bad value message" "bm=100 is not allowed"
 expect 2 "gen bad key" "$bin" gen gemm --gpu h100 --config bq=1;     has "bad key message" "unknown parameter 'bq'"
 expect 2 "gen invalid combination" "$bin" gen gemm --gpu rtx-pro-6000 --config bm=256,bn=256,bk=64,stages=5
