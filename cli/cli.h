@@ -105,5 +105,6 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos);
 int cmd_tune(cli_cmd *cmd, int npos, char **pos);
 int cmd_db(cli_cmd *cmd, int npos, char **pos);
 int cmd_auto(cli_cmd *cmd, int npos, char **pos);
+int cmd_best(cli_cmd *cmd, int npos, char **pos);
 
 #endif

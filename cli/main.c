@@ -60,6 +60,13 @@ static cli_opt tune_opts[] = {
     {"quiet", NULL, "no progress, only the final table", NULL},
     {"json", NULL, "a JSON summary instead of the table", NULL},
     {NULL, NULL, NULL, NULL}};
+static cli_opt best_opts[] = {
+    {"shape", "S", "problem, e.g. M=16384,D=2048,F=5632,nnz=40 (required)", NULL},
+    {"gpu", "G", "GPU profile (h100, h200, rtx-pro-6000, sm_XX) or auto (default: auto, device 0)", NULL},
+    {"db", "PATH", "results to consult (default: $SPTUNE_DB or the XDG data folder)", NULL},
+    {"no-db", NULL, "consult no results: the template's default", NULL},
+    {"cache-dir", "DIR", "kernel cache folder", NULL},
+    {NULL, NULL, NULL, NULL}};
 static cli_opt db_opts[] = {
     {"db", "PATH", "the database (default: $SPTUNE_DB or the XDG data folder)", NULL},
     {NULL, NULL, NULL, NULL}};
@@ -101,6 +108,10 @@ static cli_cmd commands[] = {
      "replaced. Variants are compiled ahead in parallel (--jobs) while others are measured.\n"
      "The fastest few are re-measured in alternating order before the winner is printed.\n"
      "Exits 3 when the GPU is not present, 1 when no variant passed.", 1, 1, tune_opts, cmd_tune},
+    {"best", "OP", "Show the kernel the runtime API serves an application for a problem: its configuration, "
+                   "where it came from (exact, nearest recorded problem, default) and its launches.",
+     "The same lookup as sptune_kernel_get() in include/sptune.h; the kernel is compiled (through the cache).",
+     1, 1, best_opts, cmd_best},
     {"db", "ACTION [FILE]", "Tuning databases: info; export [FILE|-] (reviewable text); import FILE|-; merge OTHER.db.",
      "Imported and merged results are checked against the local templates (op, problem, configuration, GPU\n"
      "profile) and rejected otherwise; a malformed file is refused whole. A result never replaces a newer one\n"

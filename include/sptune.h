@@ -72,6 +72,45 @@ sptune_status sptune_nvrtc_version(char *buf, size_t len);
 sptune_status sptune_default_db_path(char *buf, size_t len);
 sptune_status sptune_default_cache_dir(char *buf, size_t len);
 
+/* ---- Tuned kernels for an application -------------------------------------------------- */
+
+/* Where a kernel's configuration came from. */
+typedef enum sptune_origin {
+    SPTUNE_ORIGIN_EXACT = 0,   /* the fastest recorded for this problem on this GPU profile */
+    SPTUNE_ORIGIN_NEAREST = 1, /* the fastest recorded for the nearest problem of the op on this profile */
+    SPTUNE_ORIGIN_DEFAULT = 2  /* nothing usable recorded: the template's default configuration */
+} sptune_origin;
+
+typedef struct sptune_kernel_request {
+    const char *op;        /* "twell-ffn", "gemm", ... (sptune ops) */
+    const char *problem;   /* the op's dimensions: "M=16384,D=2048,F=5632,nnz=40" */
+    const char *gpu;       /* GPU profile ("h200"; sptune_gpu_get().profile) or "auto" (device 0) */
+    const char *db_path;   /* NULL: the default database; "": consult none */
+    const char *cache_dir; /* NULL: the default kernel cache; "": compile without caching */
+} sptune_kernel_request;
+
+typedef struct sptune_kernel sptune_kernel;
+
+/* The best known kernel of req->op for req->problem on req->gpu: the recorded results are
+ * looked up (exact problem, else the nearest recorded problem whose configuration is valid for
+ * this one, else the template's default), then rendered and compiled (through the kernel cache).
+ * A database that does not exist counts as empty; one that cannot be read is an error. */
+sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out);
+/* The configuration ("bm=128,bn=128,...") and where it came from; detail (may be NULL) gets a
+ * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". */
+const char *sptune_kernel_config(const sptune_kernel *k);
+sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail);
+/* Kernels launched per call (2 for the pipelines such as twell-ffn), and each one's geometry. */
+int sptune_kernel_count(const sptune_kernel *k);
+sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
+                                     unsigned *smem_bytes);
+/* Launches every kernel of k in order on `stream` (a CUstream; NULL: the default stream) with
+ * the op's argument list (pointers to the arguments, as for cuLaunchKernel; see the op's
+ * template for the list). The module is loaded into the context current at the first launch,
+ * which must stay the current context for later launches. Checks the launches, not completion. */
+sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
+void sptune_kernel_free(sptune_kernel *k);
+
 #ifdef __cplusplus
 }
 #endif

@@ -22,7 +22,7 @@ has() {
 
 expect 0 "--version" "$bin" --version;            has "--version" "^sptune [0-9]+\.[0-9]+\.[0-9]+"
 expect 0 "--help" "$bin" --help;                  has "--help" "commands:"; has "--help lists compile" "compile"
-for c in info ops space gen compile check tune db; do
+for c in info ops space gen compile check tune best db; do
   expect 0 "$c --help" "$bin" "$c" --help;        has "$c --help" "usage: sptune $c"
 done
 expect 0 "--gpu --help" "$bin" --gpu auto --help; has "--gpu --help" "default workload"
@@ -86,6 +86,14 @@ a="$out"; "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3 >"$tmp/b.cu"
 expect 0 "gen a pipeline" "$bin" gen twell-ffn --gpu rtx-pro-6000 --shape M=1000,D=64,F=300,nnz=5
 has "gen names the first kernel's launch" "^/\* launch sp_twell_ffn_produce.*grid \(24, 1, 1\)"
 has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*block \(256, 1, 1\)"
+expect 0 "best, no database" "$bin" best twell-ffn --gpu h100 --shape M=300,D=200,F=1000,nnz=40 --no-db
+has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: bm=.* \(default: no database consulted"
+has "best lists both kernels of the pipeline" "kernel 2: grid"
+expect 0 "best, empty database" "$bin" best gemm --gpu h100 --shape M=64,N=64,K=64 --db "$tmp/none.db"
+has "best with no file" "default: no database at"
+expect 2 "best, unknown op" "$bin" best nope --gpu h100 --shape M=1;   has "best unknown op" "no template 'nope'"
+expect 2 "best, no shape" "$bin" best gemm --gpu h100;                   has "best needs --shape" "--shape is required"
+expect 2 "best, bad shape" "$bin" best gemm --gpu h100 --shape M=1,N=2
 expect 2 "gen bad value" "$bin" gen gemm --gpu h100 --config bm=100; has "bad value message" "bm=100 is not allowed"
 expect 2 "gen bad key" "$bin" gen gemm --gpu h100 --config bq=1;     has "bad key message" "unknown parameter 'bq'"
 expect 2 "gen invalid combination" "$bin" gen gemm --gpu rtx-pro-6000 --config bm=256,bn=256,bk=64,stages=5

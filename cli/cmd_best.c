@@ -1,0 +1,33 @@
+/* sptune best: what the runtime API (sptune_kernel_get) serves an application for a problem:
+ * the configuration, where it came from, and how each kernel is launched. */
+#include "cli.h"
+
+#include <string.h>
+
+int cmd_best(cli_cmd *cmd, int npos, char **pos)
+{
+    (void)npos;
+    const char *shape = cli_get(cmd, "shape"), *gpu = cli_get(cmd, "gpu");
+    if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=16384,D=2048,F=5632,nnz=40)");
+    const char *db = cli_get(cmd, "no-db") ? "" : cli_get(cmd, "db");
+    sptune_kernel_request req = {pos[0], shape, gpu ? gpu : "auto", db, cli_get(cmd, "cache-dir")};
+    sptune_kernel *k = NULL;
+    sptune_status st = sptune_kernel_get(&req, &k);
+    if (st != SPTUNE_OK) {
+        int rc = cli_error(cmd->name, st);
+        if (st == SPTUNE_ERR_NOT_FOUND || st == SPTUNE_ERR_INVALID) return CLI_USAGE;
+        return st == SPTUNE_ERR_NO_GPU ? CLI_NO_GPU : rc;
+    }
+    static const char *origins[] = {"exact", "nearest", "default"};
+    const char *detail = NULL;
+    sptune_origin o = sptune_kernel_origin(k, &detail);
+    printf("%s %s: %s (%s: %s)\n", pos[0], shape, sptune_kernel_config(k), origins[o], detail);
+    for (int i = 0; i < sptune_kernel_count(k); i++) {
+        unsigned grid[3], block[3], smem;
+        if (sptune_kernel_geometry(k, i, grid, block, &smem) == SPTUNE_OK)
+            printf("  kernel %d: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory\n", i + 1,
+                   grid[0], grid[1], grid[2], block[0], block[1], block[2], smem);
+    }
+    sptune_kernel_free(k);
+    return CLI_OK;
+}

@@ -1,0 +1,255 @@
+/* The runtime API for applications: the best recorded configuration of an op for a problem and
+ * GPU (exact, else nearest recorded problem, else the template's default), rendered, compiled
+ * through the kernel cache, and launched on the caller's stream. */
+#include "sp_cache.h"
+#include "sp_db.h"
+#include "sp_gpu.h"
+#include "sp_launch.h"
+#include "sp_status.h"
+#include "sp_template.h"
+#include "sptune.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+struct sptune_kernel {
+    char *config;
+    sptune_origin origin;
+    char detail[1024];
+    sp_kernel_src src;
+    sp_cubin cubin;
+    sp_kernel loaded;
+    int is_loaded;
+};
+
+/* One recorded candidate: a problem of the op on this GPU profile with its fastest configuration. */
+typedef struct candidate {
+    char *config, *problem;
+    double distance;      /* sum over dimensions of |log2(recorded / wanted)| */
+    int other_version;    /* recorded with another version of the template */
+    double median_ms, baseline_ms;
+} candidate;
+
+typedef struct scan {
+    const char *op, *profile, *hash;
+    const sp_template *t;
+    const sp_problem *want;
+    candidate *c;
+    size_t n, cap;
+    int oom;
+} scan;
+
+static double distance(const sp_problem *a, const sp_problem *b)
+{
+    double d = 0;
+    for (int i = 0; i < a->n && i < b->n; i++) {
+        if (strcmp(a->name[i], b->name[i]) != 0 || !(a->v[i] > 0) || !(b->v[i] > 0)) return INFINITY;
+        d += fabs(log2(a->v[i] / b->v[i]));
+    }
+    return a->n == b->n ? d : INFINITY;
+}
+
+static int better(const candidate *x, const candidate *y)
+{
+    if (x->distance != y->distance) return x->distance < y->distance;
+    if (x->other_version != y->other_version) return x->other_version < y->other_version;
+    return x->median_ms < y->median_ms;
+}
+
+/* Keeps, per (problem, template version), the fastest OK result of the op on the profile. */
+static int visit(const sp_result *r, void *ud)
+{
+    scan *s = ud;
+    if (r->outcome != SP_OUTCOME_OK || strcmp(r->template_name, s->op) != 0 ||
+        strcmp(r->env->gpu_profile, s->profile) != 0)
+        return 0;
+    sp_problem p;
+    if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) return 0; /* another version's dimensions */
+    candidate c = {NULL, NULL, distance(&p, s->want), strcmp(r->template_hash, s->hash) != 0, r->timing.median_ms,
+                   r->timing.baseline_ms};
+    if (!isfinite(c.distance)) return 0;
+    for (size_t i = 0; i < s->n; i++)
+        if (strcmp(s->c[i].problem, r->problem_key) == 0 && s->c[i].other_version == c.other_version) {
+            /* keep only the fastest configuration of that problem */
+            if (c.median_ms < s->c[i].median_ms) {
+                char *cfg = strdup(r->config);
+                if (!cfg) { s->oom = 1; return 1; }
+                free(s->c[i].config);
+                s->c[i].config = cfg;
+                s->c[i].median_ms = c.median_ms;
+                s->c[i].baseline_ms = c.baseline_ms;
+            }
+            return 0;
+        }
+    if (s->n == s->cap) {
+        size_t cap = s->cap ? 2 * s->cap : 16;
+        candidate *m = realloc(s->c, cap * sizeof *m);
+        if (!m) { s->oom = 1; return 1; }
+        s->c = m;
+        s->cap = cap;
+    }
+    c.config = strdup(r->config);
+    c.problem = strdup(r->problem_key);
+    if (!c.config || !c.problem) { free(c.config); free(c.problem); s->oom = 1; return 1; }
+    s->c[s->n++] = c;
+    return 0;
+}
+
+/* The best recorded configuration valid for the wanted problem, if any (*found). */
+static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *want, const char *db_path,
+                            sptune_kernel *k, sp_config *cfg, int *found)
+{
+    char path[4096];
+    sptune_status st;
+    *found = 0;
+    if (db_path && !*db_path) {
+        snprintf(k->detail, sizeof k->detail, "no database consulted: the template's default configuration");
+        return SPTUNE_OK;
+    }
+    if (!db_path) {
+        if ((st = sptune_default_db_path(path, sizeof path)) != SPTUNE_OK) return st;
+        db_path = path;
+    }
+    struct stat sb;
+    if (stat(db_path, &sb) != 0) {
+        snprintf(k->detail, sizeof k->detail, "no database at %.300s: the template's default configuration", db_path);
+        return SPTUNE_OK;
+    }
+    sp_db *db;
+    if ((st = sp_db_open_readonly(db_path, &db)) != SPTUNE_OK) return st;
+    scan s = {sp_template_name(t), gpu->info.profile, sp_template_hash(t), t, want, NULL, 0, 0, 0};
+    st = sp_db_foreach(db, visit, &s);
+    sp_db_close(db);
+    if (st == SPTUNE_OK && s.oom) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    /* Best first; the first whose configuration the current template accepts for this problem. */
+    while (st == SPTUNE_OK && !*found) {
+        size_t best = s.n;
+        for (size_t i = 0; i < s.n; i++)
+            if (s.c[i].config && (best == s.n || better(&s.c[i], &s.c[best]))) best = i;
+        if (best == s.n) break;
+        candidate *c = &s.c[best];
+        int ok = 0;
+        if (sp_config_parse(t, c->config, cfg) == SPTUNE_OK) {
+            char *why = NULL;
+            st = sp_template_check(t, cfg, gpu, want, &ok, &why);
+            free(why);
+        }
+        sp_clear_error();
+        if (ok) {
+            *found = 1;
+            k->origin = c->distance == 0 ? SPTUNE_ORIGIN_EXACT : SPTUNE_ORIGIN_NEAREST;
+            char speed[64] = "";
+            if (c->baseline_ms > 0) snprintf(speed, sizeof speed, " (%.2fx the baseline)", c->baseline_ms / c->median_ms);
+            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s", c->problem, gpu->info.profile,
+                     c->median_ms, speed, c->other_version ? ", with an earlier version of the template" : "");
+        }
+        free(c->config);
+        c->config = NULL;
+    }
+    for (size_t i = 0; i < s.n; i++) { free(s.c[i].config); free(s.c[i].problem); }
+    free(s.c);
+    if (st == SPTUNE_OK && !*found)
+        snprintf(k->detail, sizeof k->detail, "nothing usable recorded for %s on %s in %.300s: the template's default "
+                 "configuration", sp_template_name(t), gpu->info.profile, db_path);
+    return st;
+}
+
+sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out)
+{
+    if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: no output");
+    *out = NULL;
+    if (!req || !req->op || !req->problem || !req->gpu)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: op, problem and gpu are required");
+    sp_gpu_profile gpu;
+    sptune_status st = strcmp(req->gpu, "auto") == 0 ? sp_gpu_profile_device(0, &gpu)
+                                                     : sp_gpu_profile_named(req->gpu, &gpu);
+    if (st != SPTUNE_OK) return st;
+    sp_template *t = NULL;
+    if ((st = sp_template_load(req->op, &t)) != SPTUNE_OK) return st;
+    sptune_kernel *k = calloc(1, sizeof *k);
+    sp_cache *cache = NULL;
+    if (!k) { sp_template_free(t); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
+    sp_problem want;
+    sp_config cfg;
+    int found = 0, ok = 0;
+    char *why = NULL;
+    if ((st = sp_problem_parse(t, req->problem, &want)) != SPTUNE_OK) goto fail;
+    if ((st = lookup(t, &gpu, &want, req->db_path, k, &cfg, &found)) != SPTUNE_OK) goto fail;
+    if (!found) {
+        k->origin = SPTUNE_ORIGIN_DEFAULT;
+        sp_config_default(t, &cfg);
+        if ((st = sp_template_check(t, &cfg, &gpu, &want, &ok, &why)) != SPTUNE_OK) goto fail;
+        if (!ok) {
+            st = sp_fail(SPTUNE_ERR_UNSUPPORTED, "%s: nothing recorded for %s on %s, and the default configuration "
+                         "does not fit it (%s); tune it first: sptune tune %s --shape %s", req->op, req->problem,
+                         gpu.info.profile, why ? why : "constraint failed", req->op, req->problem);
+            goto fail;
+        }
+    }
+    if (!(k->config = sp_config_format(t, &cfg))) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); goto fail; }
+    if (!req->cache_dir || *req->cache_dir) {
+        if ((st = sp_cache_open(req->cache_dir, &cache)) != SPTUNE_OK) goto fail;
+    }
+    if ((st = sp_template_emit(t, &cfg, &gpu, &want, &k->src)) != SPTUNE_OK) goto fail;
+    st = sp_kernel_build(cache, k->src.source, k->src.kernel, gpu.info.arch, (const char *const *)k->src.options,
+                         k->src.noptions, &k->cubin);
+    if (st != SPTUNE_OK) goto fail;
+    sp_cache_close(cache);
+    sp_template_free(t);
+    free(why);
+    *out = k;
+    return SPTUNE_OK;
+fail:
+    free(why);
+    sp_cache_close(cache);
+    sp_template_free(t);
+    sptune_kernel_free(k);
+    return st;
+}
+
+const char *sptune_kernel_config(const sptune_kernel *k) { return k ? k->config : NULL; }
+
+sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail)
+{
+    if (detail) *detail = k ? k->detail : "";
+    return k ? k->origin : SPTUNE_ORIGIN_DEFAULT;
+}
+
+int sptune_kernel_count(const sptune_kernel *k) { return k ? 1 + k->src.nthen : 0; }
+
+sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
+                                     unsigned *smem_bytes)
+{
+    if (!k || index < 0 || index > k->src.nthen)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_geometry: no kernel %d", index);
+    const unsigned *g = index ? k->src.then[index - 1].grid : k->src.grid;
+    const unsigned *b = index ? k->src.then[index - 1].block : k->src.block;
+    if (grid) memcpy(grid, g, 3 * sizeof *grid);
+    if (block) memcpy(block, b, 3 * sizeof *block);
+    if (smem_bytes) *smem_bytes = index ? k->src.then[index - 1].smem : k->src.smem;
+    return SPTUNE_OK;
+}
+
+sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
+{
+    if (!k || !args) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: no kernel or no arguments");
+    sptune_status st;
+    if (!k->is_loaded) {
+        if ((st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
+        k->is_loaded = 1;
+    }
+    return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
+}
+
+void sptune_kernel_free(sptune_kernel *k)
+{
+    if (!k) return;
+    if (k->is_loaded) sp_kernel_unload(&k->loaded);
+    sp_cubin_free(&k->cubin);
+    sp_kernel_src_free(&k->src);
+    free(k->config);
+    free(k);
+}

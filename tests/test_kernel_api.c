@@ -1,0 +1,170 @@
+/* The runtime API for applications (sptune_kernel_get): the fastest recorded configuration for
+ * the exact problem, else for the nearest recorded problem whose configuration fits, else the
+ * template's default, and it says which; results of other GPU profiles and failed results are
+ * never used; a missing database is empty, a broken one is an error. Compiles with NVRTC; the
+ * launch itself needs a GPU (without one it must fail with a clear error). */
+#include "sp_db.h"
+#include "sp_status.h"
+#include "sp_template.h"
+#include "sp_test.h"
+#include "sptune.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const sp_env H100 = {"NVIDIA H100 80GB HBM3", "h100", 9, 0, 132, "13.0", "13.0", "0.1.0"};
+static const sp_env H200 = {"NVIDIA H200", "h200", 9, 0, 132, "13.0", "13.0", "0.1.0"};
+
+static void put(sp_db *db, const sp_env *env, const char *op, const char *problem, const char *config, double ms,
+                sp_outcome outcome)
+{
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load(op, &t), SPTUNE_OK);
+    if (!t) return;
+    sp_result r;
+    memset(&r, 0, sizeof r);
+    r.env = env;
+    r.template_name = op;
+    r.template_hash = sp_template_hash(t);
+    r.problem_key = problem;
+    r.config = config;
+    r.outcome = outcome;
+    r.detail = outcome == SP_OUTCOME_OK ? NULL : "simulated";
+    r.timing.runs = 10;
+    r.timing.median_ms = r.timing.min_ms = r.timing.max_ms = r.timing.p10_ms = r.timing.p90_ms = ms;
+    r.timing.baseline_ms = 2 * ms;
+    r.timing.rel_error = 1e-3;
+    r.timing.method = "simulated";
+    r.registers = r.smem_bytes = r.spill_bytes = -1;
+    CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
+    sp_template_free(t);
+}
+
+/* Gets op/problem on gpu from db and checks the origin and, when want_config is set, the config. */
+static sptune_kernel *get(const char *db, const char *cache, const char *op, const char *problem, const char *gpu,
+                          sptune_origin want_origin, const char *want_config, const char *want_detail)
+{
+    sptune_kernel_request req = {op, problem, gpu, db, cache};
+    sptune_kernel *k = NULL;
+    sptune_status st = sptune_kernel_get(&req, &k);
+    CHECK_MSG(st == SPTUNE_OK, "%s %s on %s: %s", op, problem, gpu, sptune_last_error());
+    if (!k) return NULL;
+    const char *detail = NULL;
+    sptune_origin o = sptune_kernel_origin(k, &detail);
+    CHECK_MSG(o == want_origin, "%s %s on %s: origin %d, want %d (%s)", op, problem, gpu, (int)o, (int)want_origin, detail);
+    if (want_config)
+        CHECK_MSG(strcmp(sptune_kernel_config(k), want_config) == 0, "%s %s: config %s, want %s", op, problem,
+                  sptune_kernel_config(k), want_config);
+    if (want_detail) CHECK_MSG(strstr(detail, want_detail) != NULL, "detail '%s' lacks '%s'", detail, want_detail);
+    return k;
+}
+
+int main(void)
+{
+    char dir[1024], db_path[1100], cache[1100], junk[1100];
+    snprintf(dir, sizeof dir, "%s", sp_test_tmpdir("test_kernel_api"));
+    snprintf(db_path, sizeof db_path, "%s/tuning.db", dir);
+    snprintf(cache, sizeof cache, "%s/cache", dir);
+    snprintf(junk, sizeof junk, "%s/junk.db", dir);
+    const char *A = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=1";
+    const char *B = "bm=128,bn=256,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8";
+    const char *C = "bm=64,bn=64,bk=32,wm=32,wn=32,stages=4,swizzle=pad,prefetch=none,group_m=8";
+    const char *FFN16 = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,"
+                        "warps=16,split=8,unroll=2,ldg=nc";
+    const char *FFN8 = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,"
+                       "warps=8,split=2,unroll=4,ldg=nc";
+    sp_db *db = NULL;
+    CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
+    if (!db) return sp_test_done("test_kernel_api");
+    put(db, &H100, "gemm", "M=4096,N=4096,K=4096", A, 0.40, SP_OUTCOME_OK);
+    put(db, &H100, "gemm", "M=4096,N=4096,K=4096", B, 0.50, SP_OUTCOME_OK);
+    put(db, &H100, "gemm", "M=4096,N=4096,K=4096", C, 0.01, SP_OUTCOME_WRONG_RESULT); /* never used */
+    put(db, &H100, "gemm", "M=1024,N=1024,K=1024", C, 0.05, SP_OUTCOME_OK);
+    put(db, &H200, "gemm", "M=4096,N=4096,K=4096", C, 0.10, SP_OUTCOME_OK);          /* another GPU */
+    /* twell-ffn: the fastest at D=2048 keeps 16 fp32 rows of width D in shared memory, which
+     * does not fit at D=4096; the second fastest (8 rows) does. */
+    put(db, &H100, "twell-ffn", "M=16384,D=2048,F=5632,nnz=40", FFN16, 1.5, SP_OUTCOME_OK);
+    put(db, &H100, "twell-ffn", "M=4096,D=2048,F=5632,nnz=40", FFN8, 0.6, SP_OUTCOME_OK);
+    sp_db_close(db);
+
+    sptune_kernel *k;
+    k = get(db_path, cache, "gemm", "M=4096,N=4096,K=4096", "h100", SPTUNE_ORIGIN_EXACT, A, "tuned for M=4096,N=4096,K=4096");
+    if (k) {
+        unsigned grid[3], block[3], smem;
+        CHECK(sptune_kernel_count(k) == 1);
+        CHECK_ST(sptune_kernel_geometry(k, 0, grid, block, &smem), SPTUNE_OK);
+        CHECK(grid[0] == 32 * 32 && block[0] == 128 && smem > 0);
+        CHECK_ST(sptune_kernel_geometry(k, 1, grid, block, &smem), SPTUNE_ERR_INVALID);
+        /* Launching needs a GPU: without one, a clear error and nothing else. */
+        int gpus = 0;
+        if (sptune_gpu_count(&gpus) != SPTUNE_OK) {
+            void *args[1] = {NULL};
+            CHECK(sptune_kernel_launch(k, NULL, args) != SPTUNE_OK && *sptune_last_error());
+        }
+        CHECK_ST(sptune_kernel_launch(k, NULL, NULL), SPTUNE_ERR_INVALID);
+        sptune_kernel_free(k);
+    }
+    sptune_kernel_free(get(db_path, cache, "gemm", "M=4000,N=4096,K=4096", "h100", SPTUNE_ORIGIN_NEAREST, A,
+                           "tuned for M=4096,N=4096,K=4096 on h100 at 0.4000 ms (2.00x the baseline)"));
+    sptune_kernel_free(get(db_path, cache, "gemm", "M=1000,N=1000,K=1200", "h100", SPTUNE_ORIGIN_NEAREST, C,
+                           "tuned for M=1024,N=1024,K=1024"));
+    sptune_kernel_free(get(db_path, cache, "gemm", "M=4096,N=4096,K=4096", "h200", SPTUNE_ORIGIN_EXACT, C, NULL));
+
+    /* Nothing for the profile, no database, no file: the default, saying so. */
+    sp_template *t = NULL;
+    sp_config def;
+    char *def_text = NULL;
+    CHECK_ST(sp_template_load("gemm", &t), SPTUNE_OK);
+    if (t) {
+        sp_config_default(t, &def);
+        def_text = sp_config_format(t, &def);
+        sp_template_free(t);
+    }
+    sptune_kernel_free(get(db_path, cache, "gemm", "M=512,N=512,K=512", "rtx-pro-6000", SPTUNE_ORIGIN_DEFAULT,
+                           def_text, "nothing usable recorded for gemm on rtx-pro-6000"));
+    sptune_kernel_free(get("", cache, "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, def_text,
+                           "no database consulted"));
+    sptune_kernel_free(get(junk, "", "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, def_text,
+                           "no database at"));
+    free(def_text);
+
+    /* A recorded configuration that does not fit the problem is passed over for one that does. */
+    k = get(db_path, cache, "twell-ffn", "M=16384,D=4096,F=14336,nnz=40", "h100", SPTUNE_ORIGIN_NEAREST, FFN8,
+            "tuned for M=4096,D=2048,F=5632,nnz=40");
+    if (k) {
+        unsigned grid[3], block[3], smem;
+        CHECK(sptune_kernel_count(k) == 2);
+        CHECK_ST(sptune_kernel_geometry(k, 1, grid, block, &smem), SPTUNE_OK);
+        CHECK(grid[0] == 16384 / 4 && block[0] == 256 && smem == 8 * 4096 * 4 + 4 * 4096 * 2);
+        sptune_kernel_free(k);
+    }
+    /* Rows this wide fit no recorded configuration and not the default: a clear refusal. */
+    sptune_kernel_request wide = {"twell-ffn", "M=64,D=14336,F=4096,nnz=40", "h100", db_path, cache};
+    k = NULL;
+    CHECK_ST(sptune_kernel_get(&wide, &k), SPTUNE_ERR_UNSUPPORTED);
+    CHECK(k == NULL && strstr(sptune_last_error(), "does not fit") != NULL);
+
+    /* Errors: a broken database, an unknown op, a bad problem, a missing field. */
+    FILE *f = fopen(junk, "w");
+    if (f) { fputs("this is not a database, but long enough to look like a file header........", f); fclose(f); }
+    sptune_kernel_request req = {"gemm", "M=64,N=64,K=64", "h100", junk, cache};
+    k = NULL;
+    CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_DB);
+    CHECK(k == NULL && *sptune_last_error());
+    req.db_path = db_path;
+    req.op = "no-such-op";
+    CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_NOT_FOUND);
+    req.op = "gemm";
+    req.problem = "M=64,N=64";
+    CHECK(sptune_kernel_get(&req, &k) != SPTUNE_OK && k == NULL);
+    req.problem = "M=64,N=64,K=64";
+    req.gpu = "no-such-gpu";
+    CHECK(sptune_kernel_get(&req, &k) != SPTUNE_OK && k == NULL);
+    req.gpu = NULL;
+    CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_INVALID);
+    CHECK_ST(sptune_kernel_get(NULL, &k), SPTUNE_ERR_INVALID);
+    CHECK(sptune_kernel_config(NULL) == NULL && sptune_kernel_count(NULL) == 0);
+    sptune_kernel_free(NULL);
+    return sp_test_done("test_kernel_api");
+}
