@@ -18,7 +18,7 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
         if (st == SPTUNE_ERR_NOT_FOUND || st == SPTUNE_ERR_INVALID) return CLI_USAGE;
         return st == SPTUNE_ERR_NO_GPU ? CLI_NO_GPU : rc;
     }
-    static const char *origins[] = {"exact", "nearest", "default"};
+    static const char *origins[] = {"exact", "nearest", "default", "same architecture"};
     const char *detail = NULL;
     sptune_origin o = sptune_kernel_origin(k, &detail);
     printf("%s %s: %s (%s: %s)\n", pos[0], shape, sptune_kernel_config(k), origins[o], detail);

@@ -78,7 +78,9 @@ sptune_status sptune_default_cache_dir(char *buf, size_t len);
 typedef enum sptune_origin {
     SPTUNE_ORIGIN_EXACT = 0,   /* the fastest recorded for this problem on this GPU profile */
     SPTUNE_ORIGIN_NEAREST = 1, /* the fastest recorded for the nearest problem of the op on this profile */
-    SPTUNE_ORIGIN_DEFAULT = 2  /* nothing usable recorded: the template's default configuration */
+    SPTUNE_ORIGIN_DEFAULT = 2, /* nothing usable recorded: the template's default configuration */
+    SPTUNE_ORIGIN_SAME_ARCH = 3 /* nothing for this profile: the nearest result of another GPU profile of
+                                   the same architecture (an H100 served from H200 results) */
 } sptune_origin;
 
 typedef struct sptune_kernel_request {
@@ -93,7 +95,8 @@ typedef struct sptune_kernel sptune_kernel;
 
 /* The best known kernel of req->op for req->problem on req->gpu: the recorded results are
  * looked up (exact problem, else the nearest recorded problem whose configuration is valid for
- * this one, else the template's default), then rendered and compiled (through the kernel cache).
+ * this one, else the same from another GPU profile of the same architecture, else the template's
+ * default), then rendered and compiled (through the kernel cache).
  * A database that does not exist counts as empty; one that cannot be read is an error. */
 sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out);
 /* The configuration ("bm=128,bn=128,...") and where it came from; detail (may be NULL) gets a

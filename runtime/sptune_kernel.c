@@ -1,6 +1,7 @@
 /* The runtime API for applications: the best recorded configuration of an op for a problem and
- * GPU (exact, else nearest recorded problem, else the template's default), rendered, compiled
- * through the kernel cache, and launched on the caller's stream. */
+ * GPU (exact, else the nearest recorded problem, else a result of another GPU of the same
+ * architecture, else the template's default), rendered, compiled through the kernel cache, and
+ * launched on the caller's stream. */
 #include "sp_cache.h"
 #include "sp_db.h"
 #include "sp_gpu.h"
@@ -29,12 +30,14 @@ struct sptune_kernel {
 typedef struct candidate {
     char *config, *problem;
     double distance;      /* sum over dimensions of |log2(recorded / wanted)| */
+    int other_gpu;        /* recorded on another GPU profile of the same architecture */
     int other_version;    /* recorded with another version of the template */
+    char gpu[32];
     double median_ms, baseline_ms;
 } candidate;
 
 typedef struct scan {
-    const char *op, *profile, *hash;
+    const char *op, *profile, *arch, *hash;
     const sp_template *t;
     const sp_problem *want;
     candidate *c;
@@ -52,8 +55,11 @@ static double distance(const sp_problem *a, const sp_problem *b)
     return a->n == b->n ? d : INFINITY;
 }
 
+/* This GPU's results before those of its architecture's other GPUs; then the nearest problem;
+ * then the current template version; then the fastest. */
 static int better(const candidate *x, const candidate *y)
 {
+    if (x->other_gpu != y->other_gpu) return x->other_gpu < y->other_gpu;
     if (x->distance != y->distance) return x->distance < y->distance;
     if (x->other_version != y->other_version) return x->other_version < y->other_version;
     return x->median_ms < y->median_ms;
@@ -63,16 +69,32 @@ static int better(const candidate *x, const candidate *y)
 static int visit(const sp_result *r, void *ud)
 {
     scan *s = ud;
-    if (r->outcome != SP_OUTCOME_OK || strcmp(r->template_name, s->op) != 0 ||
-        strcmp(r->env->gpu_profile, s->profile) != 0)
-        return 0;
+    if (r->outcome != SP_OUTCOME_OK || strcmp(r->template_name, s->op) != 0) return 0;
+    int other_gpu = strcmp(r->env->gpu_profile, s->profile) != 0;
+    if (other_gpu) {
+        sp_gpu_profile g;
+        if (sp_gpu_profile_named(r->env->gpu_profile, &g) != SPTUNE_OK || strcmp(g.info.arch, s->arch) != 0) {
+            sp_clear_error();
+            return 0;
+        }
+    }
     sp_problem p;
-    if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) return 0; /* another version's dimensions */
-    candidate c = {NULL, NULL, distance(&p, s->want), strcmp(r->template_hash, s->hash) != 0, r->timing.median_ms,
-                   r->timing.baseline_ms};
+    if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) { /* another version's dimensions */
+        sp_clear_error();
+        return 0;
+    }
+    candidate c;
+    memset(&c, 0, sizeof c);
+    c.distance = distance(&p, s->want);
+    c.other_gpu = other_gpu;
+    c.other_version = strcmp(r->template_hash, s->hash) != 0;
+    c.median_ms = r->timing.median_ms;
+    c.baseline_ms = r->timing.baseline_ms;
+    snprintf(c.gpu, sizeof c.gpu, "%s", r->env->gpu_profile);
     if (!isfinite(c.distance)) return 0;
     for (size_t i = 0; i < s->n; i++)
-        if (strcmp(s->c[i].problem, r->problem_key) == 0 && s->c[i].other_version == c.other_version) {
+        if (strcmp(s->c[i].problem, r->problem_key) == 0 && s->c[i].other_version == c.other_version &&
+            strcmp(s->c[i].gpu, c.gpu) == 0) {
             /* keep only the fastest configuration of that problem */
             if (c.median_ms < s->c[i].median_ms) {
                 char *cfg = strdup(r->config);
@@ -120,7 +142,7 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     }
     sp_db *db;
     if ((st = sp_db_open_readonly(db_path, &db)) != SPTUNE_OK) return st;
-    scan s = {sp_template_name(t), gpu->info.profile, sp_template_hash(t), t, want, NULL, 0, 0, 0};
+    scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0};
     st = sp_db_foreach(db, visit, &s);
     sp_db_close(db);
     if (st == SPTUNE_OK && s.oom) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
@@ -140,11 +162,13 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
         sp_clear_error();
         if (ok) {
             *found = 1;
-            k->origin = c->distance == 0 ? SPTUNE_ORIGIN_EXACT : SPTUNE_ORIGIN_NEAREST;
+            k->origin = c->distance == 0 && !c->other_gpu ? SPTUNE_ORIGIN_EXACT
+                        : c->other_gpu ? SPTUNE_ORIGIN_SAME_ARCH : SPTUNE_ORIGIN_NEAREST;
             char speed[64] = "";
             if (c->baseline_ms > 0) snprintf(speed, sizeof speed, " (%.2fx the baseline)", c->baseline_ms / c->median_ms);
-            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s", c->problem, gpu->info.profile,
-                     c->median_ms, speed, c->other_version ? ", with an earlier version of the template" : "");
+            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s", c->problem, c->gpu,
+                     c->median_ms, speed, c->other_gpu ? ", a GPU of the same architecture" : "",
+                     c->other_version ? ", with an earlier version of the template" : "");
         }
         free(c->config);
         c->config = NULL;

@@ -1,7 +1,7 @@
 /* The runtime API for applications (sptune_kernel_get): the fastest recorded configuration for
  * the exact problem, else for the nearest recorded problem whose configuration fits, else the
- * template's default, and it says which; results of other GPU profiles and failed results are
- * never used; a missing database is empty, a broken one is an error. Compiles with NVRTC; the
+ * template's default, and it says which; results of another GPU profile are used only when the
+ * GPU has none and they share its architecture, failed results never; a missing database is empty, a broken one is an error. Compiles with NVRTC; the
  * launch itself needs a GPU (without one it must fail with a clear error). */
 #include "sp_db.h"
 #include "sp_status.h"
@@ -123,6 +123,9 @@ int main(void)
     }
     sptune_kernel_free(get(db_path, cache, "gemm", "M=512,N=512,K=512", "rtx-pro-6000", SPTUNE_ORIGIN_DEFAULT,
                            def_text, "nothing usable recorded for gemm on rtx-pro-6000"));
+    /* An H200 with nothing of its own for twell-ffn gets the H100's results (both sm_90a). */
+    sptune_kernel_free(get(db_path, cache, "twell-ffn", "M=4096,D=2048,F=5632,nnz=40", "h200", SPTUNE_ORIGIN_SAME_ARCH,
+                           FFN8, "on h100 at 0.6000 ms (2.00x the baseline), a GPU of the same architecture"));
     sptune_kernel_free(get("", cache, "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, def_text,
                            "no database consulted"));
     sptune_kernel_free(get(junk, "", "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, def_text,
