@@ -64,7 +64,8 @@ static cli_opt best_opts[] = {
     {"shape", "S", "problem, e.g. M=16384,D=2048,F=5632,nnz=40 (required)", NULL},
     {"gpu", "G", "GPU profile (h100, h200, rtx-pro-6000, sm_XX) or auto (default: auto, device 0)", NULL},
     {"db", "PATH", "results to consult (default: $SPTUNE_DB or the XDG data folder)", NULL},
-    {"no-db", NULL, "consult no results: the template's default", NULL},
+    {"no-db", NULL, "leave out the user's results", NULL},
+    {"no-shipped", NULL, "leave out the results shipped with sptune", NULL},
     {"cache-dir", "DIR", "kernel cache folder", NULL},
     {NULL, NULL, NULL, NULL}};
 static cli_opt db_opts[] = {

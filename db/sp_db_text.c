@@ -184,51 +184,95 @@ static void offer(sp_db *db, const sp_result *r, sp_db_accept_fn accept, void *u
     if ((*st = sp_db_record(db, r)) == SPTUNE_OK) stats->recorded++;
 }
 
-sptune_status sp_db_import_text(sp_db *db, FILE *in, const char *name, sp_db_accept_fn accept, void *ud,
-                                sp_db_import_stats *stats)
+/* Reads the whole file, checking every line; each well-formed record goes to fn (when set) with
+ * "name:line". fn returns non-zero to stop. A malformed file is SPTUNE_ERR_INVALID naming the line. */
+typedef int (*row_fn)(const sp_result *r, const char *where, void *ud);
+
+static sptune_status walk(FILE *in, const char *name, row_fn fn, void *ud)
 {
-    memset(stats, 0, sizeof *stats);
     char *line = malloc(MAX_LINE + 2);
     record *rec = malloc(sizeof *rec);
     sptune_status st = SPTUNE_OK;
     if (!line || !rec) { free(line); free(rec); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
-    /* Two passes: the whole file must be well formed before the first line is recorded. */
-    for (int pass = 0; pass < 2 && st == SPTUNE_OK; pass++) {
-        rewind(in);
-        long long lineno = 0;
-        while (st == SPTUNE_OK && fgets(line, MAX_LINE + 2, in)) {
-            lineno++;
-            size_t n = strlen(line);
-            if (n > MAX_LINE || (n > 0 && line[n - 1] != '\n' && !feof(in))) {
-                st = sp_fail(SPTUNE_ERR_INVALID, "%s:%lld: line longer than %d bytes; nothing imported", name, lineno, MAX_LINE);
-                break;
-            }
-            while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
-            if (lineno == 1) {
-                if (strcmp(line, SP_DB_TEXT_MAGIC) != 0)
-                    st = sp_fail(SPTUNE_ERR_INVALID, "%s: not an sptune results file (first line must be '%s'); nothing imported",
-                                 name, SP_DB_TEXT_MAGIC);
-                continue;
-            }
-            if (lineno == 2 || n == 0) continue; /* the column names; blank lines */
-            char why[256];
-            if (!parse_line(line, rec, why, sizeof why)) {
-                st = sp_fail(SPTUNE_ERR_INVALID, "%s:%lld: %s; nothing imported", name, lineno, why);
-                break;
-            }
-            if (pass == 0) continue;
-            stats->read++;
-            char where[300];
-            snprintf(where, sizeof where, "%s:%lld", name, lineno);
-            offer(db, &rec->r, accept, ud, where, stats, &st);
+    rewind(in);
+    long long lineno = 0;
+    while (st == SPTUNE_OK && fgets(line, MAX_LINE + 2, in)) {
+        lineno++;
+        size_t n = strlen(line);
+        if (n > MAX_LINE || (n > 0 && line[n - 1] != '\n' && !feof(in))) {
+            st = sp_fail(SPTUNE_ERR_INVALID, "%s:%lld: line longer than %d bytes; nothing imported", name, lineno, MAX_LINE);
+            break;
         }
-        if (st == SPTUNE_OK && ferror(in)) st = sp_fail(SPTUNE_ERR_IO, "%s: read error", name);
-        if (st == SPTUNE_OK && lineno == 0) st = sp_fail(SPTUNE_ERR_INVALID, "%s is empty; nothing imported", name);
+        while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
+        if (lineno == 1) {
+            if (strcmp(line, SP_DB_TEXT_MAGIC) != 0)
+                st = sp_fail(SPTUNE_ERR_INVALID, "%s: not an sptune results file (first line must be '%s'); nothing imported",
+                             name, SP_DB_TEXT_MAGIC);
+            continue;
+        }
+        if (lineno == 2 || n == 0) continue; /* the column names; blank lines */
+        char why[256];
+        if (!parse_line(line, rec, why, sizeof why)) {
+            st = sp_fail(SPTUNE_ERR_INVALID, "%s:%lld: %s; nothing imported", name, lineno, why);
+            break;
+        }
+        if (!fn) continue;
+        char where[300];
+        snprintf(where, sizeof where, "%s:%lld", name, lineno);
+        if (fn(&rec->r, where, ud)) break;
     }
+    if (st == SPTUNE_OK && ferror(in)) st = sp_fail(SPTUNE_ERR_IO, "%s: read error", name);
+    if (st == SPTUNE_OK && lineno == 0) st = sp_fail(SPTUNE_ERR_INVALID, "%s is empty; nothing imported", name);
     free(line);
     free(rec);
     return st;
 }
+
+typedef struct import_ctx {
+    sp_db *db;
+    sp_db_accept_fn accept;
+    void *ud;
+    sp_db_import_stats *stats;
+    sptune_status st;
+} import_ctx;
+
+static int import_row(const sp_result *r, const char *where, void *ud)
+{
+    import_ctx *x = ud;
+    x->stats->read++;
+    offer(x->db, r, x->accept, x->ud, where, x->stats, &x->st);
+    return x->st != SPTUNE_OK;
+}
+
+sptune_status sp_db_import_text(sp_db *db, FILE *in, const char *name, sp_db_accept_fn accept, void *ud,
+                                sp_db_import_stats *stats)
+{
+    memset(stats, 0, sizeof *stats);
+    /* Two passes: the whole file must be well formed before the first line is recorded. */
+    sptune_status st = walk(in, name, NULL, NULL);
+    if (st != SPTUNE_OK) return st;
+    import_ctx x = {db, accept, ud, stats, SPTUNE_OK};
+    st = walk(in, name, import_row, &x);
+    return st != SPTUNE_OK ? st : x.st;
+}
+
+typedef struct foreach_ctx { sp_db_row_cb cb; void *ud; } foreach_ctx;
+
+static int foreach_row(const sp_result *r, const char *where, void *ud)
+{
+    (void)where;
+    foreach_ctx *x = ud;
+    return x->cb(r, x->ud);
+}
+
+sptune_status sp_db_text_foreach(FILE *in, const char *name, sp_db_row_cb cb, void *ud)
+{
+    sptune_status st = walk(in, name, NULL, NULL);
+    if (st != SPTUNE_OK) return st;
+    foreach_ctx x = {cb, ud};
+    return walk(in, name, foreach_row, &x);
+}
+
 
 typedef struct merge_ctx {
     sp_db *db;

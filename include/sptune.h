@@ -87,16 +87,18 @@ typedef struct sptune_kernel_request {
     const char *op;        /* "twell-ffn", "gemm", ... (sptune ops) */
     const char *problem;   /* the op's dimensions: "M=16384,D=2048,F=5632,nnz=40" */
     const char *gpu;       /* GPU profile ("h200"; sptune_gpu_get().profile) or "auto" (device 0) */
-    const char *db_path;   /* NULL: the default database; "": consult none */
+    const char *db_path;   /* NULL: the default database; "": no database of the user's */
     const char *cache_dir; /* NULL: the default kernel cache; "": compile without caching */
+    int ignore_shipped;    /* 1: leave out the results shipped with sptune (measured on real GPUs) */
 } sptune_kernel_request;
 
 typedef struct sptune_kernel sptune_kernel;
 
-/* The best known kernel of req->op for req->problem on req->gpu: the recorded results are
- * looked up (exact problem, else the nearest recorded problem whose configuration is valid for
- * this one, else the same from another GPU profile of the same architecture, else the template's
- * default), then rendered and compiled (through the kernel cache).
+/* The best known kernel of req->op for req->problem on req->gpu: the recorded results (the
+ * user's database and the results shipped with sptune) are looked up (exact problem, else the
+ * nearest recorded problem whose configuration is valid for this one, else the same from another
+ * GPU profile of the same architecture, else the template's default), then rendered and compiled
+ * (through the kernel cache). At equal nearness the user's results win over the shipped ones.
  * A database that does not exist counts as empty; one that cannot be read is an error. */
 sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out);
 /* The configuration ("bm=128,bn=128,...") and where it came from; detail (may be NULL) gets a

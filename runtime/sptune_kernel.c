@@ -4,6 +4,8 @@
  * launched on the caller's stream. */
 #include "sp_cache.h"
 #include "sp_db.h"
+#include "sp_db_text.h"
+#include "sp_embedded.h"
 #include "sp_gpu.h"
 #include "sp_launch.h"
 #include "sp_status.h"
@@ -31,6 +33,7 @@ typedef struct candidate {
     char *config, *problem;
     double distance;      /* sum over dimensions of |log2(recorded / wanted)| */
     int other_gpu;        /* recorded on another GPU profile of the same architecture */
+    int shipped;          /* from the results shipped with sptune, not the user's database */
     int other_version;    /* recorded with another version of the template */
     char gpu[32];
     double median_ms, baseline_ms;
@@ -43,6 +46,7 @@ typedef struct scan {
     candidate *c;
     size_t n, cap;
     int oom;
+    int shipped;          /* the rows visited now are the shipped ones */
 } scan;
 
 static double distance(const sp_problem *a, const sp_problem *b)
@@ -56,11 +60,12 @@ static double distance(const sp_problem *a, const sp_problem *b)
 }
 
 /* This GPU's results before those of its architecture's other GPUs; then the nearest problem;
- * then the current template version; then the fastest. */
+ * then the user's before the shipped; then the current template version; then the fastest. */
 static int better(const candidate *x, const candidate *y)
 {
     if (x->other_gpu != y->other_gpu) return x->other_gpu < y->other_gpu;
     if (x->distance != y->distance) return x->distance < y->distance;
+    if (x->shipped != y->shipped) return x->shipped < y->shipped;
     if (x->other_version != y->other_version) return x->other_version < y->other_version;
     return x->median_ms < y->median_ms;
 }
@@ -87,6 +92,7 @@ static int visit(const sp_result *r, void *ud)
     memset(&c, 0, sizeof c);
     c.distance = distance(&p, s->want);
     c.other_gpu = other_gpu;
+    c.shipped = s->shipped;
     c.other_version = strcmp(r->template_hash, s->hash) != 0;
     c.median_ms = r->timing.median_ms;
     c.baseline_ms = r->timing.baseline_ms;
@@ -94,7 +100,7 @@ static int visit(const sp_result *r, void *ud)
     if (!isfinite(c.distance)) return 0;
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->c[i].problem, r->problem_key) == 0 && s->c[i].other_version == c.other_version &&
-            strcmp(s->c[i].gpu, c.gpu) == 0) {
+            s->c[i].shipped == c.shipped && strcmp(s->c[i].gpu, c.gpu) == 0) {
             /* keep only the fastest configuration of that problem */
             if (c.median_ms < s->c[i].median_ms) {
                 char *cfg = strdup(r->config);
@@ -120,31 +126,48 @@ static int visit(const sp_result *r, void *ud)
     return 0;
 }
 
-/* The best recorded configuration valid for the wanted problem, if any (*found). */
-static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *want, const char *db_path,
-                            sptune_kernel *k, sp_config *cfg, int *found)
+/* The results shipped with sptune (db/data/<gpu>.tsv, embedded) into s. */
+static sptune_status scan_shipped(scan *s)
 {
-    char path[4096];
-    sptune_status st;
+    for (int i = 0; i < sp_embedded_data_count; i++) {
+        const sp_embedded_file *f = &sp_embedded_data[i];
+        FILE *in = fmemopen((void *)f->data, f->len, "r");
+        if (!in) return sp_fail(SPTUNE_ERR_NOMEM, "cannot read the shipped %s", f->path);
+        sptune_status st = sp_db_text_foreach(in, f->path, visit, s);
+        fclose(in);
+        if (st != SPTUNE_OK) return st;
+    }
+    return SPTUNE_OK;
+}
+
+/* The best recorded configuration valid for the wanted problem, if any (*found). */
+static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *want,
+                            const sptune_kernel_request *req, sptune_kernel *k, sp_config *cfg, int *found)
+{
+    char path[4096], none[512] = "";
+    const char *db_path = req->db_path;
+    sptune_status st = SPTUNE_OK;
     *found = 0;
+    scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0, 0};
     if (db_path && !*db_path) {
-        snprintf(k->detail, sizeof k->detail, "no database consulted: the template's default configuration");
-        return SPTUNE_OK;
+        snprintf(none, sizeof none, "no database of the user's");
+    } else {
+        if (!db_path) {
+            if ((st = sptune_default_db_path(path, sizeof path)) != SPTUNE_OK) return st;
+            db_path = path;
+        }
+        struct stat sb;
+        if (stat(db_path, &sb) != 0) {
+            snprintf(none, sizeof none, "no database at %.300s", db_path);
+        } else {
+            sp_db *db;
+            if ((st = sp_db_open_readonly(db_path, &db)) != SPTUNE_OK) return st;
+            st = sp_db_foreach(db, visit, &s);
+            sp_db_close(db);
+        }
     }
-    if (!db_path) {
-        if ((st = sptune_default_db_path(path, sizeof path)) != SPTUNE_OK) return st;
-        db_path = path;
-    }
-    struct stat sb;
-    if (stat(db_path, &sb) != 0) {
-        snprintf(k->detail, sizeof k->detail, "no database at %.300s: the template's default configuration", db_path);
-        return SPTUNE_OK;
-    }
-    sp_db *db;
-    if ((st = sp_db_open_readonly(db_path, &db)) != SPTUNE_OK) return st;
-    scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0};
-    st = sp_db_foreach(db, visit, &s);
-    sp_db_close(db);
+    s.shipped = 1;
+    if (st == SPTUNE_OK && !req->ignore_shipped) st = scan_shipped(&s);
     if (st == SPTUNE_OK && s.oom) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     /* Best first; the first whose configuration the current template accepts for this problem. */
     while (st == SPTUNE_OK && !*found) {
@@ -166,9 +189,10 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
                         : c->other_gpu ? SPTUNE_ORIGIN_SAME_ARCH : SPTUNE_ORIGIN_NEAREST;
             char speed[64] = "";
             if (c->baseline_ms > 0) snprintf(speed, sizeof speed, " (%.2fx the baseline)", c->baseline_ms / c->median_ms);
-            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s", c->problem, c->gpu,
+            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s", c->problem, c->gpu,
                      c->median_ms, speed, c->other_gpu ? ", a GPU of the same architecture" : "",
-                     c->other_version ? ", with an earlier version of the template" : "");
+                     c->other_version ? ", with an earlier version of the template" : "",
+                     c->shipped ? " (results shipped with sptune)" : "");
         }
         free(c->config);
         c->config = NULL;
@@ -176,8 +200,9 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     for (size_t i = 0; i < s.n; i++) { free(s.c[i].config); free(s.c[i].problem); }
     free(s.c);
     if (st == SPTUNE_OK && !*found)
-        snprintf(k->detail, sizeof k->detail, "nothing usable recorded for %s on %s in %.300s: the template's default "
-                 "configuration", sp_template_name(t), gpu->info.profile, db_path);
+        snprintf(k->detail, sizeof k->detail, "nothing usable recorded for %s on %s (%s%.300s%s): the template's "
+                 "default configuration", sp_template_name(t), gpu->info.profile, *none ? none : "searched ",
+                 *none ? "" : db_path, req->ignore_shipped ? "" : " and the shipped results");
     return st;
 }
 
@@ -201,7 +226,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     int found = 0, ok = 0;
     char *why = NULL;
     if ((st = sp_problem_parse(t, req->problem, &want)) != SPTUNE_OK) goto fail;
-    if ((st = lookup(t, &gpu, &want, req->db_path, k, &cfg, &found)) != SPTUNE_OK) goto fail;
+    if ((st = lookup(t, &gpu, &want, req, k, &cfg, &found)) != SPTUNE_OK) goto fail;
     if (!found) {
         k->origin = SPTUNE_ORIGIN_DEFAULT;
         sp_config_default(t, &cfg);

@@ -86,11 +86,13 @@ a="$out"; "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3 >"$tmp/b.cu"
 expect 0 "gen a pipeline" "$bin" gen twell-ffn --gpu rtx-pro-6000 --shape M=1000,D=64,F=300,nnz=5
 has "gen names the first kernel's launch" "^/\* launch sp_twell_ffn_produce.*grid \(24, 1, 1\)"
 has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*block \(256, 1, 1\)"
-expect 0 "best, no database" "$bin" best twell-ffn --gpu h100 --shape M=300,D=200,F=1000,nnz=40 --no-db
-has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: bm=.* \(default: no database consulted"
+expect 0 "best, no results" "$bin" best twell-ffn --gpu h100 --shape M=300,D=200,F=1000,nnz=40 --no-db --no-shipped
+has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: bm=.* \(default: nothing usable recorded.*no database of the user's"
 has "best lists both kernels of the pipeline" "kernel 2: grid"
-expect 0 "best, empty database" "$bin" best gemm --gpu h100 --shape M=64,N=64,K=64 --db "$tmp/none.db"
-has "best with no file" "default: no database at"
+expect 0 "best, no file" "$bin" best gemm --gpu h100 --shape M=64,N=64,K=64 --db "$tmp/none.db" --no-shipped
+has "best with no file" "default: nothing usable recorded for gemm on h100 \(no database at"
+expect 0 "best, the shipped results" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=40 --no-db
+has "best serves the shipped H200 results" "\(exact: tuned for M=16384,D=2048,F=5632,nnz=40 on h200 at .*results shipped with sptune"
 expect 2 "best, unknown op" "$bin" best nope --gpu h100 --shape M=1;   has "best unknown op" "no template 'nope'"
 expect 2 "best, no shape" "$bin" best gemm --gpu h100;                   has "best needs --shape" "--shape is required"
 expect 2 "best, bad shape" "$bin" best gemm --gpu h100 --shape M=1,N=2

@@ -45,7 +45,7 @@ static void put(sp_db *db, const sp_env *env, const char *op, const char *proble
 static sptune_kernel *get(const char *db, const char *cache, const char *op, const char *problem, const char *gpu,
                           sptune_origin want_origin, const char *want_config, const char *want_detail)
 {
-    sptune_kernel_request req = {op, problem, gpu, db, cache};
+    sptune_kernel_request req = {op, problem, gpu, db, cache, 1}; /* the shipped results: below */
     sptune_kernel *k = NULL;
     sptune_status st = sptune_kernel_get(&req, &k);
     CHECK_MSG(st == SPTUNE_OK, "%s %s on %s: %s", op, problem, gpu, sptune_last_error());
@@ -127,7 +127,7 @@ int main(void)
     sptune_kernel_free(get(db_path, cache, "twell-ffn", "M=4096,D=2048,F=5632,nnz=40", "h200", SPTUNE_ORIGIN_SAME_ARCH,
                            FFN8, "on h100 at 0.6000 ms (2.00x the baseline), a GPU of the same architecture"));
     sptune_kernel_free(get("", cache, "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, def_text,
-                           "no database consulted"));
+                           "no database of the user's"));
     sptune_kernel_free(get(junk, "", "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, def_text,
                            "no database at"));
     free(def_text);
@@ -143,15 +143,51 @@ int main(void)
         sptune_kernel_free(k);
     }
     /* Rows this wide fit no recorded configuration and not the default: a clear refusal. */
-    sptune_kernel_request wide = {"twell-ffn", "M=64,D=14336,F=4096,nnz=40", "h100", db_path, cache};
+    sptune_kernel_request wide = {"twell-ffn", "M=64,D=14336,F=4096,nnz=40", "h100", db_path, cache, 1};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&wide, &k), SPTUNE_ERR_UNSUPPORTED);
     CHECK(k == NULL && strstr(sptune_last_error(), "does not fit") != NULL);
 
+    /* The shipped results (db/data/h200.tsv, measured on an H200): an application with no
+     * database of its own gets the H200's tuned twell-ffn, and an H100 gets them as the same
+     * architecture's; the user's own result for the problem wins over the shipped one. */
+    sptune_kernel_request shipped = {"twell-ffn", "M=16384,D=2048,F=5632,nnz=40", "h200", "", cache, 0};
+    k = NULL;
+    CHECK_ST(sptune_kernel_get(&shipped, &k), SPTUNE_OK);
+    if (k) {
+        const char *detail = NULL;
+        CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT);
+        CHECK_MSG(strstr(detail, "(results shipped with sptune)") && strstr(detail, "on h200"), "%s", detail);
+        sptune_kernel_free(k);
+    }
+    shipped.gpu = "h100";
+    k = NULL;
+    CHECK_ST(sptune_kernel_get(&shipped, &k), SPTUNE_OK);
+    if (k) {
+        const char *detail = NULL;
+        CHECK_MSG(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_SAME_ARCH && strstr(detail, "shipped"), "%s", detail);
+        sptune_kernel_free(k);
+    }
+    CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
+    if (db) {
+        put(db, &H200, "twell-ffn", "M=16384,D=2048,F=5632,nnz=40", FFN8, 9.0, SP_OUTCOME_OK);
+        sp_db_close(db);
+    }
+    shipped.gpu = "h200";
+    shipped.db_path = db_path;
+    k = NULL;
+    CHECK_ST(sptune_kernel_get(&shipped, &k), SPTUNE_OK);
+    if (k) {
+        const char *detail = NULL;
+        CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT && strcmp(sptune_kernel_config(k), FFN8) == 0);
+        CHECK_MSG(!strstr(detail, "shipped") && strstr(detail, "at 9.0000 ms"), "%s", detail);
+        sptune_kernel_free(k);
+    }
+
     /* Errors: a broken database, an unknown op, a bad problem, a missing field. */
     FILE *f = fopen(junk, "w");
     if (f) { fputs("this is not a database, but long enough to look like a file header........", f); fclose(f); }
-    sptune_kernel_request req = {"gemm", "M=64,N=64,K=64", "h100", junk, cache};
+    sptune_kernel_request req = {"gemm", "M=64,N=64,K=64", "h100", junk, cache, 0};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_DB);
     CHECK(k == NULL && *sptune_last_error());
