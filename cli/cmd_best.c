@@ -23,6 +23,7 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     const char *detail = NULL;
     sptune_origin o = sptune_kernel_origin(k, &detail);
     printf("%s %s: %s (%s: %s)\n", pos[0], shape, sptune_kernel_config(k), origins[o], detail);
+    if (*sptune_kernel_args(k)) printf("  arguments: %s\n", sptune_kernel_args(k));
     for (int i = 0; i < sptune_kernel_count(k); i++) {
         unsigned grid[3], block[3], smem;
         if (sptune_kernel_geometry(k, i, grid, block, &smem) == SPTUNE_OK)

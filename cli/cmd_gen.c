@@ -24,6 +24,7 @@ int cmd_ops(cli_cmd *cmd, int npos, char **pos)
         printf("  problem: ");
         for (int d = 0; d < sp_template_ndims(t); d++) printf("%s%s", d ? "," : "", sp_template_dim(t, d));
         printf("\n");
+        if (*sp_template_args(t)) printf("  arguments: %s\n", sp_template_args(t));
         for (int p = 0; p < sp_template_nparams(t); p++) {
             const sp_param *pr = sp_template_param(t, p);
             printf("  %-10s {", pr->name);

@@ -126,6 +126,8 @@ static void read_meta(lua_State *L, load_ctx *x, int m)
     t->family = dup_or_raise(L, family ? family : x->folder);
     const char *desc = opt_string(L, t, m, "description", "description");
     t->description = dup_or_raise(L, desc ? desc : "");
+    const char *args = opt_string(L, t, m, "args", "args");
+    t->args = dup_or_raise(L, args ? args : "");
 }
 
 static void read_dims(lua_State *L, sp_template *t, int m)
@@ -543,6 +545,7 @@ void sp_template_free(sp_template *t)
     free(t->name);
     free(t->family);
     free(t->description);
+    free(t->args);
     free(t->path);
     free(t);
 }
@@ -552,6 +555,7 @@ void sp_template_free(sp_template *t)
 const char *sp_template_name(const sp_template *t) { return t->name; }
 const char *sp_template_family(const sp_template *t) { return t->family; }
 const char *sp_template_description(const sp_template *t) { return t->description; }
+const char *sp_template_args(const sp_template *t) { return t->args; }
 const char *sp_template_path(const sp_template *t) { return t->path; }
 const char *sp_template_hash(const sp_template *t) { return t->hash; }
 int sp_template_nparams(const sp_template *t) { return t->nparams; }

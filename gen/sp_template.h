@@ -62,6 +62,8 @@ void sp_template_free(sp_template *t);
 const char *sp_template_name(const sp_template *t);
 const char *sp_template_family(const sp_template *t);
 const char *sp_template_description(const sp_template *t);
+/* The kernels' argument list, in order, as the template documents it ("" when it does not). */
+const char *sp_template_args(const sp_template *t);
 const char *sp_template_path(const sp_template *t);
 /* SHA-256 hex over the template file and every file of templates/lib. */
 const char *sp_template_hash(const sp_template *t);

@@ -24,7 +24,7 @@ extern const char sp_template_key;
 struct sp_template {
     sp_sandbox sb;
     char *path;        /* "templates/dense/gemm.lua" */
-    char *name, *family, *description;
+    char *name, *family, *description, *args;
     char hash[65];
     int nparams;
     sp_param params[SP_MAX_PARAMS];

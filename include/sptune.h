@@ -105,13 +105,15 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
  * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". */
 const char *sptune_kernel_config(const sptune_kernel *k);
 sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail);
+/* The op's argument list, in launch order, as its template documents it ("" when it does not). */
+const char *sptune_kernel_args(const sptune_kernel *k);
 /* Kernels launched per call (2 for the pipelines such as twell-ffn), and each one's geometry. */
 int sptune_kernel_count(const sptune_kernel *k);
 sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
                                      unsigned *smem_bytes);
 /* Launches every kernel of k in order on `stream` (a CUstream; NULL: the default stream) with
- * the op's argument list (pointers to the arguments, as for cuLaunchKernel; see the op's
- * template for the list). The module is loaded into the context current at the first launch,
+ * the op's argument list (pointers to the arguments, as for cuLaunchKernel; the list is
+ * sptune_kernel_args). The module is loaded into the context current at the first launch,
  * which must stay the current context for later launches. Checks the launches, not completion. */
 sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
 void sptune_kernel_free(sptune_kernel *k);

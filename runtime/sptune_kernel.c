@@ -20,6 +20,7 @@
 
 struct sptune_kernel {
     char *config;
+    char *args;
     sptune_origin origin;
     char detail[1024];
     sp_kernel_src src;
@@ -238,7 +239,9 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
             goto fail;
         }
     }
-    if (!(k->config = sp_config_format(t, &cfg))) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); goto fail; }
+    k->config = sp_config_format(t, &cfg);
+    k->args = strdup(sp_template_args(t));
+    if (!k->config || !k->args) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); goto fail; }
     if (!req->cache_dir || *req->cache_dir) {
         if ((st = sp_cache_open(req->cache_dir, &cache)) != SPTUNE_OK) goto fail;
     }
@@ -260,6 +263,7 @@ fail:
 }
 
 const char *sptune_kernel_config(const sptune_kernel *k) { return k ? k->config : NULL; }
+const char *sptune_kernel_args(const sptune_kernel *k) { return k ? k->args : NULL; }
 
 sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail)
 {
@@ -300,5 +304,6 @@ void sptune_kernel_free(sptune_kernel *k)
     sp_cubin_free(&k->cubin);
     sp_kernel_src_free(&k->src);
     free(k->config);
+    free(k->args);
     free(k);
 }

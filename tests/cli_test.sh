@@ -89,6 +89,7 @@ has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*bloc
 expect 0 "best, no results" "$bin" best twell-ffn --gpu h100 --shape M=300,D=200,F=1000,nnz=40 --no-db --no-shipped
 has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: bm=.* \(default: nothing usable recorded.*no database of the user's"
 has "best lists both kernels of the pipeline" "kernel 2: grid"
+has "best shows the argument list" "arguments: const bf16 \*X \(M x D\)"
 expect 0 "best, no file" "$bin" best gemm --gpu h100 --shape M=64,N=64,K=64 --db "$tmp/none.db" --no-shipped
 has "best with no file" "default: nothing usable recorded for gemm on h100 \(no database at"
 expect 0 "best, the shipped results" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=40 --no-db

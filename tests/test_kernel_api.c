@@ -93,6 +93,7 @@ int main(void)
     if (k) {
         unsigned grid[3], block[3], smem;
         CHECK(sptune_kernel_count(k) == 1);
+        CHECK(strncmp(sptune_kernel_args(k), "const bf16 *A", 13) == 0);
         CHECK_ST(sptune_kernel_geometry(k, 0, grid, block, &smem), SPTUNE_OK);
         CHECK(grid[0] == 32 * 32 && block[0] == 128 && smem > 0);
         CHECK_ST(sptune_kernel_geometry(k, 1, grid, block, &smem), SPTUNE_ERR_INVALID);
@@ -203,7 +204,7 @@ int main(void)
     req.gpu = NULL;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_kernel_get(NULL, &k), SPTUNE_ERR_INVALID);
-    CHECK(sptune_kernel_config(NULL) == NULL && sptune_kernel_count(NULL) == 0);
+    CHECK(sptune_kernel_config(NULL) == NULL && sptune_kernel_args(NULL) == NULL && sptune_kernel_count(NULL) == 0);
     sptune_kernel_free(NULL);
     return sp_test_done("test_kernel_api");
 }

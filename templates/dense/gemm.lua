@@ -19,6 +19,7 @@ return {
   name = "gemm",
   family = "dense",
   description = "dense GEMM C = A*B^T (bf16 in, fp32 accumulate, bf16 out) on mma.sync tensor cores",
+  args = "const bf16 *A (M x K), const bf16 *B (N x K), bf16 *C (M x N), int M, int N, int K",
   dims = {"M", "N", "K"},
   params = params,
   constraints = mma.constraints,

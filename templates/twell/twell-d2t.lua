@@ -12,6 +12,7 @@ return {
   name = "twell-d2t",
   family = "twell",
   description = "TwELL producer: relu(X Wg^T) on mma.sync tensor cores, packed to TwELL in the epilogue (exact, overflow pool)",
+  args = "const bf16 *X (M x D), const bf16 *Wg (F x D), u32 *packed, u32 *pool, u64 *pool_counter (zeroed before each call), u64 pool_capacity (words), int M, int F, int D",
   dims = {"M", "D", "F", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with (benchmarks)
   params = produce.params,
   constraints = produce.constraints,

@@ -48,6 +48,7 @@ return {
   name = "twell-ffn",
   family = "twell",
   description = "TwELL gated FFN layer: packed gate from the gate GEMM's epilogue, then up and down for active neurons only",
+  args = "const bf16 *X (M x D), const bf16 *Wg, const bf16 *Wu, const bf16 *Wd (F x D each), bf16 *Y (M x D), u32 *packed (M * ceil(F / bn) * (slots + 1) words), u32 *pool, u64 *pool_counter (zeroed before each call), u64 pool_capacity (words), int M, int F, int D",
   dims = {"M", "D", "F", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with (benchmarks)
   params = params,
   constraints = constraints,

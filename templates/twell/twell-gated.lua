@@ -17,6 +17,7 @@ return {
   name = "twell-gated",
   family = "twell",
   description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only, one warp per row on CUDA cores",
+  args = "const u32 *packed, const u32 *pool, const bf16 *X (M x D), const bf16 *Wu (F x D), const bf16 *Wd (F x D), bf16 *Y (M x D), int M, int F, int D, int T, int S",
   dims = {"M", "F", "D", "T", "S", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with
   params = row.params,
   constraints = {

@@ -19,6 +19,7 @@ return {
   name = "twell-t2d",
   family = "twell",
   description = "TwELL consumer: packed activations x W_down (F x D) -> dense output, one warp per row on CUDA cores",
+  args = "const u32 *packed, const u32 *pool, const bf16 *Wd (F x D), bf16 *Y (M x D), int M, int F, int D, int T, int S",
   dims = {"M", "F", "D", "T", "S", "nnz"},
   params = (function()
     local ps = {{name = "decode", values = {"batch", "walk"}, default = "batch",
