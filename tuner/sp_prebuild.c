@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -57,10 +58,13 @@ sptune_status sp_prebuild_start(sp_template *t, const sp_gpu_profile *gpu, const
     if (jobs > 32) jobs = 32;
     if (jobs > n) jobs = (int)n;
     fflush(NULL);
+    pid_t parent = getpid();
     for (int j = 0; j < jobs; j++) {
         pid_t pid = fork();
         if (pid < 0) break; /* fewer builders; the worker compiles the rest */
         if (pid == 0) {
+            prctl(PR_SET_PDEATHSIG, SIGKILL); /* no orphaned compilers after a kill -9 of the tuner */
+            if (getppid() != parent) _exit(0);
             /* Builder j takes every jobs-th configuration, so that all start near the front. */
             for (long long k = j; k < n; k += jobs) {
                 sp_kernel_src src;

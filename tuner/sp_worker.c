@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -134,12 +135,16 @@ static sptune_status start_child(sp_worker *w)
         return sp_fail(SPTUNE_ERR_IO, "worker: pipe: %s", strerror(errno));
     }
     fflush(NULL);
+    pid_t parent = getpid();
     pid_t pid = fork();
     if (pid < 0) {
         close(down[0]); close(down[1]); close(up[0]); close(up[1]);
         return sp_fail(SPTUNE_ERR_IO, "worker: fork: %s", strerror(errno));
     }
     if (pid == 0) {
+        /* A tuner killed with kill -9 must not leave its worker running on the GPU. */
+        prctl(PR_SET_PDEATHSIG, SIGKILL);
+        if (getppid() != parent) _exit(0); /* the parent died before prctl took effect */
         close(down[1]);
         close(up[0]);
         if (w->task.argv) exec_child(w->task.argv, down[0], up[1]);
