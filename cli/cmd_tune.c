@@ -34,7 +34,6 @@ static void show_progress(const sp_tune_progress *p, void *ud)
     progress_state *ps = ud;
     if (ps->quiet) return;
     double frac = p->total ? (double)p->done / (double)p->total : 1;
-    double eta = p->done ? p->elapsed_s / (double)p->done * (double)(p->total - p->done) : 0;
     char best[64] = "-";
     if (isfinite(p->best_ms))
         snprintf(best, sizeof best, "%.4f ms (%.2fx cuBLAS)", p->best_ms,
@@ -44,12 +43,12 @@ static void show_progress(const sp_tune_progress *p, void *ud)
         int fill = (int)(frac * 30);
         for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
         bar[30] = 0;
-        fprintf(stderr, "\r[%s] %lld/%lld  best %s  %.0fs elapsed, ETA %.0fs (all of the space)   ", bar, p->done,
-                p->total, best, p->elapsed_s, eta);
+        fprintf(stderr, "\r[%s] %lld/%lld  best %s  %.0fs elapsed, ETA %.0fs (%s)   ", bar, p->done, p->total, best,
+                p->elapsed_s, p->eta_s, p->eta_by_budget ? "end of the budget" : "end of the space");
     } else if (p->elapsed_s - ps->last_print >= 10 || p->done == p->total) {
         ps->last_print = p->elapsed_s;
-        fprintf(stderr, "%lld/%lld done (%lld measured, %lld resumed, %lld failed), best %s, %.0fs elapsed\n",
-                p->done, p->total, p->measured, p->resumed, p->failed, best, p->elapsed_s);
+        fprintf(stderr, "%lld/%lld done (%lld measured, %lld resumed, %lld failed), best %s, %.0fs elapsed, ETA %.0fs\n",
+                p->done, p->total, p->measured, p->resumed, p->failed, best, p->elapsed_s, p->eta_s);
     }
 }
 

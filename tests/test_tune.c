@@ -76,6 +76,19 @@ static sptune_status sim_eval(void *ud, const sp_config *c, sp_eval *e)
     return SPTUNE_OK;
 }
 
+typedef struct progress_log { long long calls, bad; double last_eta; int by_budget; } progress_log;
+
+static void on_progress(const sp_tune_progress *pr, void *ud)
+{
+    progress_log *l = ud;
+    l->calls++;
+    /* done counts up one at a time, never past the space; the ETA is never negative */
+    if (pr->done != l->calls || pr->done > pr->total || !(pr->eta_s >= 0) || pr->measured + pr->resumed != pr->done)
+        l->bad++;
+    l->last_eta = pr->eta_s;
+    l->by_budget = pr->eta_by_budget;
+}
+
 static sp_env env = {"Simulated GPU", "h100", 9, 0, 132, "13.0", "13.0", "0.1.0"};
 
 static void test_budget_parse(void)
@@ -146,11 +159,24 @@ int main(void)
         printf("  descent seed %llu: %.4f vs best %.4f (+%.2f %%) with %lld of %lld evaluations\n", seed, r.best_ms,
                best, 100 * (r.best_ms / best - 1), r.measured, space.n);
     }
-    /* Descent without a budget still proposes everything exactly once. */
+    /* Descent without a budget still proposes everything exactly once; progress comes after each
+     * proposal and its ETA reaches zero at the end of the space. */
     sp_tune_opts_default(&o);
     s.calls = 0;
+    progress_log pl = {0, 0, -1, 0};
+    o.progress = on_progress;
+    o.progress_ud = &pl;
     CHECK_ST(sp_tune_run(t, &p, &space, &be, &o, &r), SPTUNE_OK);
     CHECK(r.measured == space.n && s.calls == space.n && r.best_ms == best);
+    CHECK(pl.calls == space.n && pl.bad == 0 && pl.last_eta == 0 && !pl.by_budget);
+    /* With a budget of evaluations, the ETA is the budget's. */
+    sp_tune_opts_default(&o);
+    o.budget.evals = 10;
+    pl = (progress_log){0, 0, -1, 0};
+    o.progress = on_progress;
+    o.progress_ud = &pl;
+    CHECK_ST(sp_tune_run(t, &p, &space, &be, &o, &r), SPTUNE_OK);
+    CHECK(r.measured == 10 && pl.calls == 10 && pl.bad == 0 && pl.by_budget && pl.last_eta == 0);
 
     /* Budget and resume through the database. */
     const char *dir = sp_test_tmpdir("test_tune");

@@ -134,6 +134,20 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
             for (int k = 0; k < SP_OUTCOME__COUNT; k++) pr.failed += r->failed[k];
             pr.best_ms = r->best_ms;
             pr.elapsed_s = now_s() - t0;
+            /* What is left: the rest of the space at the pace of the new measurements so far (the
+             * recorded ones cost nothing), cut by whichever budget ends first. */
+            double per = r->measured ? pr.elapsed_s / (double)r->measured : 0;
+            pr.eta_s = per * (double)(pr.total - pr.done);
+            pr.eta_by_budget = 0;
+            if (o->budget.evals > 0 && per * (double)(o->budget.evals - r->measured) < pr.eta_s) {
+                pr.eta_s = per * (double)(o->budget.evals - r->measured);
+                pr.eta_by_budget = 1;
+            }
+            if (o->budget.seconds > 0 && o->budget.seconds - pr.elapsed_s < pr.eta_s) {
+                pr.eta_s = o->budget.seconds - pr.elapsed_s;
+                pr.eta_by_budget = 1;
+            }
+            if (pr.eta_s < 0) pr.eta_s = 0;
             o->progress(&pr, o->progress_ud);
         }
     }

@@ -30,6 +30,8 @@ typedef struct sp_tune_progress {
     long long done, total;   /* proposals handled, size of the space */
     long long measured, resumed, failed;
     double best_ms, baseline_ms, elapsed_s;
+    double eta_s;                /* estimated seconds left */
+    int eta_by_budget;           /* the budget, not the end of the space, sets eta_s */
 } sp_tune_progress;
 
 typedef struct sp_tune_opts {
