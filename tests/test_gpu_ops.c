@@ -3,6 +3,7 @@
  * dimension, a reduction dimension not a multiple of 8, and (TwELL) rows that overflow their
  * slots. Without a GPU it skips and says how many cases it did not run. */
 #include "sp_cache.h"
+#include "sp_cuda.h"
 #include "sp_eval.h"
 #include "sp_space.h"
 #include "sp_status.h"
@@ -68,6 +69,49 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
     sp_template_free(t);
 }
 
+/* The runtime API end to end, as an application uses it: sptune_kernel_get, then
+ * sptune_kernel_launch on the application's stream with its own buffers (the harness's), for a
+ * single kernel (gemm) and a pipeline (twell-ffn); the outputs are verified like the tuner's. */
+static const char *const api_cases[][2] = {{"gemm", "M=300,N=200,K=136"}, {"twell-ffn", "M=300,D=200,F=1000,nnz=100"}};
+#define NAPI (int)(sizeof api_cases / sizeof api_cases[0])
+
+static void run_api(sp_bench *b, const char *cache_dir)
+{
+    for (int i = 0; i < NAPI; i++) {
+        const char *op = api_cases[i][0], *shape = api_cases[i][1];
+        sptune_kernel_request req = {op, shape, b->gpu.info.profile, "", cache_dir, 1};
+        sptune_kernel *k = NULL;
+        CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
+        sp_template *t = NULL;
+        sp_problem p;
+        sp_case cs;
+        CHECK_ST(sp_template_load(op, &t), SPTUNE_OK);
+        if (!k || !t) { sptune_kernel_free(k); sp_template_free(t); continue; }
+        CHECK_ST(sp_problem_parse(t, shape, &p), SPTUNE_OK);
+        sptune_status st = sp_case_create(b, op, &p, &cs);
+        CHECK_MSG(st == SPTUNE_OK, "%s %s: %s", op, shape, sptune_last_error());
+        if (st == SPTUNE_OK) {
+            sp_config c;
+            CHECK_ST(sp_config_parse(t, sptune_kernel_config(k), &c), SPTUNE_OK);
+            CHECK_ST(sp_case_bind(&cs, t, &c), SPTUNE_OK);
+            CHECK_ST(cs.ops->poison(cs.state, b->stream), SPTUNE_OK);
+            if (cs.ops->prepare) CHECK_ST(cs.ops->prepare(cs.state, b->stream), SPTUNE_OK);
+            CHECK_ST(sptune_kernel_launch(k, b->stream, cs.ops->args(cs.state)), SPTUNE_OK);
+            const sp_cuda_api *cu;
+            CHECK_ST(sp_cuda_load(&cu), SPTUNE_OK);
+            CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
+            double rel = 1;
+            char detail[512] = "";
+            CHECK_ST(cs.ops->verify(cs.state, &rel, detail, sizeof detail), SPTUNE_OK);
+            CHECK_MSG(rel < cs.ops->tolerance, "%s %s through the runtime API: error %.3g (%s)", op, shape, rel, detail);
+            printf("  api %-9s %-28s err %.2e  %s\n", op, shape, rel, sptune_kernel_config(k));
+            sp_case_destroy(&cs);
+        }
+        sptune_kernel_free(k);
+        sp_template_free(t);
+    }
+}
+
 int main(void)
 {
     int count = 0;
@@ -75,7 +119,7 @@ int main(void)
         int n = 0;
         for (int o = 0; o < NOPS; o++)
             for (int s = 0; s < 6; s++) n += cases[o].shapes[s] != NULL;
-        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE, sptune_last_error());
+        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI, sptune_last_error());
         return sp_test_skip("test_gpu_ops", "no GPU");
     }
     sp_bench b;
@@ -89,6 +133,7 @@ int main(void)
     CHECK_ST(sp_cache_open(sp_test_tmpdir("test_gpu_ops"), &cache), SPTUNE_OK);
     if (sp_test_failures) return sp_test_done("test_gpu_ops");
     for (int op = 0; op < NOPS; op++) run_op(&b, cache, &cases[op]);
+    run_api(&b, sp_cache_dir(cache));
     sp_cache_close(cache);
     sp_bench_close(&b);
     return sp_test_done("test_gpu_ops");
