@@ -217,11 +217,10 @@ int cli_open_measurement(cli_cmd *cmd, const char *op, const sp_gpu_profile *gpu
     return b ? cli_open_bench(cmd, ordinal, b) : CLI_OK;
 }
 
-int cli_gpu_run_opts(cli_cmd *cmd, const sp_gpu_profile *gpu, int ordinal, cli_gpu_run *g)
+int cli_gpu_run_opts(cli_cmd *cmd, cli_gpu_run *g)
 {
     memset(g, 0, sizeof *g);
-    g->gpu = *gpu;
-    g->ordinal = ordinal;
+    g->ordinal = -1;
     long long runs = cli_int(cmd, "runs", 0), timeout = cli_int(cmd, "timeout", 120);
     long long jobs = cli_int(cmd, "jobs", sp_prebuild_default_jobs());
     if (runs < 0 || timeout < 0 || jobs < 0) return CLI_USAGE;

@@ -65,7 +65,9 @@ int cli_open_measurement(cli_cmd *cmd, const char *op, const sp_gpu_profile *gpu
                          sp_cache **cache, sp_bench *b);
 
 /* Measuring in worker processes (tune and the main job): the device, --runs, --timeout (seconds
- * one evaluation may take before its worker is killed) and --jobs (parallel compilers). */
+ * one evaluation may take before its worker is killed) and --jobs (parallel compilers).
+ * cli_gpu_run_opts reads the options (usage errors come before looking for a GPU); the caller
+ * then sets gpu and ordinal. */
 typedef struct cli_gpu_run {
     sp_gpu_profile gpu;
     int ordinal;
@@ -74,7 +76,7 @@ typedef struct cli_gpu_run {
     int jobs;
     char exe[4096];       /* this program, executed again as the worker */
 } cli_gpu_run;
-int cli_gpu_run_opts(cli_cmd *cmd, const sp_gpu_profile *gpu, int ordinal, cli_gpu_run *g);
+int cli_gpu_run_opts(cli_cmd *cmd, cli_gpu_run *g);
 
 /* One problem tuned on a GPU: the space for its GPU, the cuBLAS baseline, the search within
  * opts' budget (every result recorded in db), and the top three re-measured in alternating order. */
@@ -83,7 +85,6 @@ typedef struct cli_tuned {
     sp_tune_result r;
     double baseline_ms, best_ms;
     long long best;       /* index into space, -1 when nothing passed */
-    long long restarts;   /* measurement workers replaced (after faults, hangs, lost contexts) */
     char *best_text;
 } cli_tuned;
 int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, const sp_problem *p, sp_db *db,

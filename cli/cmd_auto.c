@@ -15,9 +15,9 @@
 #include <unistd.h>
 
 static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
-                        long long sample, long long seed);
+                        const cli_gpu_run *run, long long sample, long long seed);
 static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *gpu,
-                       sp_cache *cache, long long sample, long long seed);
+                       const cli_gpu_run *base, sp_cache *cache, long long sample, long long seed);
 
 /* The main job: every op of the default workload on every GPU found (or the one named). */
 int cmd_auto(cli_cmd *cmd, int npos, char **pos)
@@ -38,9 +38,7 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
     if (cli_get(cmd, "strategy") && !sp_search_parse(cli_get(cmd, "strategy"), &kind))
         return cli_usage_error("", "unknown strategy '%s' (exhaustive, random, descent)", cli_get(cmd, "strategy"));
     cli_gpu_run run;
-    sp_gpu_profile none;
-    memset(&none, 0, sizeof none);
-    if ((rc = cli_gpu_run_opts(cmd, &none, -1, &run))) return rc; /* usage errors before looking for a GPU */
+    if ((rc = cli_gpu_run_opts(cmd, &run))) return rc;
     if (!g) g = "auto";
     if (strcmp(g, "auto") == 0 || strcmp(g, "all") == 0) {
         if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {
@@ -63,14 +61,14 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         sp_workload_free(&wl);
         return cli_error("", st);
     }
-    rc = run_workload(cmd, &wl, n, ordinals, &named, sample, seed);
+    rc = run_workload(cmd, &wl, n, ordinals, &named, &run, sample, seed);
     sp_workload_free(&wl);
     return rc;
 }
 
 /* The main job over workload wl: on the GPUs ordinals[0..n), or compile-only for `named`. */
 static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
-                        long long sample, long long seed)
+                        const cli_gpu_run *run, long long sample, long long seed)
 {
     sptune_status st;
     int rc = CLI_OK;
@@ -103,9 +101,8 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
                 sp_space_sample(&cs, t, sample, (unsigned long long)seed);
                 /* Built in parallel first; the loop below then reports each from the cache. */
                 sp_prebuild *pb = NULL;
-                long long jobs = cli_int(cmd, "jobs", sp_prebuild_default_jobs());
-                if (jobs > 1 && sp_prebuild_start(t, &named, NULL, &cs, SP_SEARCH_EXHAUSTIVE, 1, 0, cache, (int)jobs,
-                                                  &pb) == SPTUNE_OK)
+                if (run->jobs > 1 && sp_prebuild_start(t, &named, NULL, &cs, SP_SEARCH_EXHAUSTIVE, 1, 0, cache,
+                                                       run->jobs, &pb) == SPTUNE_OK)
                     sp_prebuild_wait(pb);
                 int bad = 0;
                 for (long long i = 0; i < cs.n; i++) {
@@ -141,7 +138,7 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
     if (rc == CLI_OK) sptune_driver_version(driver, sizeof driver);
     if (rc != CLI_OK) {
     } else if (n == 1) {
-        rc = tune_on_gpu(cmd, wl, 0, 1, ordinals[0], &profiles[0], cache, sample, seed);
+        rc = tune_on_gpu(cmd, wl, 0, 1, ordinals[0], &profiles[0], run, cache, sample, seed);
     } else {
         pid_t pids[64];
         int started = 0;
@@ -150,7 +147,7 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
             pid_t pid = fork();
             if (pid < 0) { rc = cli_error("", sp_fail(SPTUNE_ERR_IO, "fork: %s", strerror(errno))); break; }
             if (pid == 0) {
-                int crc = tune_on_gpu(cmd, wl, d, n, ordinals[d], &profiles[d], cache, sample, seed);
+                int crc = tune_on_gpu(cmd, wl, d, n, ordinals[d], &profiles[d], run, cache, sample, seed);
                 fflush(NULL);
                 _exit(crc);
             }
@@ -171,14 +168,15 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
 /* Problems d, d+n, d+2n, ... of wl tuned on device `ordinal`, then their table. The database is
  * opened here: with several GPUs this runs in a forked process per GPU. */
 static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *profile,
-                       sp_cache *cache, long long sample, long long seed)
+                       const cli_gpu_run *base, sp_cache *cache, long long sample, long long seed)
 {
     sptune_status st;
     int rc;
     sp_db *db = NULL;
     sp_gpu_profile gpu = *profile;
-    cli_gpu_run run;
-    if ((rc = cli_gpu_run_opts(cmd, &gpu, ordinal, &run))) return rc;
+    cli_gpu_run run = *base;
+    run.gpu = gpu;
+    run.ordinal = ordinal;
     if ((rc = cli_open_db(cmd, &db))) return rc;
     /* The budget: --budget shared out over the problems (time left over flows to the ones after;
      * with several GPUs each has the whole time), else --sample new measurements per problem.

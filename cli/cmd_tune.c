@@ -165,7 +165,6 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     if (out->best >= 0) out->best_text = sp_config_format(t, &out->space.v[out->best]);
 out:
     sp_prebuild_stop(pb);
-    if (worker) out->restarts = sp_worker_restarts(worker);
     sp_worker_destroy(worker);
     free(key);
     return rc;
@@ -206,8 +205,7 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     sp_gpu_profile gpu;
     int ordinal, rc;
     cli_gpu_run run;
-    memset(&gpu, 0, sizeof gpu);
-    if ((rc = cli_gpu_run_opts(cmd, &gpu, -1, &run))) return rc; /* usage errors before looking for a GPU */
+    if ((rc = cli_gpu_run_opts(cmd, &run))) return rc;
     const char *g = cli_get(cmd, "gpu");
     if ((rc = cli_gpu_target(cmd->name, g ? g : "auto", &gpu, &ordinal))) return rc;
     sp_template *t = NULL;
@@ -219,7 +217,8 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     sptune_status st;
     if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
     if ((rc = cli_open_measurement(cmd, pos[0], &gpu, ordinal, &db, &cache, NULL))) goto out;
-    if ((rc = cli_gpu_run_opts(cmd, &gpu, ordinal, &run))) goto out;
+    run.gpu = gpu;
+    run.ordinal = ordinal;
     int quiet = cli_get(cmd, "quiet") != NULL || cli_get(cmd, "json") != NULL;
     if ((rc = cli_tune_problem(cmd->name, &run, t, &prob, db, cache, &o, quiet, &tu))) goto out;
     long long failed = cli_tuned_failed(&tu);

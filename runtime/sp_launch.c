@@ -5,6 +5,18 @@
 #include <stdio.h>
 #include <string.h>
 
+sptune_status sp_variant_build(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu, const sp_problem *p,
+                               sp_cache *cache, sp_kernel_src *src, sp_cubin *cub)
+{
+    memset(cub, 0, sizeof *cub);
+    sptune_status st = sp_template_emit(t, c, gpu, p, src);
+    if (st != SPTUNE_OK) return st;
+    st = sp_kernel_build(cache, src->source, src->kernel, gpu->info.arch, (const char *const *)src->options,
+                         src->noptions, cub);
+    if (st != SPTUNE_OK) sp_kernel_src_free(src);
+    return st;
+}
+
 /* One function of the module with its geometry, its shared-memory limit raised as needed. */
 static sptune_status load_fn(const sp_cuda_api *cu, CUmodule m, const char *name, const unsigned grid[3],
                              const unsigned block[3], const unsigned cluster[3], unsigned smem, sp_kernel_fn *out)

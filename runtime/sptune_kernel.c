@@ -48,6 +48,8 @@ typedef struct scan {
     size_t n, cap;
     int oom;
     int shipped;          /* the rows visited now are the shipped ones */
+    char last_profile[32];/* another GPU profile seen last, and whether it shares the architecture */
+    int last_same_arch;
 } scan;
 
 static double distance(const sp_problem *a, const sp_problem *b)
@@ -60,29 +62,36 @@ static double distance(const sp_problem *a, const sp_problem *b)
     return a->n == b->n ? d : INFINITY;
 }
 
-/* This GPU's results before those of its architecture's other GPUs; then the nearest problem;
- * then the user's before the shipped; then the current template version; then the fastest. */
-static int better(const candidate *x, const candidate *y)
+/* qsort order, best first: this GPU's results before those of its architecture's other GPUs;
+ * then the nearest problem; then the user's before the shipped; then the current template
+ * version; then the fastest. */
+static int by_preference(const void *pa, const void *pb)
 {
-    if (x->other_gpu != y->other_gpu) return x->other_gpu < y->other_gpu;
-    if (x->distance != y->distance) return x->distance < y->distance;
-    if (x->shipped != y->shipped) return x->shipped < y->shipped;
-    if (x->other_version != y->other_version) return x->other_version < y->other_version;
-    return x->median_ms < y->median_ms;
+    const candidate *x = pa, *y = pb;
+    if (x->other_gpu != y->other_gpu) return x->other_gpu - y->other_gpu;
+    if (x->distance != y->distance) return x->distance < y->distance ? -1 : 1;
+    if (x->shipped != y->shipped) return x->shipped - y->shipped;
+    if (x->other_version != y->other_version) return x->other_version - y->other_version;
+    return (x->median_ms > y->median_ms) - (x->median_ms < y->median_ms);
 }
 
-/* Keeps, per (problem, template version), the fastest OK result of the op on the profile. */
+/* Keeps, per (problem, GPU profile, template version, source), the fastest OK result of the op
+ * on this GPU or another of its architecture. */
 static int visit(const sp_result *r, void *ud)
 {
     scan *s = ud;
     if (r->outcome != SP_OUTCOME_OK || strcmp(r->template_name, s->op) != 0) return 0;
     int other_gpu = strcmp(r->env->gpu_profile, s->profile) != 0;
     if (other_gpu) {
-        sp_gpu_profile g;
-        if (sp_gpu_profile_named(r->env->gpu_profile, &g) != SPTUNE_OK || strcmp(g.info.arch, s->arch) != 0) {
+        /* the other profile's architecture, looked up once per run of rows of that profile */
+        if (strcmp(s->last_profile, r->env->gpu_profile) != 0) {
+            sp_gpu_profile g;
+            s->last_same_arch = sp_gpu_profile_named(r->env->gpu_profile, &g) == SPTUNE_OK &&
+                                strcmp(g.info.arch, s->arch) == 0;
             sp_clear_error();
-            return 0;
+            snprintf(s->last_profile, sizeof s->last_profile, "%s", r->env->gpu_profile);
         }
+        if (!s->last_same_arch) return 0;
     }
     sp_problem p;
     if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) { /* another version's dimensions */
@@ -149,7 +158,8 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     const char *db_path = req->db_path;
     sptune_status st = SPTUNE_OK;
     *found = 0;
-    scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0, 0};
+    scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0, 0,
+              "", 0};
     if (db_path && !*db_path) {
         snprintf(none, sizeof none, "no database of the user's");
     } else {
@@ -171,12 +181,9 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     if (st == SPTUNE_OK && !req->ignore_shipped) st = scan_shipped(&s);
     if (st == SPTUNE_OK && s.oom) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     /* Best first; the first whose configuration the current template accepts for this problem. */
-    while (st == SPTUNE_OK && !*found) {
-        size_t best = s.n;
-        for (size_t i = 0; i < s.n; i++)
-            if (s.c[i].config && (best == s.n || better(&s.c[i], &s.c[best]))) best = i;
-        if (best == s.n) break;
-        candidate *c = &s.c[best];
+    if (s.n > 1) qsort(s.c, s.n, sizeof *s.c, by_preference);
+    for (size_t i = 0; st == SPTUNE_OK && !*found && i < s.n; i++) {
+        const candidate *c = &s.c[i];
         int ok = 0;
         if (sp_config_parse(t, c->config, cfg) == SPTUNE_OK) {
             char *why = NULL;
@@ -195,8 +202,6 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
                      c->other_version ? ", with an earlier version of the template" : "",
                      c->shipped ? " (results shipped with sptune)" : "");
         }
-        free(c->config);
-        c->config = NULL;
     }
     for (size_t i = 0; i < s.n; i++) { free(s.c[i].config); free(s.c[i].problem); }
     free(s.c);
@@ -245,10 +250,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     if (!req->cache_dir || *req->cache_dir) {
         if ((st = sp_cache_open(req->cache_dir, &cache)) != SPTUNE_OK) goto fail;
     }
-    if ((st = sp_template_emit(t, &cfg, &gpu, &want, &k->src)) != SPTUNE_OK) goto fail;
-    st = sp_kernel_build(cache, k->src.source, k->src.kernel, gpu.info.arch, (const char *const *)k->src.options,
-                         k->src.noptions, &k->cubin);
-    if (st != SPTUNE_OK) goto fail;
+    if ((st = sp_variant_build(t, &cfg, &gpu, &want, cache, &k->src, &k->cubin)) != SPTUNE_OK) goto fail;
     sp_cache_close(cache);
     sp_template_free(t);
     free(why);

@@ -80,6 +80,27 @@ void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned sh
  * nonzeros per row: 30 % of the neurons never fire, the others fire alike (a per-neuron bias
  * set from the normal quantile plus uniform noise). */
 void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigned short *X, unsigned short *Wg);
+/* The TwELL producer's output buffers (twell-d2t and twell-ffn): packed words for the worst case
+ * of the producer's space (tile 64, 63 slots: one word per element), a pool of half the elements,
+ * and the pool's 64-bit allocation counter. */
+typedef struct sp_twell_out {
+    CUdeviceptr packed, pool, counter;
+    unsigned long long capacity;   /* pool words (a kernel argument) */
+    size_t packed_cap;             /* packed words allocated */
+    int tile, slots;               /* of the configuration bound last */
+} sp_twell_out;
+sptune_status sp_twell_out_alloc(sp_bench *b, int M, int F, sp_twell_out *o);
+void sp_twell_out_free(sp_twell_out *o);
+/* Takes tile (bn) and slots from configuration c; refuses those that need more than allocated. */
+sptune_status sp_twell_out_bind(sp_twell_out *o, const char *op, int M, int F, const sp_template *t,
+                                const sp_config *c);
+/* The counter to zero, before each run (the caller's duty, as for an application). */
+sptune_status sp_twell_out_reset(const sp_twell_out *o, CUstream s);
+/* Packed words and pool overwritten with a poison pattern. */
+sptune_status sp_twell_out_poison(const sp_twell_out *o, CUstream s);
+/* The pool words the last run took (*used); *fits = 0, with the numbers in detail, when the pool
+ * was too small (the output is then incomplete). */
+sptune_status sp_twell_out_used(const sp_twell_out *o, unsigned long long *used, int *fits, char *detail, size_t len);
 /* The harnesses' element-wise helper, compiled with NVRTC for b's GPU: out = bf16(f(a) * b) over n
  * bf16 elements, f = relu when relu != 0 (the dense gated FFN's middle step). */
 sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k);

@@ -19,10 +19,8 @@ typedef struct d2t_state {
     sp_bench *b;
     sp_cublas *blas;
     int M, D, F, nnz;
-    int tile, slots;                 /* bound per configuration */
-    CUdeviceptr X, W, packed, pool, counter, Cbase, Href;
-    unsigned long long capacity;     /* pool words */
-    size_t packed_cap;               /* words allocated for packed (worst case over the space) */
+    sp_twell_out o;                  /* the kernel's output */
+    CUdeviceptr X, W, Cbase, Href;
     unsigned short *hX, *hW, *hH, *hOut;
     float *hRef;
     uint32_t *hPacked, *hPool;
@@ -33,8 +31,8 @@ static void d2t_destroy(void *p)
 {
     d2t_state *g = p;
     if (!g) return;
-    sp_bench_free(g->X); sp_bench_free(g->W); sp_bench_free(g->packed); sp_bench_free(g->pool);
-    sp_bench_free(g->counter); sp_bench_free(g->Cbase); sp_bench_free(g->Href);
+    sp_bench_free(g->X); sp_bench_free(g->W); sp_bench_free(g->Cbase); sp_bench_free(g->Href);
+    sp_twell_out_free(&g->o);
     free(g->hX); free(g->hW); free(g->hH); free(g->hOut); free(g->hRef); free(g->hPacked); free(g->hPool);
     sp_cublas_destroy(g->blas);
     free(g);
@@ -54,21 +52,15 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         return sp_fail(SPTUNE_ERR_INVALID, "twell-d2t needs positive integers M, D, F and nnz <= F");
     }
     size_t x = (size_t)g->M * g->D, w = (size_t)g->F * g->D, h = (size_t)g->M * g->F;
-    /* packed: the worst case of the space (tile 64, 63 slots): one word per element */
-    size_t ntiles64 = (size_t)(g->F + 63) / 64;
-    g->packed_cap = (size_t)g->M * ntiles64 * 64;
-    g->capacity = h / 2 + (size_t)g->M * ntiles64 + 1024;
-    if (g->capacity > 0x7fffffffull) g->capacity = 0x7fffffffull; /* pool offsets are 31 bits */
+    if ((st = sp_twell_out_alloc(b, g->M, g->F, &g->o)) != SPTUNE_OK) goto fail;
     g->hX = malloc(x * 2); g->hW = malloc(w * 2); g->hH = malloc(h * 2); g->hOut = malloc(h * 2);
-    g->hRef = malloc(h * 4); g->hPacked = malloc(g->packed_cap * 4); g->hPool = malloc(g->capacity * 4);
+    g->hRef = malloc(h * 4); g->hPacked = malloc(g->o.packed_cap * 4); g->hPool = malloc(g->o.capacity * 4);
     if (!g->hX || !g->hW || !g->hH || !g->hOut || !g->hRef || !g->hPacked || !g->hPool) {
         st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-d2t %dx%dx%d", g->M, g->D, g->F);
         goto fail;
     }
     if ((st = sp_bench_alloc(b, x * 2, &g->X)) || (st = sp_bench_alloc(b, w * 2, &g->W)) ||
-        (st = sp_bench_alloc(b, g->packed_cap * 4, &g->packed)) || (st = sp_bench_alloc(b, g->capacity * 4, &g->pool)) ||
-        (st = sp_bench_alloc(b, 8, &g->counter)) || (st = sp_bench_alloc(b, h * 2, &g->Cbase)) ||
-        (st = sp_bench_alloc(b, h * 4, &g->Href)))
+        (st = sp_bench_alloc(b, h * 2, &g->Cbase)) || (st = sp_bench_alloc(b, h * 4, &g->Href)))
         goto fail;
     uint64_t s = b->rng ^ 0x5eedull;
     sp_twell_producer_data(&s, g->M, g->D, g->F, g->nnz, g->hX, g->hW);
@@ -81,10 +73,8 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hW, 1, 64)))
         goto fail;
-    g->tile = 128;
-    g->slots = 31;
-    g->argv[0] = &g->X; g->argv[1] = &g->W; g->argv[2] = &g->packed; g->argv[3] = &g->pool;
-    g->argv[4] = &g->counter; g->argv[5] = &g->capacity; g->argv[6] = &g->M; g->argv[7] = &g->F; g->argv[8] = &g->D;
+    g->argv[0] = &g->X; g->argv[1] = &g->W; g->argv[2] = &g->o.packed; g->argv[3] = &g->o.pool;
+    g->argv[4] = &g->o.counter; g->argv[5] = &g->o.capacity; g->argv[6] = &g->M; g->argv[7] = &g->F; g->argv[8] = &g->D;
     *out = g;
     return SPTUNE_OK;
 fail:
@@ -97,33 +87,12 @@ static void **d2t_args(void *p) { return ((d2t_state *)p)->argv; }
 static sptune_status d2t_bind(void *p, const sp_template *t, const sp_config *c)
 {
     d2t_state *g = p;
-    long long bn = sp_config_int(t, c, "bn"), slots = sp_config_int(t, c, "slots");
-    if (bn < 2 || slots < 1 || slots >= bn)
-        return sp_fail(SPTUNE_ERR_INVALID, "twell-d2t: configuration lacks a valid bn/slots");
-    size_t words = (size_t)g->M * (size_t)((g->F + bn - 1) / bn) * (size_t)(slots + 1);
-    if (words > g->packed_cap) return sp_fail(SPTUNE_ERR_INVALID, "twell-d2t: bn=%lld slots=%lld needs more packed space than allocated", bn, slots);
-    g->tile = (int)bn;
-    g->slots = (int)slots;
-    return SPTUNE_OK;
+    return sp_twell_out_bind(&g->o, "twell-d2t", g->M, g->F, t, c);
 }
 
-static sptune_status d2t_prepare(void *p, CUstream s)
-{
-    const sp_cuda_api *cu;
-    d2t_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD32Async(g->counter, 0, 2, s));
-}
+static sptune_status d2t_prepare(void *p, CUstream s) { return sp_twell_out_reset(&((d2t_state *)p)->o, s); }
 
-static sptune_status d2t_poison(void *p, CUstream s)
-{
-    const sp_cuda_api *cu;
-    d2t_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
-    if ((st = SP_CU(cu->MemsetD32Async(g->packed, 0xdeadbeefu, g->packed_cap, s)))) return st;
-    return SP_CU(cu->MemsetD32Async(g->pool, 0xdeadbeefu, (size_t)g->capacity, s));
-}
+static sptune_status d2t_poison(void *p, CUstream s) { return sp_twell_out_poison(&((d2t_state *)p)->o, s); }
 
 static sptune_status d2t_verify(void *p, double *rel_err, char *detail, size_t len)
 {
@@ -131,17 +100,17 @@ static sptune_status d2t_verify(void *p, double *rel_err, char *detail, size_t l
     d2t_state *g = p;
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK) return st;
-    sp_twell_shape sh = {g->M, g->F, g->tile, g->slots};
+    sp_twell_shape sh = {g->M, g->F, g->o.tile, g->o.slots};
     size_t words = (size_t)sp_twell_packed_words(&sh), h = (size_t)g->M * g->F;
-    unsigned long long used = 0;
-    if ((st = SP_CU(cu->MemcpyDtoH(&used, g->counter, 8)))) return st;
-    if (used > g->capacity) {
+    unsigned long long used;
+    int fits;
+    if ((st = sp_twell_out_used(&g->o, &used, &fits, detail, len)) != SPTUNE_OK) return st;
+    if (!fits) {
         *rel_err = INFINITY;
-        snprintf(detail, len, "overflow pool too small: needed %llu words, had %llu", used, g->capacity);
         return SPTUNE_OK;
     }
-    if ((st = SP_CU(cu->MemcpyDtoH(g->hPacked, g->packed, words * 4)))) return st;
-    if (used && (st = SP_CU(cu->MemcpyDtoH(g->hPool, g->pool, used * 4)))) return st;
+    if ((st = SP_CU(cu->MemcpyDtoH(g->hPacked, g->o.packed, words * 4)))) return st;
+    if (used && (st = SP_CU(cu->MemcpyDtoH(g->hPool, g->o.pool, used * 4)))) return st;
     if (sp_twell_unpack(&sh, g->hPacked, g->hPool, (int64_t)used, g->hOut) != SPTUNE_OK) {
         *rel_err = INFINITY;
         snprintf(detail, len, "malformed TwELL output: %s", sptune_last_error());

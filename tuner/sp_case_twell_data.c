@@ -67,6 +67,72 @@ void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigne
     }
 }
 
+sptune_status sp_twell_out_alloc(sp_bench *b, int M, int F, sp_twell_out *o)
+{
+    memset(o, 0, sizeof *o);
+    size_t tiles64 = (size_t)(F + 63) / 64;
+    o->packed_cap = (size_t)M * tiles64 * 64;
+    o->capacity = (size_t)M * F / 2 + (size_t)M * tiles64 + 1024;
+    if (o->capacity > 0x7fffffffull) o->capacity = 0x7fffffffull; /* pool offsets are 31 bits */
+    o->tile = 128;
+    o->slots = 31;
+    sptune_status st;
+    if ((st = sp_bench_alloc(b, o->packed_cap * 4, &o->packed)) || (st = sp_bench_alloc(b, o->capacity * 4, &o->pool)) ||
+        (st = sp_bench_alloc(b, 8, &o->counter)))
+        sp_twell_out_free(o);
+    return st;
+}
+
+void sp_twell_out_free(sp_twell_out *o)
+{
+    sp_bench_free(o->packed);
+    sp_bench_free(o->pool);
+    sp_bench_free(o->counter);
+    o->packed = o->pool = o->counter = 0;
+}
+
+sptune_status sp_twell_out_bind(sp_twell_out *o, const char *op, int M, int F, const sp_template *t,
+                                const sp_config *c)
+{
+    long long bn = sp_config_int(t, c, "bn"), slots = sp_config_int(t, c, "slots");
+    if (bn < 2 || slots < 1 || slots >= bn)
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: configuration lacks a valid bn/slots", op);
+    size_t words = (size_t)M * (size_t)((F + bn - 1) / bn) * (size_t)(slots + 1);
+    if (words > o->packed_cap)
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: bn=%lld slots=%lld needs more packed space than allocated", op, bn, slots);
+    o->tile = (int)bn;
+    o->slots = (int)slots;
+    return SPTUNE_OK;
+}
+
+sptune_status sp_twell_out_reset(const sp_twell_out *o, CUstream s)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD32Async(o->counter, 0, 2, s));
+}
+
+sptune_status sp_twell_out_poison(const sp_twell_out *o, CUstream s)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    if ((st = SP_CU(cu->MemsetD32Async(o->packed, 0xdeadbeefu, o->packed_cap, s)))) return st;
+    return SP_CU(cu->MemsetD32Async(o->pool, 0xdeadbeefu, (size_t)o->capacity, s));
+}
+
+sptune_status sp_twell_out_used(const sp_twell_out *o, unsigned long long *used, int *fits, char *detail, size_t len)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    *used = 0;
+    if ((st = SP_CU(cu->MemcpyDtoH(used, o->counter, 8)))) return st;
+    *fits = *used <= o->capacity;
+    if (!*fits) snprintf(detail, len, "overflow pool too small: needed %llu words, had %llu", *used, o->capacity);
+    return SPTUNE_OK;
+}
+
 sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k)
 {
     /* out[i] = bf16(f(a[i]) * b[i]) with f = relu when relu != 0, else identity; any n. */

@@ -18,9 +18,8 @@ typedef struct ffn_state {
     sp_cublas *blas;
     sp_kernel mul;
     int M, D, F, nnz;
-    CUdeviceptr X, Wg, Wu, Wd, Y, packed, pool, counter, Gb, Ub, Ybase, R32, Wd32, Yref;
-    unsigned long long capacity;     /* pool words */
-    size_t packed_cap;               /* words (the worst case over the space: tile 64, 63 slots) */
+    sp_twell_out o;                  /* the producer's output, the consumer's input */
+    CUdeviceptr X, Wg, Wu, Wd, Y, Gb, Ub, Ybase, R32, Wd32, Yref;
     unsigned short *hX, *hWg, *hWu, *hWd, *hY, *hG;
     float *hR, *hRef, *hWd32;
     void *argv[12];
@@ -30,9 +29,9 @@ static void ffn_destroy(void *p)
 {
     ffn_state *g = p;
     if (!g) return;
-    CUdeviceptr *d[] = {&g->X, &g->Wg, &g->Wu, &g->Wd, &g->Y, &g->packed, &g->pool, &g->counter, &g->Gb, &g->Ub,
-                        &g->Ybase, &g->R32, &g->Wd32, &g->Yref};
+    CUdeviceptr *d[] = {&g->X, &g->Wg, &g->Wu, &g->Wd, &g->Y, &g->Gb, &g->Ub, &g->Ybase, &g->R32, &g->Wd32, &g->Yref};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) sp_bench_free(*d[i]);
+    sp_twell_out_free(&g->o);
     void *h[] = {g->hX, g->hWg, g->hWu, g->hWd, g->hY, g->hG, g->hR, g->hRef, g->hWd32};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(h[i]);
     if (g->mul.module) sp_kernel_unload(&g->mul);
@@ -53,9 +52,6 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn needs positive integers M, D, F and nnz <= F");
     }
     size_t md = (size_t)g->M * g->D, fd = (size_t)g->F * g->D, mf = (size_t)g->M * g->F;
-    g->packed_cap = (size_t)g->M * (size_t)((g->F + 63) / 64) * 64;
-    g->capacity = mf / 2 + (size_t)g->M * (size_t)((g->F + 63) / 64) + 1024;
-    if (g->capacity > 0x7fffffffull) g->capacity = 0x7fffffffull; /* pool offsets are 31 bits */
     g->hX = malloc(md * 2); g->hWg = malloc(fd * 2); g->hWu = malloc(fd * 2); g->hWd = malloc(fd * 2);
     g->hY = malloc(md * 2); g->hG = malloc(mf * 2); g->hR = malloc(mf * 4); g->hRef = malloc(md * 4);
     g->hWd32 = malloc(fd * 4);
@@ -65,8 +61,7 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
     }
     if ((st = sp_bench_alloc(b, md * 2, &g->X)) || (st = sp_bench_alloc(b, fd * 2, &g->Wg)) ||
         (st = sp_bench_alloc(b, fd * 2, &g->Wu)) || (st = sp_bench_alloc(b, fd * 2, &g->Wd)) ||
-        (st = sp_bench_alloc(b, md * 2, &g->Y)) || (st = sp_bench_alloc(b, g->packed_cap * 4, &g->packed)) ||
-        (st = sp_bench_alloc(b, g->capacity * 4, &g->pool)) || (st = sp_bench_alloc(b, 8, &g->counter)) ||
+        (st = sp_bench_alloc(b, md * 2, &g->Y)) || (st = sp_twell_out_alloc(b, g->M, g->F, &g->o)) ||
         (st = sp_bench_alloc(b, mf * 2, &g->Gb)) || (st = sp_bench_alloc(b, mf * 2, &g->Ub)) ||
         (st = sp_bench_alloc(b, md * 2, &g->Ybase)) || (st = sp_bench_alloc(b, mf * 4, &g->R32)) ||
         (st = sp_bench_alloc(b, fd * 4, &g->Wd32)) || (st = sp_bench_alloc(b, md * 4, &g->Yref)))
@@ -112,7 +107,7 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
     }
     if ((st = sp_case_helper_load(b, &g->mul)) != SPTUNE_OK) goto fail;
     g->argv[0] = &g->X; g->argv[1] = &g->Wg; g->argv[2] = &g->Wu; g->argv[3] = &g->Wd; g->argv[4] = &g->Y;
-    g->argv[5] = &g->packed; g->argv[6] = &g->pool; g->argv[7] = &g->counter; g->argv[8] = &g->capacity;
+    g->argv[5] = &g->o.packed; g->argv[6] = &g->o.pool; g->argv[7] = &g->o.counter; g->argv[8] = &g->o.capacity;
     g->argv[9] = &g->M; g->argv[10] = &g->F; g->argv[11] = &g->D;
     *out = g;
     return SPTUNE_OK;
@@ -126,22 +121,11 @@ static void **ffn_args(void *p) { return ((ffn_state *)p)->argv; }
 static sptune_status ffn_bind(void *p, const sp_template *t, const sp_config *c)
 {
     ffn_state *g = p;
-    long long bn = sp_config_int(t, c, "bn"), slots = sp_config_int(t, c, "slots");
-    if (bn < 2 || slots < 1 || slots >= bn) return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: configuration lacks a valid bn/slots");
-    size_t words = (size_t)g->M * (size_t)((g->F + bn - 1) / bn) * (size_t)(slots + 1);
-    if (words > g->packed_cap)
-        return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: bn=%lld slots=%lld needs more packed space than allocated", bn, slots);
-    return SPTUNE_OK;
+    return sp_twell_out_bind(&g->o, "twell-ffn", g->M, g->F, t, c);
 }
 
 /* The caller's duty before each call: the pool counter at zero. */
-static sptune_status ffn_prepare(void *p, CUstream s)
-{
-    const sp_cuda_api *cu;
-    ffn_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD32Async(g->counter, 0, 2, s));
-}
+static sptune_status ffn_prepare(void *p, CUstream s) { return sp_twell_out_reset(&((ffn_state *)p)->o, s); }
 
 static sptune_status ffn_poison(void *p, CUstream s)
 {
@@ -149,8 +133,7 @@ static sptune_status ffn_poison(void *p, CUstream s)
     ffn_state *g = p;
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK) return st;
-    if ((st = SP_CU(cu->MemsetD32Async(g->packed, 0xdeadbeefu, g->packed_cap, s)))) return st;
-    if ((st = SP_CU(cu->MemsetD32Async(g->pool, 0xdeadbeefu, (size_t)g->capacity, s)))) return st;
+    if ((st = sp_twell_out_poison(&g->o, s)) != SPTUNE_OK) return st;
     return SP_CU(cu->MemsetD16Async(g->Y, 0xffff, (size_t)g->M * g->D, s));
 }
 
@@ -160,11 +143,11 @@ static sptune_status ffn_verify(void *p, double *rel_err, char *detail, size_t l
     ffn_state *g = p;
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK) return st;
-    unsigned long long used = 0;
-    if ((st = SP_CU(cu->MemcpyDtoH(&used, g->counter, 8)))) return st;
-    if (used > g->capacity) {
+    unsigned long long used;
+    int fits;
+    if ((st = sp_twell_out_used(&g->o, &used, &fits, detail, len)) != SPTUNE_OK) return st;
+    if (!fits) {
         *rel_err = INFINITY;
-        snprintf(detail, len, "overflow pool too small: needed %llu words, had %llu", used, g->capacity);
         return SPTUNE_OK;
     }
     size_t md = (size_t)g->M * g->D;

@@ -18,12 +18,6 @@ typedef struct sp_eval {
     int sticky;             /* the CUDA context is unusable after this failure */
 } sp_eval;
 
-/* Renders configuration c and compiles it through the cache (may be NULL). On success src and cub
- * are filled and the caller frees both. On failure the message says whether rendering or
- * compiling failed, src is freed, and cub may hold the whole compile log: free cub in any case. */
-sptune_status sp_variant_build(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu, const sp_problem *p,
-                               sp_cache *cache, sp_kernel_src *src, sp_cubin *cub);
-
 /* Evaluates configuration c of template t on case cs (whose bench gives GPU and stream). */
 sptune_status sp_eval_variant(sp_case *cs, sp_template *t, const sp_config *c, sp_cache *cache, sp_eval *out);
 
