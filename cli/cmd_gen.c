@@ -40,6 +40,18 @@ int cmd_ops(cli_cmd *cmd, int npos, char **pos)
 
 /* What space, gen and compile start with: the target, the template and the optional --shape
  * (*p is NULL without it). On failure nothing is left to free. */
+/* One kernel's launch as a comment: geometry, and the tensor maps the launcher adds. */
+static void print_launch(const char *what, const char *kernel, const unsigned grid[3], const unsigned block[3],
+                         unsigned smem, const sp_tmaps *tm)
+{
+    printf("/* %s %s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory */\n", what, kernel,
+           grid[0], grid[1], grid[2], block[0], block[1], block[2], smem);
+    for (int i = 0; i < tm->n; i++)
+        printf("/*   + tensor map %d (parameter %d): argument %d, %llu x %llu bf16, boxes of %u x %u, %u-byte swizzle */\n",
+               i, tm->nargs + i, tm->v[i].arg, tm->v[i].rows, tm->v[i].cols, tm->v[i].box_rows, tm->v[i].box_cols,
+               tm->v[i].swizzle);
+}
+
 static int setup(cli_cmd *cmd, const char *op, sp_gpu_profile *gpu, sp_template **t, sp_problem *prob,
                  const sp_problem **p)
 {
@@ -106,12 +118,9 @@ int cmd_gen(cli_cmd *cmd, int npos, char **pos)
     fputs(k.source, stdout);
     if (p) {
         /* How it is launched for this problem (a pipeline lists its kernels in order). */
-        printf("/* launch %s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory */\n", k.kernel,
-               k.grid[0], k.grid[1], k.grid[2], k.block[0], k.block[1], k.block[2], k.smem);
+        print_launch("launch", k.kernel, k.grid, k.block, k.smem, &k.tmaps);
         for (int i = 0; i < k.nthen; i++)
-            printf("/* then %s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory */\n",
-                   k.then[i].kernel, k.then[i].grid[0], k.then[i].grid[1], k.then[i].grid[2], k.then[i].block[0],
-                   k.then[i].block[1], k.then[i].block[2], k.then[i].smem);
+            print_launch("then", k.then[i].kernel, k.then[i].grid, k.then[i].block, k.then[i].smem, &k.then[i].tmaps);
     }
     sp_kernel_src_free(&k);
     sp_template_free(t);

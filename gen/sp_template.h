@@ -100,10 +100,30 @@ sptune_status sp_template_space(sp_template *t, const sp_gpu_profile *gpu, const
 /* A kernel of a rendered source after the first (templates whose op is a pipeline of kernels,
  * launched in order on one stream with one argument list). */
 #define SP_MAX_THEN 3
+
+/* Tensor maps (TMA descriptors, sm_90+) the launcher encodes for a kernel at each launch and
+ * passes after its nargs ordinary arguments, in order, as 128-byte __grid_constant__ parameters:
+ * each describes a row-major bf16 matrix (rows x cols, cols contiguous) whose device pointer is
+ * ordinary argument `arg`, copied in boxes of box_rows x box_cols with the given shared-memory
+ * swizzle (bytes: 0, 32, 64 or 128). Out-of-range box elements read as zeros. */
+#define SP_MAX_TMAPS 4
+typedef struct sp_tmap_spec {
+    int arg;
+    unsigned long long rows, cols;
+    unsigned box_rows, box_cols;
+    unsigned swizzle;
+} sp_tmap_spec;
+typedef struct sp_tmaps {
+    int nargs;              /* ordinary arguments before the maps */
+    int n;                  /* 0: the kernel takes no tensor maps */
+    sp_tmap_spec v[SP_MAX_TMAPS];
+} sp_tmaps;
+
 typedef struct sp_kernel_stage {
     char kernel[128];
     unsigned grid[3], block[3], cluster[3];
     unsigned smem;
+    sp_tmaps tmaps;
 } sp_kernel_stage;
 
 /* One rendered kernel: the source and how to launch it for the given problem. */
@@ -112,6 +132,7 @@ typedef struct sp_kernel_src {
     char kernel[128];       /* entry point name (extern "C") */
     unsigned grid[3], block[3], cluster[3];
     unsigned smem;          /* dynamic shared memory, bytes */
+    sp_tmaps tmaps;
     int nthen;              /* kernels launched after this one (0 for most templates) */
     sp_kernel_stage then[SP_MAX_THEN];
     char **options;         /* extra NVRTC options from the template; NULL-terminated */

@@ -336,6 +336,53 @@ static void read_dim3(lua_State *L, const sp_template *t, int r, const char *fie
     lua_pop(L, 1);
 }
 
+/* Integer field `name` of the table at idx, in [lo, hi]. */
+static lua_Integer int_field(lua_State *L, const sp_template *t, int idx, const char *what, const char *name,
+                             lua_Integer lo, lua_Integer hi)
+{
+    char buf[64];
+    int isnum = 0;
+    lua_pushstring(L, name);
+    lua_rawget(L, idx);
+    lua_Integer v = lua_tointegerx(L, -1, &isnum);
+    if (!isnum || v < lo || v > hi)
+        sp_sandbox_error(L, "%s: launch returned %s.%s = %s (must be an integer from %lld to %lld)", t->path, what, name,
+                         describe(L, -1, buf, sizeof buf), (long long)lo, (long long)hi);
+    lua_pop(L, 1);
+    return v;
+}
+
+/* launch's tmaps: {nargs = n, {arg =, rows =, cols =, box_rows =, box_cols =, swizzle =}, ...}
+ * (sp_template.h). The limits are the copy engine's. */
+static void read_tmaps(lua_State *L, const sp_template *t, int r, sp_tmaps *out)
+{
+    lua_pushliteral(L, "tmaps");
+    if (lua_rawget(L, r) == LUA_TNIL) { lua_pop(L, 1); return; }
+    int m = lua_gettop(L);
+    if (!lua_istable(L, m) || lua_rawlen(L, m) < 1 || lua_rawlen(L, m) > SP_MAX_TMAPS)
+        sp_sandbox_error(L, "%s: launch returned tmaps that is not a list of 1 to %d tensor maps", t->path, SP_MAX_TMAPS);
+    out->nargs = (int)int_field(L, t, m, "tmaps", "nargs", 0, 64);
+    out->n = (int)lua_rawlen(L, m);
+    for (int i = 0; i < out->n; i++) {
+        sp_tmap_spec *s = &out->v[i];
+        if (lua_rawgeti(L, m, i + 1) != LUA_TTABLE) sp_sandbox_error(L, "%s: launch returned tmaps[%d], not a table", t->path, i + 1);
+        int e = lua_gettop(L);
+        s->arg = (int)int_field(L, t, e, "tmaps[i]", "arg", 0, out->nargs - 1);
+        s->rows = (unsigned long long)int_field(L, t, e, "tmaps[i]", "rows", 1, (lua_Integer)1 << 32);
+        s->cols = (unsigned long long)int_field(L, t, e, "tmaps[i]", "cols", 1, (lua_Integer)1 << 32);
+        s->box_rows = (unsigned)int_field(L, t, e, "tmaps[i]", "box_rows", 1, 256);
+        s->box_cols = (unsigned)int_field(L, t, e, "tmaps[i]", "box_cols", 1, 256);
+        s->swizzle = (unsigned)int_field(L, t, e, "tmaps[i]", "swizzle", 0, 128);
+        if (s->swizzle != 0 && s->swizzle != 32 && s->swizzle != 64 && s->swizzle != 128)
+            sp_sandbox_error(L, "%s: launch returned tmaps[%d].swizzle = %u (0, 32, 64 or 128)", t->path, i + 1, s->swizzle);
+        if (s->swizzle && s->box_cols * 2 > s->swizzle)
+            sp_sandbox_error(L, "%s: launch returned tmaps[%d]: a box row of %u bytes is wider than its %u-byte swizzle",
+                             t->path, i + 1, s->box_cols * 2, s->swizzle);
+        lua_pop(L, 1);
+    }
+    lua_pop(L, 1);
+}
+
 static void read_launch(lua_State *L, const sp_template *t, int r, sp_kernel_stage *out)
 {
     char buf[64];
@@ -355,6 +402,7 @@ static void read_launch(lua_State *L, const sp_template *t, int r, sp_kernel_sta
         out->smem = (unsigned)v;
     }
     lua_pop(L, 1);
+    read_tmaps(L, t, r, &out->tmaps);
 }
 
 static int run_emit(lua_State *L)
@@ -426,6 +474,7 @@ static int run_emit(lua_State *L)
     memcpy(out->block, st[0].block, sizeof out->block);
     memcpy(out->cluster, st[0].cluster, sizeof out->cluster);
     out->smem = st[0].smem;
+    out->tmaps = st[0].tmaps;
     out->nthen = nk - 1;
     for (int i = 1; i < nk; i++) out->then[i - 1] = st[i];
 

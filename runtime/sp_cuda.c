@@ -41,6 +41,7 @@ static const sp_cuda_sym sp_cuda_syms[] = {
     SYM(FuncGetAttribute, "cuFuncGetAttribute"),
     SYM(LaunchKernel, "cuLaunchKernel"),
     SYM_OPT(LaunchKernelEx, "cuLaunchKernelEx"),
+    SYM_OPT(TensorMapEncodeTiled, "cuTensorMapEncodeTiled"),
     SYM(MemAlloc, "cuMemAlloc_v2"),
     SYM(MemFree, "cuMemFree_v2"),
     SYM(MemcpyHtoD, "cuMemcpyHtoD_v2"),

@@ -25,6 +25,7 @@ typedef struct sp_cuda_api {
     __typeof__(cuFuncGetAttribute) *FuncGetAttribute;
     __typeof__(cuLaunchKernel) *LaunchKernel;
     __typeof__(cuLaunchKernelEx) *LaunchKernelEx; /* may be NULL on old drivers */
+    __typeof__(cuTensorMapEncodeTiled) *TensorMapEncodeTiled; /* may be NULL (drivers before CUDA 12) */
     __typeof__(cuMemAlloc_v2) *MemAlloc;
     __typeof__(cuMemFree_v2) *MemFree;
     __typeof__(cuMemcpyHtoD_v2) *MemcpyHtoD;

@@ -12,6 +12,7 @@ typedef struct sp_kernel_fn {
     char name[128];
     unsigned grid[3], block[3], cluster[3];
     unsigned smem;
+    sp_tmaps tmaps;
 } sp_kernel_fn;
 
 typedef struct sp_kernel {
@@ -20,6 +21,7 @@ typedef struct sp_kernel {
     char name[128];
     unsigned grid[3], block[3], cluster[3];
     unsigned smem;
+    sp_tmaps tmaps;
     int nthen;                          /* further kernels of a pipeline, launched after this one */
     sp_kernel_fn then[SP_MAX_THEN];
 } sp_kernel;
@@ -33,7 +35,9 @@ sptune_status sp_variant_build(sp_template *t, const sp_config *c, const sp_gpu_
 /* Loads cubin, finds src->kernel and raises its dynamic shared-memory limit to src->smem. */
 sptune_status sp_kernel_load(const sp_cubin *cubin, const sp_kernel_src *src, sp_kernel *out);
 /* Launches with the geometry of the rendered source (every kernel of a pipeline, in order, with
- * the same args); args as for cuLaunchKernel. Checks the launches (not the kernels' completion). */
+ * the same args); args as for cuLaunchKernel. A kernel that takes tensor maps gets them encoded
+ * from its arguments (sp_tmaps) and passed after them. Checks the launches (not the kernels'
+ * completion). */
 sptune_status sp_kernel_launch(const sp_kernel *k, CUstream stream, void **args);
 void sp_kernel_unload(sp_kernel *k);
 

@@ -87,7 +87,7 @@ expect 0 "gen a pipeline" "$bin" gen twell-ffn --gpu rtx-pro-6000 --shape M=1000
 has "gen names the first kernel's launch" "^/\* launch sp_twell_ffn_produce.*grid \(24, 1, 1\)"
 has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*block \(256, 1, 1\)"
 expect 0 "best, no results" "$bin" best twell-ffn --gpu h100 --shape M=300,D=200,F=1000,nnz=40 --no-db --no-shipped
-has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: bm=.* \(default: nothing usable recorded.*no database of the user's"
+has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: mainloop=mma,bm=.* \(default: nothing usable recorded.*no database of the user's"
 has "best lists both kernels of the pipeline" "kernel 2: grid"
 has "best shows the argument list" "arguments: const bf16 \*X \(M x D\)"
 expect 0 "best, no file" "$bin" best gemm --gpu h100 --shape M=64,N=64,K=64 --db "$tmp/none.db" --no-shipped

@@ -12,7 +12,24 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct op_cases { const char *op; const char *shapes[6]; } op_cases;
+typedef struct op_cases { const char *op; const char *shapes[6]; const char *const *always[2]; } op_cases;
+
+/* The producer's wgmma main loop (sm_90a), checked at every shape wherever it is valid: a sample
+ * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
+ * other shapes skip it), one and two warpgroups, every bn (= T), 3-5 stages, bm = 256 (two m64
+ * blocks per warpgroup), few slots (heavy overflow). */
+static const char *const wgmma_configs[] = {
+    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2",
+    "mainloop=wgmma,bm=256,bn=128,bk=64,stages=4,wgs=2,slots=7", "mainloop=wgmma,bm=128,bn=64,bk=64,stages=4,wgs=1,slots=63",
+    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=3,wgs=2,load=cpasync", "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=2,load=cpasync",
+    "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=15",
+    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap,slots=7",
+    "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8", NULL};
+/* twell-d2t's whole space has more: the smallest tile, and the persistent kernel with one
+ * warpgroup and no L2 grouping. */
+static const char *const wgmma_d2t_configs[] = {
+    "mainloop=wgmma,bm=64,bn=64,bk=64,stages=5,wgs=1,group_m=1",
+    "mainloop=wgmma,bm=64,bn=128,bk=64,stages=3,wgs=1,epi=overlap,group_m=1", NULL};
 
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
@@ -22,20 +39,33 @@ typedef struct op_cases { const char *op; const char *shapes[6]; } op_cases;
  * the benchmark layers' widths. twell-ffn: the whole layer (producer and gated consumer) at the
  * same kinds of shape. */
 static const op_cases cases[] = {
-    {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", NULL, NULL}},
+    {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", NULL, NULL}, {NULL, NULL}},
     {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40",
-                   "M=128,D=256,F=1000,nnz=100", NULL, NULL}},
+                   "M=128,D=256,F=1000,nnz=100", NULL, NULL}, {wgmma_configs, wgmma_d2t_configs}},
     {"twell-t2d", {"M=300,F=1000,D=200,T=256,S=31,nnz=20", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                    "M=256,F=5632,D=2048,T=256,S=31,nnz=40", "M=200,F=1000,D=256,T=64,S=15,nnz=100",
-                   "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}},
+                   "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}, {NULL, NULL}},
     {"twell-gated", {"M=300,F=1000,D=200,T=256,S=31,nnz=100", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                      "M=256,F=5632,D=2048,T=128,S=31,nnz=40", "M=512,F=5632,D=2048,T=256,S=15,nnz=17",
-                     "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}},
+                     "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}, {NULL, NULL}},
     {"twell-ffn", {"M=300,D=200,F=1000,nnz=100", "M=77,D=61,F=130,nnz=30", "M=256,D=2048,F=5632,nnz=17",
-                   "M=128,D=4096,F=14336,nnz=72", NULL, NULL}},
+                   "M=128,D=4096,F=14336,nnz=72", NULL, NULL}, {wgmma_configs, NULL}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
 #define PER_SHAPE 8
+
+/* Appends the configurations of `always` that are valid for this GPU and problem. */
+static void add_always(sp_configs *pk, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
+                       const char *const *always)
+{
+    for (int i = 0; always && always[i]; i++) {
+        sp_config c;
+        int ok = 0;
+        CHECK_ST(sp_config_parse(t, always[i], &c), SPTUNE_OK);
+        CHECK_ST(sp_template_check(t, &c, gpu, p, &ok, NULL), SPTUNE_OK);
+        if (ok) CHECK(sp_configs_push(pk, &c) == 0);
+    }
+}
 
 /* PER_SHAPE configurations (the default and a seeded choice, another per shape) at each shape. */
 static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
@@ -49,6 +79,7 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
         CHECK_ST(sp_problem_parse(t, oc->shapes[s], &p), SPTUNE_OK);
         CHECK_ST(sp_space_collect(t, &b->gpu, &p, &pk), SPTUNE_OK);
         CHECK_ST(sp_space_sample(&pk, t, PER_SHAPE, 1234 + (unsigned long long)s), SPTUNE_OK);
+        for (int a = 0; a < 2; a++) add_always(&pk, t, &b->gpu, &p, oc->always[a]);
         sp_case cs;
         sptune_status st = sp_case_create(b, oc->op, &p, &cs);
         CHECK_MSG(st == SPTUNE_OK, "%s %s: %s", oc->op, oc->shapes[s], sptune_last_error());
@@ -112,6 +143,20 @@ static void run_api(sp_bench *b, const char *cache_dir)
     }
 }
 
+/* Whether op is one of the comma-separated names in list. */
+static int listed(const char *list, const char *op)
+{
+    size_t n = strlen(op);
+    for (const char *p = list; *p;) {
+        const char *e = strchr(p, ',');
+        size_t len = e ? (size_t)(e - p) : strlen(p);
+        if (len == n && strncmp(p, op, n) == 0) return 1;
+        if (!e) break;
+        p = e + 1;
+    }
+    return 0;
+}
+
 int main(void)
 {
     int count = 0;
@@ -132,8 +177,12 @@ int main(void)
     CHECK_ST(sp_bench_open(0, &o, &b), SPTUNE_OK);
     CHECK_ST(sp_cache_open(sp_test_tmpdir("test_gpu_ops"), &cache), SPTUNE_OK);
     if (sp_test_failures) return sp_test_done("test_gpu_ops");
-    for (int op = 0; op < NOPS; op++) run_op(&b, cache, &cases[op]);
-    run_api(&b, sp_cache_dir(cache));
+    /* SPTUNE_TEST_OPS=op,op narrows the run (the API cases then run with gemm only) */
+    const char *only = getenv("SPTUNE_TEST_OPS");
+    for (int op = 0; op < NOPS; op++)
+        if (!only || listed(only, cases[op].op)) run_op(&b, cache, &cases[op]);
+        else printf("test_gpu_ops: %s not selected (SPTUNE_TEST_OPS)\n", cases[op].op);
+    if (!only || listed(only, "gemm")) run_api(&b, sp_cache_dir(cache));
     sp_cache_close(cache);
     sp_bench_close(&b);
     return sp_test_done("test_gpu_ops");

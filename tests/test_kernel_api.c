@@ -70,9 +70,10 @@ int main(void)
     const char *A = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=1";
     const char *B = "bm=128,bn=256,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8";
     const char *C = "bm=64,bn=64,bk=32,wm=32,wn=32,stages=4,swizzle=pad,prefetch=none,group_m=8";
-    const char *FFN16 = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,"
+    /* as the API returns them: every parameter (the producer's wgmma ones at their defaults) */
+    const char *FFN16 = "mainloop=mma,bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,wgs=2,load=tma,group_m=8,slots=15,"
                         "warps=16,split=8,unroll=2,ldg=nc";
-    const char *FFN8 = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,"
+    const char *FFN8 = "mainloop=mma,bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,wgs=2,load=tma,group_m=8,slots=15,"
                        "warps=8,split=2,unroll=4,ldg=nc";
     sp_db *db = NULL;
     CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);

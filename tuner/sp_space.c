@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int push(sp_configs *cs, const sp_config *c)
+int sp_configs_push(sp_configs *cs, const sp_config *c)
 {
     if (cs->n == cs->cap) {
         long long cap = cs->cap ? cs->cap * 2 : 256;
@@ -17,7 +17,7 @@ static int push(sp_configs *cs, const sp_config *c)
     return 0;
 }
 
-static int collect_cb(const sp_config *c, void *ud) { return push(ud, c); }
+static int collect_cb(const sp_config *c, void *ud) { return sp_configs_push(ud, c); }
 
 sptune_status sp_space_collect(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_configs *out)
 {
@@ -32,7 +32,7 @@ sptune_status sp_space_collect(sp_template *t, const sp_gpu_profile *gpu, const 
 sptune_status sp_configs_one(sp_configs *cs, const sp_config *c)
 {
     memset(cs, 0, sizeof *cs);
-    return push(cs, c) ? sp_fail(SPTUNE_ERR_NOMEM, "out of memory") : SPTUNE_OK;
+    return sp_configs_push(cs, c) ? sp_fail(SPTUNE_ERR_NOMEM, "out of memory") : SPTUNE_OK;
 }
 
 sptune_status sp_space_sample(sp_configs *cs, const sp_template *t, long long n, unsigned long long seed)

@@ -14,6 +14,8 @@ sptune_status sp_space_collect(sp_template *t, const sp_gpu_profile *gpu, const 
 /* Keeps n configurations, in space order: the template's default (when valid) and a seeded
  * uniform choice of the rest. n >= the list's size keeps everything. */
 sptune_status sp_space_sample(sp_configs *cs, const sp_template *t, long long n, unsigned long long seed);
+/* Appends c; nonzero when out of memory (the list is left as it was). */
+int sp_configs_push(sp_configs *cs, const sp_config *c);
 /* A list of one configuration. */
 sptune_status sp_configs_one(sp_configs *cs, const sp_config *c);
 void sp_configs_free(sp_configs *cs);

@@ -9,7 +9,7 @@ local acts = {
   relu = function(x) return "fmaxf(" .. x .. ", 0.0f)" end,
 }
 
--- Row-major bf16 store of acc (layout in lib/mma_sync.lua) to C (M x N, leading dimension N),
+-- Row-major bf16 store of acc (layout in lib/mma_sync.lua, lib/wgmma.lua: d.acc_row, d.acc_col) to C (M x N, leading dimension N),
 -- optionally through an elementwise activation. Pairs of columns go out as one 32-bit store
 -- when N is even; tails are bounds-checked.
 function M.store_bf16(d, opts)
@@ -22,10 +22,10 @@ function M.store_bf16(d, opts)
         for (int i = 0; i < ${mt}; ++i) {
             #pragma unroll
             for (int j = 0; j < ${nt}; ++j) {
-                const int col = n0 + warp_n * ${wn} + j * 8 + (lane & 3) * 2;
+                const int col = n0 + ${acol} + (lane & 3) * 2;
                 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const int row = m0 + warp_m * ${wm} + i * 16 + (lane >> 2) + h * 8;
+                    const int row = m0 + ${arow} + (lane >> 2) + h * 8;
                     if (row >= M) continue;
                     const float x0 = ${x0}, x1 = ${x1};
                     sp_bf16 *out = C + (size_t)row * N + col;
@@ -39,7 +39,7 @@ function M.store_bf16(d, opts)
             }
         }
     }
-]], {mt = d.mt, nt = d.nt, wm = d.wm, wn = d.wn,
+]], {mt = d.mt, nt = d.nt, arow = d.acc_row, acol = d.acc_col,
      x0 = act("acc[i][j][2 * h]"), x1 = act("acc[i][j][2 * h + 1]")})
 end
 
@@ -49,37 +49,40 @@ function M.twell_pack_smem(c)
   return c.bm * (c.bn + 8) * 2
 end
 
--- TwELL packing (runtime/sp_twell.h): relu(acc) of this CTA's bm x bn tile goes to shared memory,
--- then one warp per row counts the row's nonzeros in the tile and writes them in ascending
--- column order (ballot + prefix popcount: deterministic, no atomics) into the row's S slots, or,
--- when they do not fit, into the overflow pool at an offset taken with one atomicAdd per
--- (row, tile). Expects in scope: packed, pool, pool_counter, pool_capacity, M, N (= F), m0, n0,
--- pid_n, warp, lane, sp_smem, acc. Tile width T = bn.
-function M.twell_pack(d, c)
-  local row = c.bn + 8
+-- TwELL packing (runtime/sp_twell.h) in two steps, so that a kernel may give them to different
+-- warps: twell_stage writes relu(acc) of the CTA's bm x bn tile to shared memory as bf16 (rows
+-- padded by 8 elements against bank conflicts); twell_pack_rows has one warp per row count the
+-- row's nonzeros in the tile and write them in ascending column order (ballot + prefix popcount:
+-- deterministic, no atomics) into the row's S slots, or, when they do not fit, into the overflow
+-- pool at an offset taken with one atomicAdd per (row, tile). Tile width T = bn.
+
+-- Expects in scope: sC (sp_bf16 *), N (= F), n0, lane, acc; the warps that hold accumulators run it.
+function M.twell_stage(d, c)
   return text.fill([[
-    {
-        __syncthreads(); /* every warp is done with the pipeline's shared memory */
-        sp_bf16 *sC = (sp_bf16 *)sp_smem;
         #pragma unroll
         for (int i = 0; i < ${mt}; ++i) {
             #pragma unroll
             for (int j = 0; j < ${nt}; ++j) {
-                const int col = warp_n * ${wn} + j * 8 + (lane & 3) * 2;
+                const int col = ${acol} + (lane & 3) * 2;
                 #pragma unroll
                 for (int h = 0; h < 2; ++h) {
-                    const int r = warp_m * ${wm} + i * 16 + (lane >> 2) + h * 8;
+                    const int r = ${arow} + (lane >> 2) + h * 8;
                     /* columns past N are zeros: they never become entries */
                     const float x0 = n0 + col < N ? fmaxf(acc[i][j][2 * h], 0.0f) : 0.0f;
                     const float x1 = n0 + col + 1 < N ? fmaxf(acc[i][j][2 * h + 1], 0.0f) : 0.0f;
                     *(sp_u32 *)(sC + r * ${row} + col) = sp_pack_bf16x2(x0, x1);
                 }
             }
-        }
-        __syncthreads();
+        }]], {mt = d.mt, nt = d.nt, arow = d.acc_row, acol = d.acc_col, row = c.bn + 8})
+end
+
+-- Rows first, first + step, ... of the staged tile. Expects in scope: sC, packed, pool,
+-- pool_counter, pool_capacity, M, N, m0, pid_n, lane.
+function M.twell_pack_rows(c, first, step)
+  return text.fill([[
         const int ntiles = (N + ${bn} - 1) / ${bn};
         const unsigned lt = (1u << lane) - 1u;
-        for (int r = warp; r < ${bm}; r += ${warps}) {
+        for (int r = ${first}; r < ${bm}; r += ${step}) {
             const int grow = m0 + r;
             if (grow >= M) break;
             const sp_bf16 *src = sC + r * ${row};
@@ -113,10 +116,23 @@ function M.twell_pack(d, c)
                 base += __popc(mask);
             }
             if (lane == 0) w[0] = word0;
+        }]], {bm = c.bm, bn = c.bn, row = c.bn + 8, first = first, step = step, words = c.slots + 1, slots = c.slots})
+end
+
+-- Both steps by the whole CTA after its main loop, through the pipeline's shared memory.
+-- Expects in scope what both need, plus sp_smem and warp.
+function M.twell_pack(d, c)
+  return text.fill([[
+    {
+        __syncthreads(); /* every warp is done with the pipeline's shared memory */
+        sp_bf16 *sC = (sp_bf16 *)sp_smem;
+        if (${owner}) {  /* the warps that hold accumulators */
+${stage}
         }
+        __syncthreads();
+${rows}
     }
-]], {mt = d.mt, nt = d.nt, wm = c.wm, wn = c.wn, bm = c.bm, bn = c.bn, row = row, warps = d.warps,
-     words = c.slots + 1, slots = c.slots})
+]], {owner = d.acc_owner or "true", stage = M.twell_stage(d, c), rows = M.twell_pack_rows(c, "warp", d.warps)})
 end
 
 return M

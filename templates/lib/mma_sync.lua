@@ -10,6 +10,7 @@
 --   m0 + warp_m*wm + i*16 + (lane >> 2) + (e >= 2 ? 8 : 0)
 -- and column n0 + warp_n*wn + j*8 + (lane & 3)*2 + (e & 1).
 local text = require("lib.text")
+local cuda = require("lib.cuda")
 local M = {}
 
 -- Parameters a template using this main loop exposes (in this order).
@@ -44,6 +45,10 @@ function M.derive(c)
   -- accumulators + fragments + addressing, per thread (rough: the compiler's report is the truth)
   local extra = ({none = 0, a = d.mt * 4, ab = d.mt * 4 + d.nt * 2})[c.prefetch or "none"]
   d.est_regs = d.mt * d.nt * 4 + d.mt * 4 + d.nt * 2 + extra + 40
+  d.wm, d.wn = c.wm, c.wn
+  -- the accumulator's row and column inside the CTA tile, less (lane >> 2) + h*8 and (lane & 3)*2
+  d.acc_row = string.format("warp_m * %d + i * 16", c.wm)
+  d.acc_col = string.format("warp_n * %d + j * 8", c.wn)
   return d
 end
 
@@ -113,26 +118,12 @@ local function load_operand(c, d, v)
               smem = v.smem, stage_elems = v.stage_elems, off = off(c, "r", "ch"), ptr = v.ptr})
 end
 
--- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, lane,
--- warp_m, warp_n; unsigned char sp_smem[] (dynamic shared memory, >= derive(c).smem bytes).
--- Declares float acc[mt][nt][4].
--- The start of a kernel body using this main loop: shared memory, the CTA's tile (m0, n0,
--- pid_n) walked group_m CTA rows at a time along M so that their B tiles stay in L2, and the
--- thread's warp coordinates. Expects int M, N in scope and c.group_m.
+-- The start of a kernel body using this main loop: the tile order (lib/cuda.lua) and the
+-- thread's warp coordinates.
 function M.cta_prologue(c)
-  return text.fill([[
-    extern __shared__ __align__(128) unsigned char sp_smem[];
-    const int tiles_m = (M + ${bm} - 1) / ${bm}, tiles_n = (N + ${bn} - 1) / ${bn};
-    const int pid = blockIdx.x;
-    const int per_group = ${group_m} * tiles_n;
-    const int first_m = (pid / per_group) * ${group_m};
-    const int group_rows = min(tiles_m - first_m, ${group_m});
-    const int pid_m = first_m + (pid % per_group) % group_rows;
-    const int pid_n = (pid % per_group) / group_rows;
-    const int m0 = pid_m * ${bm}, n0 = pid_n * ${bn};
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int warp_m = warp / ${warps_n}, warp_n = warp % ${warps_n};]],
-    {bm = c.bm, bn = c.bn, group_m = c.group_m, warps_n = M.derive(c).warps_n})
+  return cuda.tile_order(c) .. text.fill([[
+
+    const int warp_m = warp / ${warps_n}, warp_n = warp % ${warps_n};]], {warps_n = M.derive(c).warps_n})
 end
 
 -- ldmatrix loads of k-step `ks` (C expression) from the stage at byte address a_base (A) or

@@ -19,13 +19,14 @@ function M.lines(list)
   return table.concat(out, "\n")
 end
 
--- "a" .. "1_2" style identifiers from a configuration, in the order of `keys`.
-function M.ident(prefix, c, keys)
+-- "a" .. "1_2" style identifiers from a configuration, in the order of `keys`; values_only
+-- leaves the keys out (shorter, still unique for a fixed key list).
+function M.ident(prefix, c, keys, values_only)
   local parts = {prefix}
   for _, k in ipairs(keys) do
     local v = c[k]
     if type(v) == "boolean" then v = v and 1 or 0 end
-    parts[#parts + 1] = k .. tostring(v)
+    parts[#parts + 1] = (values_only and "" or k) .. tostring(v)
   end
   return (table.concat(parts, "_"):gsub("[^%w_]", "_"))
 end

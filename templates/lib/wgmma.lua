@@ -1,0 +1,319 @@
+-- Hopper tensor-core main loop: wgmma (sm_90a only) reading both operands from shared memory,
+-- fed by a multi-stage cp.async pipeline into the 128-byte swizzled layout wgmma's descriptors
+-- name. Each of `wgs` warpgroups (4 warps) computes bm/wgs rows x bn columns as bm/wgs/64
+-- m64nBNk16 instructions per k16 step, issued asynchronously: the tensor cores work on k-tile
+-- kt while the same warps issue the copies of k-tile kt + stages - 2.
+--
+-- Same contract as lib/mma_sync.lua: acc = A[m0:m0+bm, :] * B[n0:n0+bn, :]^T, A M x K and B
+-- N x K row-major (K-major, as wgmma wants both: no transposes), tails zero-filled, element-wise
+-- loads when K % 8 != 0 or a pointer is not 16-byte aligned.
+--
+-- Accumulator layout (per n8 block the same as mma.sync's m16n8 C fragment): acc[i][j][e] holds
+--   row m0 + wg*(bm/wgs) + i*64 + (warp & 3)*16 + (lane >> 2) + (e >= 2 ? 8 : 0)
+--   col n0 + j*8 + (lane & 3)*2 + (e & 1)
+-- (derive(c).acc_row / acc_col give the parts that depend on i, j and the warp.)
+local text = require("lib.text")
+local cuda = require("lib.cuda")
+local M = {}
+
+M.BK = 64   -- one 128-byte swizzle row of bf16 per tile row
+
+function M.derive(c)
+  local d = {}
+  d.wgs = c.wgs
+  d.mma_warps = 4 * c.wgs            -- warps holding accumulators
+  d.tma = c.load == "tma"
+  d.warps = d.mma_warps + (d.tma and 1 or 0)   -- + the producer warp
+  d.threads = 32 * d.warps
+  d.rows_wg = c.bm // c.wgs          -- rows per warpgroup
+  d.mt = d.rows_wg // 64             -- m64 instructions per k16 step
+  d.nt = c.bn // 8                   -- n8 blocks per instruction
+  d.a_stage = c.bm * M.BK            -- elements
+  d.b_stage = c.bn * M.BK
+  -- stages of 1024-byte aligned tiles, plus 1 KB to align the dynamic shared memory base
+  -- (and the stages' full and empty mbarriers)
+  d.smem = c.stages * (d.a_stage + d.b_stage) * 2 + 1024 + (d.tma and 16 * c.stages or 0)
+  d.a_iters = c.bm * 8 // d.threads  -- 16-byte chunks per thread and tile (cp.async)
+  d.b_iters = c.bn * 8 // d.threads
+  d.acc_regs = d.mt * c.bn // 2
+  d.acc_row = string.format("(warp >> 2) * %d + i * 64 + (warp & 3) * 16", d.rows_wg)
+  d.acc_col = "j * 8"
+  d.acc_owner = d.tma and string.format("warp < %d", d.mma_warps) or nil
+  return d
+end
+
+M.params = {
+  {name = "wgs", values = {1, 2}, default = 2, doc = "wgmma: consumer warpgroups per CTA (each bm/wgs rows)"},
+  {name = "load", values = {"tma", "cpasync"}, default = "tma",
+   doc = "wgmma: tiles loaded by the copy engine from one producer warp (mbarrier pipeline), or by every thread with cp.async"},
+}
+
+M.constraints = {
+  {why = "wgmma needs sm_90a", check = function(c, gpu) return gpu.wgmma end},
+  {why = "wgmma: 64-row instructions tile each warpgroup's rows, bk = 64 (one 128-byte swizzle row)",
+   check = function(c) return c.bm % (64 * c.wgs) == 0 and c.bk == M.BK end},
+  {why = "wgmma: 3 to 5 stages (cp.async copies run stages - 2 k-tiles ahead)",
+   check = function(c) return c.stages >= 3 and c.stages <= 5 end},
+  {why = "wgmma with cp.async: tile loads divide evenly among the threads",
+   check = function(c) local d = M.derive(c); return d.tma or (d.a_iters >= 1 and d.b_iters >= 1
+     and (c.bm * 8) % d.threads == 0 and (c.bn * 8) % d.threads == 0) end},
+  {why = "wgmma with tma: the copy engine (sm_90)", check = function(c, gpu) return c.load ~= "tma" or gpu.tma end},
+  {why = "wgmma with tma: a box is at most 256 rows", check = function(c) return c.load ~= "tma" or c.bm <= 256 end},
+  {why = "wgmma: at most 128 accumulators per thread",
+   check = function(c) return M.derive(c).acc_regs <= 128 end},
+  {why = "wgmma: pipeline fits in shared memory",
+   check = function(c, gpu)
+     local need = M.derive(c).smem
+     if need > gpu.smem_per_block then return false, string.format("%d bytes > %d", need, gpu.smem_per_block) end
+     return true
+   end},
+}
+
+-- The wgmma instruction for one m64 x bn block (an inline-asm wrapper per N: the accumulator
+-- list is spelled out, as PTX needs).
+function M.device(c)
+  local n = c.bn
+  local regs = n // 2
+  local ops, outs = {}, {}
+  for r = 0, regs - 1 do ops[#ops + 1] = "%" .. r end
+  for j = 0, n // 8 - 1 do
+    for e = 0, 3 do outs[#outs + 1] = string.format('"+f"(d[%d][%d])', j, e) end
+  end
+  return text.fill([[
+/* 128-byte swizzled K-major tile: start address, stride between 8-row groups 1024 bytes. */
+__device__ __forceinline__ unsigned long long sp_wgmma_desc(sp_u32 addr)
+{
+    return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
+}
+__device__ __forceinline__ void sp_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void sp_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+template <int N> __device__ __forceinline__ void sp_wgmma_wait(void)
+{
+    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
+}
+__device__ __forceinline__ void sp_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+/* d[64 x ${n}] += A(64 x 16, smem) * B(${n} x 16, smem)^T */
+__device__ __forceinline__ void sp_wgmma_m64n${n}(float (&d)[${nt}][4], unsigned long long da, unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %${ip}, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n${n}k16.f32.bf16.bf16 {${list}}, %${ia}, %${ib}, p, 1, 1, 0, 0;\n"
+                 "}\n"
+                 : ${outs}
+                 : "l"(da), "l"(db), "r"(1));
+}
+]], {n = n, nt = n // 8, list = table.concat(ops, ", "), ia = regs, ib = regs + 1, ip = regs + 2, outs = table.concat(outs, ", ")})
+    .. (c.load == "tma" and M.tma_device or "")
+end
+
+-- The copy engine and mbarriers (sm_90).
+M.tma_device = [[
+/* A CUtensorMap, passed by value (__grid_constant__); encoded by the launcher (sp_tmaps). */
+struct __align__(64) sp_tmap { unsigned long long v[16]; };
+__device__ __forceinline__ void sp_mbar_init(sp_u32 bar, sp_u32 count)
+{
+    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
+}
+__device__ __forceinline__ void sp_fence_mbar_init(void) { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void sp_mbar_expect_tx(sp_u32 bar, sp_u32 bytes)
+{
+    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void sp_mbar_arrive(sp_u32 bar)
+{
+    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
+}
+/* Until the phase of the given parity has completed. */
+__device__ __forceinline__ void sp_mbar_wait(sp_u32 bar, sp_u32 parity)
+{
+    sp_u32 done;
+    do {
+        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
+                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
+    } while (!done);
+}
+/* Box (c0 = column, c1 = row) of the map's matrix into shared memory at dst; completes on bar. */
+__device__ __forceinline__ void sp_tma_load_2d(sp_u32 dst, const sp_tmap *map, int c0, int c1, sp_u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+]]
+
+-- Extra kernel parameters (after the ordinary ones): the tensor maps of A and B with tma.
+function M.kernel_params(c)
+  if c.load ~= "tma" then return "" end
+  return ",\n        const __grid_constant__ sp_tmap sp_tmA, const __grid_constant__ sp_tmap sp_tmB"
+end
+
+-- The launch's tmaps (sp_tmaps) for A = argument a_arg (rows x K) and B = argument b_arg
+-- (cols x K) after nargs ordinary arguments; nil without tma.
+function M.tmaps(c, nargs, a_arg, rows, b_arg, cols, K)
+  if c.load ~= "tma" then return nil end
+  return {nargs = nargs,
+          {arg = a_arg, rows = rows, cols = K, box_rows = c.bm, box_cols = M.BK, swizzle = 128},
+          {arg = b_arg, rows = cols, cols = K, box_rows = c.bn, box_cols = M.BK, swizzle = 128}}
+end
+
+-- Kernel body start: tile order (lib/cuda.lua) and the warpgroup coordinates.
+function M.cta_prologue(c)
+  return cuda.tile_order(c) .. "\n    const int wg = warp >> 2;"
+end
+
+local function load_operand(d, v)
+  return text.fill([[
+        #pragma unroll
+        for (int i = 0; i < ${iters}; ++i) {
+            const int id = tid + i * ${threads};
+            const int r = id >> 3, ch = id & 7;
+            const int g = ${base} + r, gk = k0 + ch * 8;
+            /* 128-byte swizzle: chunk ch of row r at chunk ch ^ (r & 7) */
+            const sp_u32 dst = ${smem} + (sp_u32)((stage) * ${stage_elems} + r * 64 + ((ch ^ (r & 7)) << 3)) * 2u;
+            if (vec) {
+                const bool in = g < ${limit} && gk < K;
+                sp_cp_async16(dst, in ? (const void *)(${ptr} + (size_t)g * K + gk) : (const void *)${ptr}, in ? 16 : 0);
+            } else {
+                sp_u32 w[4];
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) {
+                    const sp_u32 lo = (g < ${limit} && gk + 2 * e < K) ? ${ptr}[(size_t)g * K + gk + 2 * e] : 0u;
+                    const sp_u32 hi = (g < ${limit} && gk + 2 * e + 1 < K) ? ${ptr}[(size_t)g * K + gk + 2 * e + 1] : 0u;
+                    w[e] = lo | (hi << 16);
+                }
+                sp_st_shared_v4(dst, w[0], w[1], w[2], w[3]);
+            }
+        }]], {iters = v.iters, threads = d.threads, base = v.base, limit = v.limit, smem = v.smem,
+              stage_elems = v.stage_elems, ptr = v.ptr})
+end
+
+-- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, warp,
+-- lane, wg; unsigned char sp_smem[] (dynamic, >= derive(c).smem bytes); with tma also the maps
+-- sp_tmA, sp_tmB. Declares float acc[mt][nt][4].
+function M.mainloop(c)
+  if c.load == "tma" then return M.mainloop_tma(c) end
+  return M.mainloop_cpasync(c)
+end
+
+function M.acc_decl(d)
+  return text.fill([[
+    float acc[${mt}][${nt}][4];
+    #pragma unroll
+    for (int i = 0; i < ${mt}; ++i)
+        #pragma unroll
+        for (int j = 0; j < ${nt}; ++j)
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;]], {mt = d.mt, nt = d.nt})
+end
+
+-- One k-tile's wgmmas from stage st (a C expression), asynchronously, as one commit group.
+function M.tile(c, d)
+  return text.fill([[
+        const sp_u32 a_base = sA + (sp_u32)(st * ${a_stage} + wg * ${rows_wg} * ${bk}) * 2u;
+        const sp_u32 b_base = sB + (sp_u32)(st * ${b_stage}) * 2u;
+        sp_wgmma_fence();
+        #pragma unroll
+        for (int ks = 0; ks < ${bk} / 16; ++ks) {
+            const unsigned long long db = sp_wgmma_desc(b_base + ks * 32);
+            #pragma unroll
+            for (int i = 0; i < ${mt}; ++i)
+                sp_wgmma_m64n${bn}(acc[i], sp_wgmma_desc(a_base + (sp_u32)(i * 64 * ${bk} * 2) + ks * 32), db);
+        }
+        sp_wgmma_commit();]], {a_stage = d.a_stage, b_stage = d.b_stage, rows_wg = d.rows_wg, bk = M.BK, mt = d.mt, bn = c.bn})
+end
+
+-- Warp-specialised: the last warp's lane 0 streams k-tiles through the copy engine, each stage
+-- guarded by a `full` mbarrier (the copy's bytes landed) and an `empty` one (every accumulator
+-- warp has retired the wgmmas that read it); the warpgroups never meet at a CTA barrier in the
+-- loop. Each keeps one wgmma group in flight, so stage kt - 1 is released at step kt.
+function M.mainloop_tma(c)
+  local d = M.derive(c)
+  return text.fill([[
+    const sp_u32 sA = (sp_smem_u32(sp_smem) + 1023u) & ~1023u;
+    const sp_u32 sB = sA + ${stages} * ${a_stage} * 2;
+    const sp_u32 full = sB + ${stages} * ${b_stage} * 2, empty = full + ${stages} * 8;
+    const int KT = (K + ${bk} - 1) / ${bk};
+    if (tid == 0) {
+        for (int s = 0; s < ${stages}; ++s) {
+            sp_mbar_init(full + s * 8, 1);
+            sp_mbar_init(empty + s * 8, ${mma_warps});
+        }
+        sp_fence_mbar_init();
+    }
+    __syncthreads();
+${acc}
+    if (warp == ${mma_warps}) {
+        if (lane == 0) {
+            for (int kt = 0; kt < KT; ++kt) {
+                const int s = kt % ${stages};
+                if (kt >= ${stages}) sp_mbar_wait(empty + s * 8, ((kt / ${stages}) - 1) & 1);
+                /* out-of-range parts of a box arrive as zeros and count in full */
+                sp_mbar_expect_tx(full + s * 8, ${bytes});
+                sp_tma_load_2d(sA + (sp_u32)(s * ${a_stage}) * 2u, &sp_tmA, kt * ${bk}, m0, full + s * 8);
+                sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, kt * ${bk}, n0, full + s * 8);
+            }
+        }
+        __syncwarp();
+    } else {
+        for (int kt = 0; kt < KT; ++kt) {
+            const int st = kt % ${stages};
+            sp_mbar_wait(full + st * 8, (kt / ${stages}) & 1);
+${tile}
+            sp_wgmma_wait<1>();
+            if (kt > 0 && lane == 0) sp_mbar_arrive(empty + ((kt - 1) % ${stages}) * 8);
+        }
+        sp_wgmma_wait<0>();
+    }
+]], {stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage, bk = M.BK, mma_warps = d.mma_warps,
+     bytes = (c.bm + c.bn) * M.BK * 2, acc = M.acc_decl(d), tile = M.tile(c, d)})
+end
+--
+-- Per k-tile kt: wait for its copies, make them visible to the async proxy (wgmma reads shared
+-- memory through it) and to every warp (barrier); the barrier also means every warpgroup has
+-- retired the wgmmas of k-tile kt - 2 (each keeps one group in flight), so the copies of
+-- k-tile kt + stages - 2 may overwrite that stage. Then the wgmmas of kt go out asynchronously.
+function M.mainloop_cpasync(c)
+  local d = M.derive(c)
+  local v = {stages = c.stages, ahead = c.stages - 2, wait = c.stages - 3, bk = M.BK,
+             a_stage = d.a_stage, acc = M.acc_decl(d), tile = M.tile(c, d),
+             load_a = load_operand(d, {iters = d.a_iters, base = "m0", limit = "M", smem = "sA",
+                                       stage_elems = d.a_stage, ptr = "A"}),
+             load_b = load_operand(d, {iters = d.b_iters, base = "n0", limit = "N", smem = "sB",
+                                       stage_elems = d.b_stage, ptr = "B"})}
+  return text.fill([[
+    const sp_u32 sA = (sp_smem_u32(sp_smem) + 1023u) & ~1023u;
+    const sp_u32 sB = sA + ${stages} * ${a_stage} * 2;
+    const bool vec = (K % 8 == 0) && ((((unsigned long long)A) | ((unsigned long long)B)) & 15ull) == 0;
+    const int KT = (K + ${bk} - 1) / ${bk};
+${acc}
+
+    #pragma unroll
+    for (int s = 0; s < ${ahead}; ++s) {
+        if (s < KT) {
+            const int stage = s, k0 = s * ${bk};
+${load_a}
+${load_b}
+        }
+        sp_cp_async_commit();
+    }
+    for (int kt = 0; kt < KT; ++kt) {
+        sp_cp_async_wait<${wait}>();
+        sp_fence_proxy_async();
+        __syncthreads();
+        {
+            const int pf = kt + ${ahead};
+            if (pf < KT) {
+                const int stage = pf % ${stages}, k0 = pf * ${bk};
+${load_a}
+${load_b}
+            }
+            sp_cp_async_commit();
+        }
+        const int st = kt % ${stages};
+${tile}
+        sp_wgmma_wait<1>();
+    }
+    sp_wgmma_wait<0>();
+    sp_cp_async_wait<0>();
+]], v)
+end
+
+return M
