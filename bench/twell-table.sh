@@ -13,8 +13,8 @@ bin="$build/sptune"
 out="${OUT:-/tmp/sptune-table}"
 mkdir -p "$out"
 export SPTUNE_DB="$out/tuning.db" SPTUNE_CACHE_DIR="${SPTUNE_CACHE_DIR:-/tmp/sptune-cache}"
-ffn="${FFN_CONFIG:-bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,warps=8,split=2,unroll=4,ldg=nc}"
-d2t="${D2T_CONFIG:-bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15}"
+ffn="${FFN_CONFIG:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15,warps=8,split=1,unroll=4,ldg=nc}"
+d2t="${D2T_CONFIG:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15}"
 runs="${RUNS:-10}"
 rows=()
 one() { # op shape config -> "best baseline speedup" from check's table (or "failed")
