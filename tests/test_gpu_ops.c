@@ -25,6 +25,11 @@ static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=15",
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap,slots=7",
     "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8", NULL};
+/* The gated consumers' wider dot products (8 Wu rows in flight, the sweep over D unrolled), with
+ * and without split rows; every shape, D % 8 != 0 (element-wise path) included. */
+static const char *const gated_configs[] = {
+    "warps=8,split=1,unroll=4,dots=8,dunroll=2", "warps=4,split=2,unroll=2,dots=8,dunroll=1",
+    "warps=16,split=8,unroll=4,dots=4,dunroll=2", NULL};
 /* twell-d2t's whole space has more: the smallest tile, and the persistent kernel with one
  * warpgroup and no L2 grouping. */
 static const char *const wgmma_d2t_configs[] = {
@@ -47,9 +52,9 @@ static const op_cases cases[] = {
                    "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}, {NULL, NULL}},
     {"twell-gated", {"M=300,F=1000,D=200,T=256,S=31,nnz=100", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                      "M=256,F=5632,D=2048,T=128,S=31,nnz=40", "M=512,F=5632,D=2048,T=256,S=15,nnz=17",
-                     "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}, {NULL, NULL}},
+                     "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}, {gated_configs, NULL}},
     {"twell-ffn", {"M=300,D=200,F=1000,nnz=100", "M=77,D=61,F=130,nnz=30", "M=256,D=2048,F=5632,nnz=17",
-                   "M=128,D=4096,F=14336,nnz=72", NULL, NULL}, {wgmma_configs, NULL}},
+                   "M=128,D=4096,F=14336,nnz=72", NULL, NULL}, {wgmma_configs, gated_configs}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
 #define PER_SHAPE 8

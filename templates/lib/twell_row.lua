@@ -7,7 +7,7 @@
 --
 -- Per batch of up to 32 entries:
 --   gated: lane k's value becomes g_k * dot(x_row, Wu[col_k]) (x_row staged in shared memory,
---          four rows of Wu in flight, a butterfly reduction per entry);
+--          `dots` rows of Wu in flight, a butterfly reduction per entry);
 --   down:  the output row, kept as fp32 in shared memory, gets sum_k h_k * Wd[col_k], swept in
 --          chunks of 256*unroll columns held in registers, the batch's entries broadcast by
 --          shuffles and their Wd rows gathered with 16-byte loads.
@@ -32,6 +32,14 @@ M.params = {
   {name = "ldg", values = {"nc", "plain"}, default = "nc",
    doc = "weight loads through the read-only path (ld.global.nc) or plain loads"},
 }
+-- The gated consumers' own parameters (after M.params).
+M.gated_params = {
+  {name = "dots", values = {4, 8}, default = 4,
+   doc = "gated: entries whose Wu rows are read together (more bytes in flight, more registers)"},
+  {name = "dunroll", values = {1, 2}, default = 1,
+   doc = "gated: steps of the dot products' sweep over D unrolled (loads of the next step issued early)"},
+}
+
 M.constraints = {
   {why = "split divides the CTA's warps", check = function(c) return c.split <= c.warps and c.warps % c.split == 0 end},
 }
@@ -139,29 +147,32 @@ __device__ __forceinline__ float sp_twell_dots(const sp_bf16 *xs, const sp_bf16 
                                                int col, int cnt, int lane)
 {
     float mine = 0.0f;
-    for (int k = 0; k < cnt; k += 4) {
-        int c[4];
+    for (int k = 0; k < cnt; k += ${dots}) {
+        int c[${dots}];
         #pragma unroll
-        for (int j = 0; j < 4; ++j) c[j] = __shfl_sync(SP_FULL, col, min(k + j, cnt - 1));
-        float p[4] = {0.0f, 0.0f, 0.0f, 0.0f};
+        for (int j = 0; j < ${dots}; ++j) c[j] = __shfl_sync(SP_FULL, col, min(k + j, cnt - 1));
+        float p[${dots}];
+        #pragma unroll
+        for (int j = 0; j < ${dots}; ++j) p[j] = 0.0f;
         if (vec) {
+            #pragma unroll ${dunroll}
             for (int d = lane * 8; d < D; d += 256) {
                 const sp_u32x4 x = *(const sp_u32x4 *)(xs + d);
-                sp_u32x4 w[4];
+                sp_u32x4 w[${dots}];
                 #pragma unroll
-                for (int j = 0; j < 4; ++j) w[j] = sp_ld16(Wu + (size_t)c[j] * D + d);
+                for (int j = 0; j < ${dots}; ++j) w[j] = sp_ld16(Wu + (size_t)c[j] * D + d);
                 #pragma unroll
-                for (int j = 0; j < 4; ++j) p[j] = sp_dot8(x, w[j], p[j]);
+                for (int j = 0; j < ${dots}; ++j) p[j] = sp_dot8(x, w[j], p[j]);
             }
         } else {
             for (int d = lane; d < D; d += 32) {
                 const float x = sp_bf16_to_f32(xs[d]);
                 #pragma unroll
-                for (int j = 0; j < 4; ++j) p[j] = fmaf(x, sp_bf16_to_f32(Wu[(size_t)c[j] * D + d]), p[j]);
+                for (int j = 0; j < ${dots}; ++j) p[j] = fmaf(x, sp_bf16_to_f32(Wu[(size_t)c[j] * D + d]), p[j]);
             }
         }
         #pragma unroll
-        for (int j = 0; j < 4; ++j) {
+        for (int j = 0; j < ${dots}; ++j) {
             const float s = sp_warp_sum(p[j]);
             if (lane == k + j) mine = s;
         }
@@ -227,7 +238,7 @@ __device__ __forceinline__ void sp_twell_down(float *acc, const sp_bf16 *__restr
         }
     }
 }
-]], {load = load16(c.ldg, "q", "src"), unroll = c.unroll})
+]], {load = load16(c.ldg, "q", "src"), unroll = c.unroll, dots = c.dots or 4, dunroll = c.dunroll or 1})
 end
 
 -- The kernel: `split` warps per token row (c.warps / c.split rows per CTA). Each warp of a row

@@ -18,10 +18,10 @@ local row = require("lib.twell_row")
 local keep = {
   mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"}, epi = {"inline", "overlap"}, bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
-  warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"},
+  warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {4, 8}, dunroll = {1, 2},
 }
 local params = {}
-for _, src in ipairs({produce.params, row.params}) do
+for _, src in ipairs({produce.params, row.params, row.gated_params}) do
   for _, p in ipairs(src) do
     local values, default = keep[p.name], p.default
     local ok = false

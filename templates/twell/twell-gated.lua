@@ -9,8 +9,13 @@ local text = require("lib.text")
 local cuda = require("lib.cuda")
 local row = require("lib.twell_row")
 
+local params = {}
+for _, src in ipairs({row.params, row.gated_params}) do
+  for _, p in ipairs(src) do params[#params + 1] = p end
+end
+
 local function kernel_name(c)
-  return text.ident("sp_twell_gated", c, {"warps", "split", "unroll", "ldg"})
+  return text.ident("sp_twell_gated", c, {"warps", "split", "unroll", "ldg", "dots", "dunroll"})
 end
 
 return {
@@ -19,7 +24,7 @@ return {
   description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only, one warp per row on CUDA cores",
   args = "const u32 *packed, const u32 *pool, const bf16 *X (M x D), const bf16 *Wu (F x D), const bf16 *Wd (F x D), bf16 *Y (M x D), int M, int F, int D, int T, int S",
   dims = {"M", "F", "D", "T", "S", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with
-  params = row.params,
+  params = params,
   constraints = {
     row.constraints[1],
     {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
