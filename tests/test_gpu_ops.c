@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct op_cases { const char *op; const char *shapes[6]; const char *const *always[2]; } op_cases;
+typedef struct op_cases { const char *op; const char *shapes[6]; const char *const *always[3]; } op_cases;
 
 /* The producer's wgmma main loop (sm_90a), checked at every shape wherever it is valid: a sample
  * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
@@ -26,10 +26,14 @@ static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap,slots=7",
     "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8", NULL};
 /* The gated consumers' wider dot products (8 Wu rows in flight, the sweep over D unrolled), with
- * and without split rows; every shape, D % 8 != 0 (element-wise path) included. */
+ * and without split rows; every shape, D % 8 != 0 (element-wise path) included; and the
+ * tensor-core tile consumer (where D % 8 == 0 and D <= 2048), after either producer. */
 static const char *const gated_configs[] = {
     "warps=8,split=1,unroll=4,dots=8,dunroll=2", "warps=4,split=2,unroll=2,dots=8,dunroll=1",
-    "warps=16,split=8,unroll=4,dots=4,dunroll=2", NULL};
+    "warps=16,split=8,unroll=4,dots=4,dunroll=2", "consumer=tile", NULL};
+/* twell-ffn: the tile consumer after the Hopper producer, few slots (pool overflow). */
+static const char *const ffn_tile_configs[] = {
+    "consumer=tile,mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=7", NULL};
 /* twell-d2t's whole space has more: the smallest tile, and the persistent kernel with one
  * warpgroup and no L2 grouping. */
 static const char *const wgmma_d2t_configs[] = {
@@ -44,17 +48,17 @@ static const char *const wgmma_d2t_configs[] = {
  * the benchmark layers' widths. twell-ffn: the whole layer (producer and gated consumer) at the
  * same kinds of shape. */
 static const op_cases cases[] = {
-    {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", NULL, NULL}, {NULL, NULL}},
+    {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", NULL, NULL}, {NULL, NULL, NULL}},
     {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40",
-                   "M=128,D=256,F=1000,nnz=100", NULL, NULL}, {wgmma_configs, wgmma_d2t_configs}},
+                   "M=128,D=256,F=1000,nnz=100", NULL, NULL}, {wgmma_configs, wgmma_d2t_configs, NULL}},
     {"twell-t2d", {"M=300,F=1000,D=200,T=256,S=31,nnz=20", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                    "M=256,F=5632,D=2048,T=256,S=31,nnz=40", "M=200,F=1000,D=256,T=64,S=15,nnz=100",
-                   "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}, {NULL, NULL}},
+                   "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}, {NULL, NULL, NULL}},
     {"twell-gated", {"M=300,F=1000,D=200,T=256,S=31,nnz=100", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                      "M=256,F=5632,D=2048,T=128,S=31,nnz=40", "M=512,F=5632,D=2048,T=256,S=15,nnz=17",
-                     "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}, {gated_configs, NULL}},
+                     "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}, {gated_configs, NULL, NULL}},
     {"twell-ffn", {"M=300,D=200,F=1000,nnz=100", "M=77,D=61,F=130,nnz=30", "M=256,D=2048,F=5632,nnz=17",
-                   "M=128,D=4096,F=14336,nnz=72", NULL, NULL}, {wgmma_configs, gated_configs}},
+                   "M=128,D=4096,F=14336,nnz=72", NULL, NULL}, {wgmma_configs, gated_configs, ffn_tile_configs}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
 #define PER_SHAPE 8
@@ -84,7 +88,7 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
         CHECK_ST(sp_problem_parse(t, oc->shapes[s], &p), SPTUNE_OK);
         CHECK_ST(sp_space_collect(t, &b->gpu, &p, &pk), SPTUNE_OK);
         CHECK_ST(sp_space_sample(&pk, t, PER_SHAPE, 1234 + (unsigned long long)s), SPTUNE_OK);
-        for (int a = 0; a < 2; a++) add_always(&pk, t, &b->gpu, &p, oc->always[a]);
+        for (int a = 0; a < 3; a++) add_always(&pk, t, &b->gpu, &p, oc->always[a]);
         sp_case cs;
         sptune_status st = sp_case_create(b, oc->op, &p, &cs);
         CHECK_MSG(st == SPTUNE_OK, "%s %s: %s", oc->op, oc->shapes[s], sptune_last_error());

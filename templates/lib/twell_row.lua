@@ -34,6 +34,8 @@ M.params = {
 }
 -- The gated consumers' own parameters (after M.params).
 M.gated_params = {
+  {name = "consumer", values = {"row", "tile"}, default = "row",
+   doc = "gated: one warp per token row on CUDA cores (row), or 16-token tiles whose union of active neurons runs on tensor cores (tile)"},
   {name = "dots", values = {4, 8}, default = 4,
    doc = "gated: entries whose Wu rows are read together (more bytes in flight, more registers)"},
   {name = "dunroll", values = {1, 2}, default = 1,
@@ -247,9 +249,11 @@ end
 -- thousands of entries) at the price of shared memory and a reduction.
 -- gated: args (packed, pool, X, Wu, Wd, Y, M, F, D, T, S); otherwise (packed, pool, Wd, Y, M, F, D, T, S).
 -- ffn: {T = ..., S = ...} for the second kernel of twell-ffn, which takes that op's arguments.
-function M.kernel(name, c, gated, ffn)
-  local threads = 32 * c.warps
-  local sig = ffn and text.fill([[
+-- The consumer kernels' signature and the opening brace: gated (packed, pool, X, Wu, Wd, Y, M,
+-- F, D, T, S), non-gated (packed, pool, Wd, Y, M, F, D, T, S), or, with ffn = {T = ..., S = ...},
+-- twell-ffn's argument list (T and S then constants).
+function M.signature(name, gated, ffn)
+  return ffn and text.fill([[
 ${name}(const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wg, const sp_bf16 *__restrict__ Wu,
         const sp_bf16 *__restrict__ Wd, sp_bf16 *__restrict__ Y, const sp_u32 *__restrict__ packed,
         const sp_u32 *__restrict__ pool, unsigned long long *__restrict__ pool_counter,
@@ -260,6 +264,11 @@ ${name}(const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wg, const sp_
 ${name}(const sp_u32 *__restrict__ packed, const sp_u32 *__restrict__ pool, ${xargs}const sp_bf16 *__restrict__ Wd,
         sp_bf16 *__restrict__ Y, int M, int F, int D, int T, int S)
 {]], {name = name, xargs = gated and "const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wu, " or ""})
+end
+
+function M.kernel(name, c, gated, ffn)
+  local threads = 32 * c.warps
+  local sig = M.signature(name, gated, ffn)
   return text.fill([[
 extern "C" __global__ void __launch_bounds__(${threads})
 ${sig}

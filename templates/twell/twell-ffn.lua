@@ -11,6 +11,7 @@ local text = require("lib.text")
 local cuda = require("lib.cuda")
 local produce = require("lib.twell_produce")
 local row = require("lib.twell_row")
+local tile = require("lib.twell_tile")
 
 -- The producer's and consumer's parameters, each narrowed to the values that pay on the
 -- shapes of FFN layers (the full producer space is twell-d2t's), so that the joint space stays
@@ -18,7 +19,7 @@ local row = require("lib.twell_row")
 local keep = {
   mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"}, epi = {"inline", "overlap"}, bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
-  warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {4, 8}, dunroll = {1, 2},
+  warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {4, 8}, dunroll = {1, 2}, consumer = {"row", "tile"},
 }
 local params = {}
 for _, src in ipairs({produce.params, row.params, row.gated_params}) do
@@ -35,7 +36,8 @@ for _, src in ipairs({produce.constraints, row.constraints}) do
   for _, k in ipairs(src) do constraints[#constraints + 1] = k end
 end
 constraints[#constraints + 1] = {why = "the consumer's rows fit in shared memory", check = function(c, gpu, p)
-  return p == nil or row.smem(c, p.D, true) <= gpu.smem_per_block end}
+  return p == nil or c.consumer == "tile" or row.smem(c, p.D, true) <= gpu.smem_per_block end}
+for _, k in ipairs(tile.constraints(row.params, function(c) return c.bn end)) do constraints[#constraints + 1] = k end
 
 local function names(c)
   local keys = {}
@@ -55,7 +57,10 @@ return {
 
   kernel = function(c, gpu) return {names(c)} end,
 
-  launch = function(c, p, gpu) return {produce.launch(c, p.M, p.F, p.D, 12, 0, 1, gpu), row.launch(c, p, true)} end,
+  launch = function(c, p, gpu)
+    return {produce.launch(c, p.M, p.F, p.D, 12, 0, 1, gpu),
+            c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true)}
+  end,
 
   emit = function(c, p, gpu)
     local pname, cname = names(c)
@@ -71,11 +76,14 @@ ${pname}(const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wg, const sp
 {
     const sp_bf16 *__restrict__ A = X, *__restrict__ B = Wg;
     const int N = F, K = D;
+    (void)A; (void)B; /* the copy engine's loaders read them through the tensor maps */
 ${body}
 }
 ${device}
 ${consumer}
 ]], {arch = gpu.arch, prelude = cuda.prelude, pdevice = produce.device(c), tparams = produce.kernel_params(c), threads = produce.threads(c), pname = pname, body = produce.body(c),
-     device = row.device(c), consumer = row.kernel(cname, c, true, {T = c.bn, S = c.slots})})
+     device = row.device(c) .. (c.consumer == "tile" and tile.device() or ""),
+     consumer = c.consumer == "tile" and tile.kernel(cname, {T = c.bn, S = c.slots})
+                or row.kernel(cname, c, true, {T = c.bn, S = c.slots})})
   end,
 }

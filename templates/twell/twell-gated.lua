@@ -8,6 +8,7 @@
 local text = require("lib.text")
 local cuda = require("lib.cuda")
 local row = require("lib.twell_row")
+local tile = require("lib.twell_tile")
 
 local params = {}
 for _, src in ipairs({row.params, row.gated_params}) do
@@ -15,7 +16,7 @@ for _, src in ipairs({row.params, row.gated_params}) do
 end
 
 local function kernel_name(c)
-  return text.ident("sp_twell_gated", c, {"warps", "split", "unroll", "ldg", "dots", "dunroll"})
+  return text.ident("sp_twell_gated", c, {"consumer", "warps", "split", "unroll", "ldg", "dots", "dunroll"})
 end
 
 return {
@@ -27,15 +28,20 @@ return {
   params = params,
   constraints = {
     row.constraints[1],
+    tile.constraints(row.params, function(c, p) return p.T end)[1],
+    tile.constraints(row.params, function(c, p) return p.T end)[2],
     {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
       return p == nil or (p.T >= 2 and p.T <= 65536 and p.S >= 1 and p.S <= p.T) end},
     {why = "the rows (fp32 output per warp, bf16 x per row) fit in shared memory", check = function(c, gpu, p)
-      return p == nil or row.smem(c, p.D, true) <= gpu.smem_per_block end},
+      return p == nil or c.consumer == "tile" or row.smem(c, p.D, true) <= gpu.smem_per_block end},
   },
 
   kernel = function(c, gpu) return kernel_name(c) end,
 
-  launch = function(c, p, gpu) return row.launch(c, p, true) end,
+  launch = function(c, p, gpu)
+    if c.consumer == "tile" then return tile.launch(p, p.T) end
+    return row.launch(c, p, true)
+  end,
 
   emit = function(c, p, gpu)
     return text.fill([[
@@ -43,7 +49,7 @@ return {
 ${prelude}
 ${device}
 ${kernel}
-]], {name = kernel_name(c), arch = gpu.arch, prelude = cuda.prelude, device = row.device(c),
-     kernel = row.kernel(kernel_name(c), c, true)})
+]], {name = kernel_name(c), arch = gpu.arch, prelude = cuda.prelude, device = row.device(c) .. (c.consumer == "tile" and tile.device() or ""),
+     kernel = c.consumer == "tile" and tile.kernel(kernel_name(c)) or row.kernel(kernel_name(c), c, true)})
   end,
 }
