@@ -8,21 +8,13 @@
 # below, the best measured so far). Prints a markdown table last. Env: SWEEP=full for every M
 # at every nnz (the default sweeps nnz at M=16384 and takes nnz 40 and 72 at the other M).
 set -uo pipefail
-build="${1:-build-static}"
-bin="$build/sptune"
-out="${OUT:-/tmp/sptune-table}"
-mkdir -p "$out"
-export SPTUNE_DB="$out/tuning.db" SPTUNE_CACHE_DIR="${SPTUNE_CACHE_DIR:-/tmp/sptune-cache}"
-ffn="${FFN_CONFIG:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15,warps=8,split=1,unroll=4,ldg=nc}"
+source "$(dirname "$0")/lib.sh"
+bench_setup "${1:-build-static}" table
+ffn="${FFN_CONFIG:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15,warps=16,split=1,unroll=4,ldg=nc,dots=8,dunroll=2}"
 d2t="${D2T_CONFIG:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15}"
 runs="${RUNS:-10}"
 rows=()
-one() { # op shape config -> "best baseline speedup" from check's table (or "failed")
-  local line
-  line=$("$bin" check "$1" --gpu auto --shape "$2" --config "$3" --runs "$runs" 2>&1 | tee -a "$out/table.log" |
-         awk -v op="$1" '$2 == op && $3 ~ /^M=/ {print $4, $5, $6}' | tail -1)
-  echo "${line:-failed}"
-}
+one() { bench_one "$1" "$2" "$3" "$runs" "$out/table.log"; }
 for layer in 2048,5632 4096,14336; do
   d=${layer%,*} f=${layer#*,}
   for m in 4096 16384 65536; do

@@ -52,15 +52,7 @@ sptune_status sp_kernel_load(const sp_cubin *cubin, const sp_kernel_src *src, sp
     memcpy(head.cluster, src->cluster, sizeof head.cluster);
     head.smem = src->smem;
     head.tmaps = src->tmaps;
-    sp_kernel_fn first;
-    if ((st = load_fn(cu, out->module, &head, &first)) != SPTUNE_OK) goto fail;
-    out->fn = first.fn;
-    memcpy(out->name, first.name, sizeof out->name);
-    memcpy(out->grid, first.grid, sizeof out->grid);
-    memcpy(out->block, first.block, sizeof out->block);
-    memcpy(out->cluster, first.cluster, sizeof out->cluster);
-    out->smem = first.smem;
-    out->tmaps = first.tmaps;
+    if ((st = load_fn(cu, out->module, &head, &out->head)) != SPTUNE_OK) goto fail;
     for (int i = 0; i < src->nthen; i++)
         if ((st = load_fn(cu, out->module, &src->then[i], &out->then[i])) != SPTUNE_OK) goto fail;
     out->nthen = src->nthen;
@@ -140,15 +132,7 @@ sptune_status sp_kernel_launch(const sp_kernel *k, CUstream stream, void **args)
     const sp_cuda_api *cu;
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK) return st;
-    sp_kernel_fn first;
-    first.fn = k->fn;
-    memcpy(first.name, k->name, sizeof first.name);
-    memcpy(first.grid, k->grid, sizeof first.grid);
-    memcpy(first.block, k->block, sizeof first.block);
-    memcpy(first.cluster, k->cluster, sizeof first.cluster);
-    first.smem = k->smem;
-    first.tmaps = k->tmaps;
-    if ((st = launch_fn(cu, &first, stream, args)) != SPTUNE_OK) return st;
+    if ((st = launch_fn(cu, &k->head, stream, args)) != SPTUNE_OK) return st;
     for (int i = 0; i < k->nthen && i < SP_MAX_THEN; i++)
         if ((st = launch_fn(cu, &k->then[i], stream, args)) != SPTUNE_OK) return st;
     return SPTUNE_OK;

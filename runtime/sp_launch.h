@@ -17,11 +17,7 @@ typedef struct sp_kernel_fn {
 
 typedef struct sp_kernel {
     CUmodule module;
-    CUfunction fn;
-    char name[128];
-    unsigned grid[3], block[3], cluster[3];
-    unsigned smem;
-    sp_tmaps tmaps;
+    sp_kernel_fn head;                  /* the first kernel */
     int nthen;                          /* further kernels of a pipeline, launched after this one */
     sp_kernel_fn then[SP_MAX_THEN];
 } sp_kernel;

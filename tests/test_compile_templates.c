@@ -51,8 +51,62 @@ static void compile_one(sp_template *t, const sp_config *c, const sp_gpu_profile
     free(text);
 }
 
+/* The sm_90a-only paths, named (a sample of the space may miss them): they must be valid for
+ * h100 at a shape the copy engine takes, compile, and (with tma) carry their two tensor maps;
+ * and they must not be valid for rtx-pro-6000 (sm_120 has neither wgmma nor these kernels'
+ * assumptions), whose space must then hold no wgmma configuration at all. */
+static const struct { const char *op, *shape, *config; int tmaps; } hopper[] = {
+    {"twell-d2t", "M=1000,D=2048,F=1037,nnz=40", "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,load=cpasync", 0},
+    {"twell-d2t", "M=1000,D=2048,F=1037,nnz=40", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,load=tma", 2},
+    {"twell-d2t", "M=1000,D=2048,F=1037,nnz=40", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap", 2},
+    {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40",
+     "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,consumer=tile", 2},
+};
+
+static void check_hopper_paths(void)
+{
+    sp_gpu_profile h100, rtx;
+    CHECK_ST(sp_gpu_profile_named("h100", &h100), SPTUNE_OK);
+    CHECK_ST(sp_gpu_profile_named("rtx-pro-6000", &rtx), SPTUNE_OK);
+    for (size_t i = 0; i < sizeof hopper / sizeof hopper[0]; i++) {
+        sp_template *t = NULL;
+        sp_problem p;
+        sp_config c;
+        int ok = 0;
+        CHECK_ST(sp_template_load(hopper[i].op, &t), SPTUNE_OK);
+        if (!t) continue;
+        CHECK_ST(sp_problem_parse(t, hopper[i].shape, &p), SPTUNE_OK);
+        CHECK_ST(sp_config_parse(t, hopper[i].config, &c), SPTUNE_OK);
+        CHECK_ST(sp_template_check(t, &c, &h100, &p, &ok, NULL), SPTUNE_OK);
+        CHECK_MSG(ok, "%s %s not valid on h100", hopper[i].op, hopper[i].config);
+        if (ok) {
+            compile_one(t, &c, &h100, &p);
+            sp_kernel_src k;
+            CHECK_ST(sp_template_emit(t, &c, &h100, &p, &k), SPTUNE_OK);
+            CHECK_MSG(k.tmaps.n == hopper[i].tmaps, "%s: %d tensor maps", hopper[i].config, k.tmaps.n);
+            for (int m = 0; m < k.tmaps.n; m++) /* over X (M x D) and Wg (F x D), boxes of bm or bn rows x 64 */
+                CHECK(k.tmaps.v[m].arg == m && k.tmaps.v[m].cols == (unsigned long long)p.v[1] &&
+                      k.tmaps.v[m].box_cols == 64 && k.tmaps.v[m].swizzle == 128 &&
+                      k.tmaps.v[m].rows == (unsigned long long)(m ? p.v[2] : p.v[0]));
+            sp_kernel_src_free(&k);
+        }
+        CHECK_ST(sp_template_check(t, &c, &rtx, &p, &ok, NULL), SPTUNE_OK);
+        CHECK_MSG(!ok, "%s %s valid on rtx-pro-6000", hopper[i].op, hopper[i].config);
+        sp_configs cs;
+        CHECK_ST(sp_space_collect(t, &rtx, NULL, &cs), SPTUNE_OK);
+        for (long long j = 0; j < cs.n; j++) {
+            char *text = sp_config_format(t, &cs.v[j]);
+            CHECK_MSG(!strstr(text, "mainloop=wgmma"), "rtx-pro-6000 space holds %s", text);
+            free(text);
+        }
+        sp_configs_free(&cs);
+        sp_template_free(t);
+    }
+}
+
 int main(void)
 {
+    check_hopper_paths();
     static const char *targets[] = {"h100", "rtx-pro-6000"};
     char **ops = NULL;
     int nops = 0;

@@ -202,6 +202,7 @@ static void test_emit(sp_template *t)
     CHECK(k1.block[0] == 64 && k1.block[1] == 1 && k1.block[2] == 1);
     CHECK(k1.cluster[0] == 1 && k1.cluster[1] == 1 && k1.cluster[2] == 1);
     CHECK(k1.smem == 3072);
+    CHECK(k1.tmaps.n == 0); /* no tensor maps unless the launch names them */
     CHECK(k1.noptions == 2 && k1.options && strcmp(k1.options[0], "-DA=2") == 0 &&
           strcmp(k1.options[1], "--use_fast_math") == 0 && k1.options[2] == NULL);
     sp_kernel_src_free(&k2);
@@ -276,6 +277,18 @@ static void test_bad_render(void)
     bad_render("'k'", "{grid = {1}, block = {32}, smem = -1}", "'x'", "nil", "smem = -1");
     bad_render("'k'", "{grid = {1}, block = {32}, cluster = {2, 'x'}}", "'x'", "nil", "cluster[2] = 'x'");
     bad_render("'k'", "42", "'x'", "nil", "launch returned 42, not a table");
+    /* tensor maps (sp_tmaps): each field checked, the copy engine's limits named */
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = 3}", "'x'", "nil", "tmaps that is not a list of 1 to 4");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 0, rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 0}}}",
+               "'x'", "nil", "tmaps.nargs = a nil");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {nargs = 2, {arg = 2, rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 0}}}",
+               "'x'", "nil", "tmaps[i].arg = 2 (must be an integer from 0 to 1)");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {nargs = 2, {arg = 0, rows = 8, cols = 8, box_rows = 300, box_cols = 8, swizzle = 0}}}",
+               "'x'", "nil", "box_rows = 300");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {nargs = 2, {arg = 0, rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 48}}}",
+               "'x'", "nil", "swizzle = 48 (0, 32, 64 or 128)");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {nargs = 2, {arg = 0, rows = 8, cols = 8, box_rows = 8, box_cols = 128, swizzle = 128}}}",
+               "'x'", "nil", "a box row of 256 bytes is wider than its 128-byte swizzle");
     bad_render("'k'", L, "42", "nil", "emit returned 42, not a string");
     bad_render("'k'", L, "nil", "nil", "emit returned a nil, not a string");
     bad_render("function() return 'not an ident' end", L, "'x'", "nil", "kernel returned 'not an ident'");

@@ -156,11 +156,11 @@ sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k)
     if (st == SPTUNE_OK) st = sp_kernel_load(&cub, &ks, k);
     sp_cubin_free(&cub);
     if (st != SPTUNE_OK) return st;
-    k->grid[0] = (unsigned)(b->gpu.info.sm_count > 0 ? b->gpu.info.sm_count * 8 : 1024);
-    k->grid[1] = k->grid[2] = 1;
-    k->block[0] = 256;
-    k->block[1] = k->block[2] = 1;
-    k->smem = 0;
+    k->head.grid[0] = (unsigned)(b->gpu.info.sm_count > 0 ? b->gpu.info.sm_count * 8 : 1024);
+    k->head.grid[1] = k->head.grid[2] = 1;
+    k->head.block[0] = 256;
+    k->head.block[1] = k->head.block[2] = 1;
+    k->head.smem = 0;
     return SPTUNE_OK;
 }
 

@@ -61,6 +61,18 @@ __device__ __forceinline__ float sp_bf16_to_f32(sp_bf16 h)
 }
 ]]
 
+-- float acc[mt][nt][4], zeroed: the tensor-core main loops' accumulators.
+function M.acc_decl(mt, nt)
+  return text.fill([[
+    float acc[${mt}][${nt}][4];
+    #pragma unroll
+    for (int i = 0; i < ${mt}; ++i)
+        #pragma unroll
+        for (int j = 0; j < ${nt}; ++j)
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;]], {mt = mt, nt = nt})
+end
+
 -- The start of a tiled kernel body: dynamic shared memory, the CTA's tile (m0, n0, pid_n) walked
 -- group_m CTA rows at a time along M so that their B tiles stay in L2, and the thread's lane and
 -- warp. Expects int M, N in scope and c.bm, c.bn, c.group_m.

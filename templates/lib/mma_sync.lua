@@ -92,8 +92,10 @@ local function off(c, r, cidx)
   end
 end
 
--- Loads of one operand tile (rows x bk) into stage `stage` at k-tile `kt`.
-local function load_operand(c, d, v)
+-- Loads of one operand tile (rows x bk) into stage `stage` at k-tile `kt`: cp.async 16-byte
+-- copies, or element by element when !vec. Reads c.swizzle and c.bk (the layout), d.cpr and
+-- d.threads; lib/wgmma.lua calls it for its 128-byte swizzle (bk = 64, xor).
+function M.load_operand(c, d, v)
   return text.fill([[
         #pragma unroll
         for (int i = 0; i < ${iters}; ++i) {
@@ -174,11 +176,11 @@ end
 function M.mainloop(c)
   local d = M.derive(c)
   local v = {
-    stages = c.stages, bk = c.bk, mt = d.mt, nt = d.nt,
+    stages = c.stages, bk = c.bk, mt = d.mt, nt = d.nt, acc = cuda.acc_decl(d.mt, d.nt),
     a_stage = d.a_stage, b_stage = d.b_stage, ks = c.bk // 16, wait = c.stages - 2,
-    load_a = load_operand(c, d, {iters = d.a_iters, base = "m0", limit = "M", smem = "sA",
+    load_a = M.load_operand(c, d, {iters = d.a_iters, base = "m0", limit = "M", smem = "sA",
                                  stage_elems = d.a_stage, ptr = "A"}),
-    load_b = load_operand(c, d, {iters = d.b_iters, base = "n0", limit = "N", smem = "sB",
+    load_b = M.load_operand(c, d, {iters = d.b_iters, base = "n0", limit = "N", smem = "sB",
                                  stage_elems = d.b_stage, ptr = "B"}),
   }
   local head = text.fill([[
@@ -187,13 +189,7 @@ function M.mainloop(c)
     /* 16-byte copies need K % 8 == 0 and 16-byte aligned operands; otherwise load by element. */
     const bool vec = (K % 8 == 0) && ((((unsigned long long)A) | ((unsigned long long)B)) & 15ull) == 0;
     const int KT = (K + ${bk} - 1) / ${bk};
-    float acc[${mt}][${nt}][4];
-    #pragma unroll
-    for (int i = 0; i < ${mt}; ++i)
-        #pragma unroll
-        for (int j = 0; j < ${nt}; ++j)
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+${acc}
 
     #pragma unroll
     for (int s = 0; s < ${stages} - 1; ++s) {

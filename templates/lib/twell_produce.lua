@@ -119,15 +119,7 @@ function M.overlap_body(c)
         for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
             const int n0 = SP_PID_N(t) * ${bn};
 ${acc}
-            for (int kt = 0; kt < KT; ++kt, ++it) {
-                const int st = it % ${stages};
-                sp_mbar_wait(full + st * 8, (it / ${stages}) & 1);
-${tile}
-                sp_wgmma_wait<1>();
-                if (kt > 0 && lane == 0) sp_mbar_arrive(empty + ((it - 1) % ${stages}) * 8);
-            }
-            sp_wgmma_wait<0>();
-            if (lane == 0) sp_mbar_arrive(empty + ((it - 1) % ${stages}) * 8);
+${consume}
             /* the packers are done with the previous tile's staging */
             if (n > 0) sp_mbar_wait(packed_bar, (n - 1) & 1);
 ${stage}
@@ -139,11 +131,7 @@ ${stage}
             for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
                 const int pid_m = SP_PID_M(t), pid_n = SP_PID_N(t);
                 for (int kt = 0; kt < KT; ++kt, ++it) {
-                    const int s = it % ${stages};
-                    if (it >= ${stages}) sp_mbar_wait(empty + s * 8, ((it / ${stages}) - 1) & 1);
-                    sp_mbar_expect_tx(full + s * 8, ${bytes});
-                    sp_tma_load_2d(sA + (sp_u32)(s * ${a_stage}) * 2u, &sp_tmA, kt * ${bk}, pid_m * ${bm}, full + s * 8);
-                    sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, kt * ${bk}, pid_n * ${bn}, full + s * 8);
+${issue}
                 }
             }
         }
@@ -165,8 +153,9 @@ ${rows}
 #undef SP_GROUP_ROWS
 ]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
      pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, mma_threads = 32 * d.mma_warps,
-     pack_threads = 32 * PACKERS, group_m = c.group_m, bytes = (c.bm + c.bn) * wgmma.BK * 2,
-     acc = wgmma.acc_decl(d), tile = wgmma.tile(c, d), stage = epilogue.twell_stage(d, c),
+     pack_threads = 32 * PACKERS, group_m = c.group_m,
+     issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn),
+     acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1"), stage = epilogue.twell_stage(d, c),
      rows = epilogue.twell_pack_rows(c, "pw", PACKERS)})
 end
 

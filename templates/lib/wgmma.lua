@@ -14,6 +14,7 @@
 -- (derive(c).acc_row / acc_col give the parts that depend on i, j and the warp.)
 local text = require("lib.text")
 local cuda = require("lib.cuda")
+local mma = require("lib.mma_sync")
 local M = {}
 
 M.BK = 64   -- one 128-byte swizzle row of bf16 per tile row
@@ -159,30 +160,10 @@ function M.cta_prologue(c)
   return cuda.tile_order(c) .. "\n    const int wg = warp >> 2;"
 end
 
+-- cp.async loads in the 128-byte swizzle (chunk ch of row r at chunk ch ^ (r & 7)): the mma.sync
+-- loop's xor layout at bk = 64.
 local function load_operand(d, v)
-  return text.fill([[
-        #pragma unroll
-        for (int i = 0; i < ${iters}; ++i) {
-            const int id = tid + i * ${threads};
-            const int r = id >> 3, ch = id & 7;
-            const int g = ${base} + r, gk = k0 + ch * 8;
-            /* 128-byte swizzle: chunk ch of row r at chunk ch ^ (r & 7) */
-            const sp_u32 dst = ${smem} + (sp_u32)((stage) * ${stage_elems} + r * 64 + ((ch ^ (r & 7)) << 3)) * 2u;
-            if (vec) {
-                const bool in = g < ${limit} && gk < K;
-                sp_cp_async16(dst, in ? (const void *)(${ptr} + (size_t)g * K + gk) : (const void *)${ptr}, in ? 16 : 0);
-            } else {
-                sp_u32 w[4];
-                #pragma unroll
-                for (int e = 0; e < 4; ++e) {
-                    const sp_u32 lo = (g < ${limit} && gk + 2 * e < K) ? ${ptr}[(size_t)g * K + gk + 2 * e] : 0u;
-                    const sp_u32 hi = (g < ${limit} && gk + 2 * e + 1 < K) ? ${ptr}[(size_t)g * K + gk + 2 * e + 1] : 0u;
-                    w[e] = lo | (hi << 16);
-                }
-                sp_st_shared_v4(dst, w[0], w[1], w[2], w[3]);
-            }
-        }]], {iters = v.iters, threads = d.threads, base = v.base, limit = v.limit, smem = v.smem,
-              stage_elems = v.stage_elems, ptr = v.ptr})
+  return mma.load_operand({swizzle = "xor", bk = M.BK}, {cpr = 8, threads = d.threads}, v)
 end
 
 -- The main loop. Expects in scope: const sp_bf16 *A, *B; int M, N, K; int m0, n0, tid, warp,
@@ -193,16 +174,7 @@ function M.mainloop(c)
   return M.mainloop_cpasync(c)
 end
 
-function M.acc_decl(d)
-  return text.fill([[
-    float acc[${mt}][${nt}][4];
-    #pragma unroll
-    for (int i = 0; i < ${mt}; ++i)
-        #pragma unroll
-        for (int j = 0; j < ${nt}; ++j)
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;]], {mt = d.mt, nt = d.nt})
-end
+function M.acc_decl(d) return cuda.acc_decl(d.mt, d.nt) end
 
 -- One k-tile's wgmmas from stage st (a C expression), asynchronously, as one commit group.
 function M.tile(c, d)
@@ -243,27 +215,48 @@ ${acc}
     if (warp == ${mma_warps}) {
         if (lane == 0) {
             for (int kt = 0; kt < KT; ++kt) {
-                const int s = kt % ${stages};
-                if (kt >= ${stages}) sp_mbar_wait(empty + s * 8, ((kt / ${stages}) - 1) & 1);
-                /* out-of-range parts of a box arrive as zeros and count in full */
-                sp_mbar_expect_tx(full + s * 8, ${bytes});
-                sp_tma_load_2d(sA + (sp_u32)(s * ${a_stage}) * 2u, &sp_tmA, kt * ${bk}, m0, full + s * 8);
-                sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, kt * ${bk}, n0, full + s * 8);
+${issue}
             }
         }
         __syncwarp();
     } else {
-        for (int kt = 0; kt < KT; ++kt) {
-            const int st = kt % ${stages};
-            sp_mbar_wait(full + st * 8, (kt / ${stages}) & 1);
-${tile}
-            sp_wgmma_wait<1>();
-            if (kt > 0 && lane == 0) sp_mbar_arrive(empty + ((kt - 1) % ${stages}) * 8);
-        }
-        sp_wgmma_wait<0>();
+${consume}
     }
 ]], {stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage, bk = M.BK, mma_warps = d.mma_warps,
-     bytes = (c.bm + c.bn) * M.BK * 2, acc = M.acc_decl(d), tile = M.tile(c, d)})
+     acc = M.acc_decl(d), consume = M.consume(c, d, "kt", "", "KT - 1"), issue = M.tma_issue(c, d, "kt", "kt", "m0", "n0")})
+end
+
+-- The accumulator warps' loop over one tile's k-tiles (it: the k-tile count over the kernel's life,
+-- advanced by `advance` each step; last: its value at the tile's last k-tile): wait for the
+-- stage, multiply, and release the stage one step later (after the wgmmas reading it retired);
+-- the last stage is released once all are done.
+function M.consume(c, d, it, advance, last)
+  return text.fill([[
+        for (int kt = 0; kt < KT; ++kt${advance}) {
+            const int st = ${it} % ${stages};
+            sp_mbar_wait(full + st * 8, (${it} / ${stages}) & 1);
+${tile}
+            sp_wgmma_wait<1>();
+            if (kt > 0 && lane == 0) sp_mbar_arrive(empty + ((${it} - 1) % ${stages}) * 8);
+        }
+        sp_wgmma_wait<0>();
+        if (lane == 0) sp_mbar_arrive(empty + ((${last}) % ${stages}) * 8);]],
+    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d)})
+end
+
+-- The producer warp's copies of k-tile kt (C expressions: it counts k-tiles over the kernel's
+-- life, for the stage and its phase; m0, n0: the tile's first row of A and of B): wait until the
+-- stage is free, announce its bytes, start both boxes.
+function M.tma_issue(c, d, it, kt, m0, n0)
+  return text.fill([[
+                const int s = ${it} % ${stages};
+                if (${it} >= ${stages}) sp_mbar_wait(empty + s * 8, ((${it} / ${stages}) - 1) & 1);
+                /* out-of-range parts of a box arrive as zeros and count in full */
+                sp_mbar_expect_tx(full + s * 8, ${bytes});
+                sp_tma_load_2d(sA + (sp_u32)(s * ${a_stage}) * 2u, &sp_tmA, ${kt} * ${bk}, ${m0}, full + s * 8);
+                sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
+    {it = it, kt = kt, m0 = m0, n0 = n0, stages = c.stages, bytes = (c.bm + c.bn) * M.BK * 2,
+     a_stage = d.a_stage, b_stage = d.b_stage, bk = M.BK})
 end
 --
 -- Per k-tile kt: wait for its copies, make them visible to the async proxy (wgmma reads shared
