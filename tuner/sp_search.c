@@ -10,6 +10,7 @@ struct sp_search {
     const sp_configs *space;
     int nparams;
     int nvalues[SP_MAX_PARAMS];
+    char choice[SP_MAX_PARAMS]; /* string-valued: a choice of algorithm (mainloop, load, consumer, ...) */
     long long *order;       /* exhaustive/random: the proposal order */
     long long pos;
     /* descent */
@@ -76,6 +77,7 @@ sptune_status sp_search_create(sp_search_kind kind, const sp_template *t, const 
     double raw = 1;
     for (int p = 0; p < s->nparams; p++) {
         s->nvalues[p] = sp_template_param(t, p)->nvalues;
+        s->choice[p] = sp_template_param(t, p)->values[0].kind == SP_VAL_STR;
         raw *= s->nvalues[p];
     }
     long long n = space->n;
@@ -129,7 +131,28 @@ static void queue_push(sp_search *s, long long i)
     s->queue[s->nqueue++] = i;
 }
 
-/* The unproposed one-parameter neighbours of `center`, in a seeded random order. */
+/* The valid configuration nearest to c (fewest parameters changed, at most `limit`) among those
+ * with parameter p at value v; -1 if none. Ties go to the first in space order. */
+static long long nearest_with(const sp_search *s, const sp_config *c, int p, int v, int limit)
+{
+    long long best = -1;
+    int best_d = limit + 1;
+    for (long long i = 0; i < s->space->n; i++) {
+        const sp_config *o = &s->space->v[i];
+        if (o->idx[p] != v) continue;
+        int d = 0;
+        for (int q = 0; q < s->nparams && d < best_d; q++) d += o->idx[q] != c->idx[q];
+        if (d < best_d) { best_d = d; best = i; }
+    }
+    return best;
+}
+
+/* The unproposed neighbours of `center`, in a seeded random order: each configuration one
+ * parameter away, and, where switching a string-valued parameter (a choice of algorithm) alone
+ * leaves the space because a constraint ties it to others (wgmma needs bk = 64, mma.sync does
+ * best at 32), the nearest valid configuration with the new value (up to 3 more parameters
+ * changed): a switch of algorithm is one step. Numeric parameters are not repaired: their
+ * neighbourhoods would grow without a new kind of kernel in them. */
 static void enqueue_neighbours(sp_search *s, long long center)
 {
     sp_config c = s->space->v[center];
@@ -140,10 +163,19 @@ static void enqueue_neighbours(sp_search *s, long long center)
             if (v == orig) continue;
             c.idx[p] = v;
             long long j = lookup(s, key_of(s, &c));
+            c.idx[p] = orig;
+            if (j < 0 && s->choice[p]) j = nearest_with(s, &c, p, v, 4);
             if (j >= 0 && !s->proposed[j]) queue_push(s, j);
         }
-        c.idx[p] = orig;
     }
+    /* a repaired neighbour may be reached from several parameters: once is enough */
+    long long kept = 0;
+    for (long long i = 0; i < s->nqueue; i++) {
+        int dup = 0;
+        for (long long k = 0; k < kept && !dup; k++) dup = s->queue[k] == s->queue[i];
+        if (!dup) s->queue[kept++] = s->queue[i];
+    }
+    s->nqueue = kept;
     for (long long i = s->nqueue - 1; i > 0; i--) {
         long long j = (long long)(xorshift(&s->rng) % (unsigned long long)(i + 1));
         long long tmp = s->queue[i]; s->queue[i] = s->queue[j]; s->queue[j] = tmp;
