@@ -1,8 +1,12 @@
--- Hopper tensor-core main loop: wgmma (sm_90a only) reading both operands from shared memory,
--- fed by a multi-stage cp.async pipeline into the 128-byte swizzled layout wgmma's descriptors
--- name. Each of `wgs` warpgroups (4 warps) computes bm/wgs rows x bn columns as bm/wgs/64
--- m64nBNk16 instructions per k16 step, issued asynchronously: the tensor cores work on k-tile
--- kt while the same warps issue the copies of k-tile kt + stages - 2.
+-- Hopper tensor-core main loop: wgmma (sm_90a only) reading both operands from shared memory in
+-- the 128-byte swizzled layout its descriptors name. Each of `wgs` warpgroups (4 warps) computes
+-- bm/wgs rows x bn columns as bm/wgs/64 m64nBNk16 instructions per k16 step, issued
+-- asynchronously. Two loaders fill the stages:
+--   load=tma:     one producer warp drives the copy engine; each stage has a `full` mbarrier (its
+--                 bytes landed) and an `empty` one (every accumulator warp retired the wgmmas that
+--                 read it); no CTA barrier in the loop (mainloop_tma);
+--   load=cpasync: every thread copies with cp.async, k-tile kt + stages - 2 while the tensor
+--                 cores work on kt, one CTA barrier per k-tile (mainloop_cpasync).
 --
 -- Same contract as lib/mma_sync.lua: acc = A[m0:m0+bm, :] * B[n0:n0+bn, :]^T, A M x K and B
 -- N x K row-major (K-major, as wgmma wants both: no transposes), tails zero-filled, element-wise
@@ -192,10 +196,9 @@ function M.tile(c, d)
         sp_wgmma_commit();]], {a_stage = d.a_stage, b_stage = d.b_stage, rows_wg = d.rows_wg, bk = M.BK, mt = d.mt, bn = c.bn})
 end
 
--- Warp-specialised: the last warp's lane 0 streams k-tiles through the copy engine, each stage
--- guarded by a `full` mbarrier (the copy's bytes landed) and an `empty` one (every accumulator
--- warp has retired the wgmmas that read it); the warpgroups never meet at a CTA barrier in the
--- loop. Each keeps one wgmma group in flight, so stage kt - 1 is released at step kt.
+-- Warp-specialised: the last warp's lane 0 streams k-tiles through the copy engine; the
+-- warpgroups never meet at a CTA barrier in the loop. Each keeps one wgmma group in flight, so
+-- stage kt - 1 is released at step kt.
 function M.mainloop_tma(c)
   local d = M.derive(c)
   return text.fill([[
