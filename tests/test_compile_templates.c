@@ -104,9 +104,37 @@ static void check_hopper_paths(void)
     }
 }
 
+/* The tensor-core tile consumer is portable (mma.sync): it must be valid and compile for sm_120 too. */
+static void check_tile_consumer(void)
+{
+    static const struct { const char *op, *shape, *config; } cases[] = {
+        {"twell-gated", "M=1000,F=1037,D=1032,T=256,S=31,nnz=40", "consumer=tile"},
+        {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40", "consumer=tile,bn=256,slots=31"},
+    };
+    static const char *targets[] = {"h100", "rtx-pro-6000"};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+        for (size_t g = 0; g < 2; g++) {
+            sp_template *t = NULL;
+            sp_gpu_profile gpu;
+            sp_problem p;
+            sp_config c;
+            int ok = 0;
+            CHECK_ST(sp_template_load(cases[i].op, &t), SPTUNE_OK);
+            if (!t) continue;
+            CHECK_ST(sp_gpu_profile_named(targets[g], &gpu), SPTUNE_OK);
+            CHECK_ST(sp_problem_parse(t, cases[i].shape, &p), SPTUNE_OK);
+            CHECK_ST(sp_config_parse(t, cases[i].config, &c), SPTUNE_OK);
+            CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
+            CHECK_MSG(ok, "%s %s not valid on %s", cases[i].op, cases[i].config, targets[g]);
+            if (ok) compile_one(t, &c, &gpu, &p);
+            sp_template_free(t);
+        }
+}
+
 int main(void)
 {
     check_hopper_paths();
+    check_tile_consumer();
     static const char *targets[] = {"h100", "rtx-pro-6000"};
     char **ops = NULL;
     int nops = 0;
