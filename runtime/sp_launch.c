@@ -90,8 +90,10 @@ static sptune_status encode_tmap(const sp_cuda_api *cu, const sp_kernel_fn *k, c
 
 static sptune_status launch_fn(const sp_cuda_api *cu, const sp_kernel_fn *k, CUstream stream, void **args)
 {
-    void *with_maps[64 + SP_MAX_TMAPS];
+    void *with_maps[64 + SP_MAX_TMAPS]; /* nargs <= 64: the template parser's limit */
     CUtensorMap maps[SP_MAX_TMAPS];
+    /* encoded at every launch: a host-side call of ~1 us, and the caller's pointers may change
+       from one launch to the next (the runtime API's do) */
     if (k->tmaps.n > 0) {
         for (int i = 0; i < k->tmaps.nargs; i++) with_maps[i] = args[i];
         for (int i = 0; i < k->tmaps.n; i++) {

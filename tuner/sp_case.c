@@ -135,6 +135,38 @@ void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t nco
     }
 }
 
+sptune_status sp_poison_bf16(CUdeviceptr out, size_t n, CUstream s)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD16Async(out, 0xffff, n, s));
+}
+
+sptune_status sp_verify_bf16(CUdeviceptr out, uint16_t *host, const float *ref, size_t rows, size_t cols,
+                             double *rel_err, char *detail, size_t len)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK || (st = SP_CU(cu->MemcpyDtoH(host, out, rows * cols * 2))) != SPTUNE_OK) return st;
+    sp_compare_bf16(host, ref, rows * cols, cols, 0, rel_err, detail, len);
+    return SPTUNE_OK;
+}
+
+sptune_status sp_fetch_f32(CUstream s, CUdeviceptr dev, float *host, size_t n)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK || (st = SP_CU(cu->StreamSynchronize(s))) != SPTUNE_OK) return st;
+    return SP_CU(cu->MemcpyDtoH(host, dev, n * 4));
+}
+
+double sp_problem_flops(const sp_problem *p, double factor, const char *a, const char *b, const char *c)
+{
+    int x = 0, y = 0, z = 0;
+    if (!sp_problem_int(p, a, &x) || !sp_problem_int(p, b, &y) || !sp_problem_int(p, c, &z)) return 0;
+    return factor * x * y * z;
+}
+
 uint64_t sp_mix64(uint64_t *state)
 {
     uint64_t z = (*state += 0x9e3779b97f4a7c15ull);

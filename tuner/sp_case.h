@@ -59,6 +59,16 @@ int sp_problem_int(const sp_problem *p, const char *name, int *out);
  * and describe the first bad element in detail. */
 void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t ncols, int relu_ref,
                      double *rel_err, char *detail, size_t len);
+/* The harnesses' shared steps. sp_poison_bf16: bf16 NaN over n elements at out (what a kernel
+ * that skips an element leaves behind). sp_verify_bf16: the bf16 output (rows x cols, device)
+ * copied into host and compared with ref as sp_compare_bf16 does. sp_fetch_f32: waits for s,
+ * then copies n fp32 from the device (a reference computed there). sp_problem_flops: factor *
+ * a * b * c of the problem's dimensions a, b, c (0 when one is missing). */
+sptune_status sp_poison_bf16(CUdeviceptr out, size_t n, CUstream s);
+sptune_status sp_verify_bf16(CUdeviceptr out, uint16_t *host, const float *ref, size_t rows, size_t cols,
+                             double *rel_err, char *detail, size_t len);
+sptune_status sp_fetch_f32(CUstream s, CUdeviceptr dev, float *host, size_t n);
+double sp_problem_flops(const sp_problem *p, double factor, const char *a, const char *b, const char *c);
 /* Spot-checks an fp32 reference C (rows x cols) of C = A * op(B) against fp64 dot products at
  * `samples` spread-out entries: A is rows x k; B is cols x k (b_kmajor) or k x cols. */
 sptune_status sp_check_reference(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,

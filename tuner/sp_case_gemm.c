@@ -60,7 +60,7 @@ static sptune_status gemm_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->N, g->K, g->A, g->B, g->Cref, 1)))
         goto fail;
-    if ((st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Cref, c * 4))))
+    if ((st = sp_fetch_f32(b->stream, g->Cref, g->hRef, c)))
         goto fail;
     /* The reference itself against fp64 on the host, at a few hundred spread-out entries. */
     if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->N, (size_t)g->K, g->hA, g->hB, 1, 256)))
@@ -78,23 +78,14 @@ static void **gemm_args(void *p) { return ((gemm_state *)p)->argv; }
 
 static sptune_status gemm_poison(void *p, CUstream s)
 {
-    const sp_cuda_api *cu;
     gemm_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
-    return SP_CU(cu->MemsetD16Async(g->C, 0xffff, (size_t)g->M * g->N, s)); /* bf16 NaN */
+    return sp_poison_bf16(g->C, (size_t)g->M * g->N, s);
 }
 
 static sptune_status gemm_verify(void *p, double *rel_err, char *detail, size_t len)
 {
-    const sp_cuda_api *cu;
     gemm_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
-    size_t c = (size_t)g->M * g->N;
-    if ((st = SP_CU(cu->MemcpyDtoH(g->hC, g->C, c * 2))) != SPTUNE_OK) return st;
-    sp_compare_bf16(g->hC, g->hRef, c, (size_t)g->N, 0, rel_err, detail, len);
-    return SPTUNE_OK;
+    return sp_verify_bf16(g->C, g->hC, g->hRef, (size_t)g->M, (size_t)g->N, rel_err, detail, len);
 }
 
 static sptune_status gemm_baseline(void *p, CUstream s)
@@ -104,12 +95,7 @@ static sptune_status gemm_baseline(void *p, CUstream s)
     return sp_cublas_gemm_nt(g->blas, g->M, g->N, g->K, g->A, g->B, g->Cbase, 0);
 }
 
-static double gemm_flops(const sp_problem *p)
-{
-    int M = 0, N = 0, K = 0;
-    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "N", &N) || !sp_problem_int(p, "K", &K)) return 0;
-    return 2.0 * M * N * K;
-}
+static double gemm_flops(const sp_problem *p) { return sp_problem_flops(p, 2.0, "M", "N", "K"); }
 
 const sp_case_ops sp_case_gemm = {
     .op = "gemm",

@@ -69,7 +69,7 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
         (st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->W, g->Href, 1)) ||
-        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Href, h * 4))))
+        (st = sp_fetch_f32(b->stream, g->Href, g->hRef, h)))
         goto fail;
     if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hW, 1, 64)))
         goto fail;
@@ -127,12 +127,7 @@ static sptune_status d2t_baseline(void *p, CUstream s)
     return sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->W, g->Cbase, 0);
 }
 
-static double d2t_flops(const sp_problem *p)
-{
-    int M = 0, D = 0, F = 0;
-    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "D", &D) || !sp_problem_int(p, "F", &F)) return 0;
-    return 2.0 * M * D * F;
-}
+static double d2t_flops(const sp_problem *p) { return sp_problem_flops(p, 2.0, "M", "D", "F"); }
 
 const sp_case_ops sp_case_twell_d2t = {
     .op = "twell-d2t",

@@ -74,20 +74,20 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream))) goto fail;
     /* gate: relu, then bf16 as the producer stores it */
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wg, g->R32, 1)) ||
-        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hR, g->R32, mf * 4))))
+        (st = sp_fetch_f32(b->stream, g->R32, g->hR, mf)))
         goto fail;
     if ((st = sp_check_reference(g->hR, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hWg, 1, 32))) goto fail;
     for (size_t i = 0; i < mf; i++) g->hG[i] = g->hR[i] > 0 ? sp_float_to_bf16(g->hR[i]) : 0;
     /* up, then H = gate (.) up, then the down projection in fp32 */
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->R32, 1)) ||
-        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hR, g->R32, mf * 4))))
+        (st = sp_fetch_f32(b->stream, g->R32, g->hR, mf)))
         goto fail;
     if ((st = sp_check_reference(g->hR, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hWu, 1, 32))) goto fail;
     for (size_t i = 0; i < mf; i++) g->hR[i] *= sp_bf16_to_float(g->hG[i]);
     for (size_t i = 0; i < fd; i++) g->hWd32[i] = sp_bf16_to_float(g->hWd[i]);
     if ((st = SP_CU(cu->MemcpyHtoD(g->R32, g->hR, mf * 4))) || (st = SP_CU(cu->MemcpyHtoD(g->Wd32, g->hWd32, fd * 4))) ||
         (st = sp_cublas_sgemm_nn(g->blas, g->M, g->D, g->F, g->R32, g->Wd32, g->Yref)) ||
-        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Yref, md * 4))))
+        (st = sp_fetch_f32(b->stream, g->Yref, g->hRef, md)))
         goto fail;
     /* the fp32 down GEMM at a few entries, in fp64 */
     uint64_t q = 0xd0e5ull;
@@ -129,31 +129,23 @@ static sptune_status ffn_prepare(void *p, CUstream s) { return sp_twell_out_rese
 
 static sptune_status ffn_poison(void *p, CUstream s)
 {
-    const sp_cuda_api *cu;
     ffn_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
-    if ((st = sp_twell_out_poison(&g->o, s)) != SPTUNE_OK) return st;
-    return SP_CU(cu->MemsetD16Async(g->Y, 0xffff, (size_t)g->M * g->D, s));
+    sptune_status st = sp_twell_out_poison(&g->o, s);
+    return st != SPTUNE_OK ? st : sp_poison_bf16(g->Y, (size_t)g->M * g->D, s);
 }
 
 static sptune_status ffn_verify(void *p, double *rel_err, char *detail, size_t len)
 {
-    const sp_cuda_api *cu;
     ffn_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
     unsigned long long used;
     int fits;
-    if ((st = sp_twell_out_used(&g->o, &used, &fits, detail, len)) != SPTUNE_OK) return st;
+    sptune_status st = sp_twell_out_used(&g->o, &used, &fits, detail, len);
+    if (st != SPTUNE_OK) return st;
     if (!fits) {
         *rel_err = INFINITY;
         return SPTUNE_OK;
     }
-    size_t md = (size_t)g->M * g->D;
-    if ((st = SP_CU(cu->MemcpyDtoH(g->hY, g->Y, md * 2))) != SPTUNE_OK) return st;
-    sp_compare_bf16(g->hY, g->hRef, md, (size_t)g->D, 0, rel_err, detail, len);
-    return SPTUNE_OK;
+    return sp_verify_bf16(g->Y, g->hY, g->hRef, (size_t)g->M, (size_t)g->D, rel_err, detail, len);
 }
 
 static sptune_status ffn_baseline(void *p, CUstream s)
@@ -168,12 +160,7 @@ static sptune_status ffn_baseline(void *p, CUstream s)
 }
 
 /* Dense-equivalent (the baseline's three GEMMs), so that TFLOP/s reads against the baseline's. */
-static double ffn_flops(const sp_problem *p)
-{
-    int M = 0, D = 0, F = 0;
-    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "D", &D) || !sp_problem_int(p, "F", &F)) return 0;
-    return 6.0 * M * D * F;
-}
+static double ffn_flops(const sp_problem *p) { return sp_problem_flops(p, 6.0, "M", "D", "F"); }
 
 const sp_case_ops sp_case_twell_ffn = {
     .op = "twell-ffn",

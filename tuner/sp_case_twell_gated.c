@@ -104,13 +104,13 @@ static sptune_status gated_create(sp_bench *b, const sp_problem *p, void **out)
     /* The reference: U in fp32, H = G (.) U on the host, then an fp32 GEMM with Wd. */
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
         (st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->U32, 1)) ||
-        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hU, g->U32, mf * 4))))
+        (st = sp_fetch_f32(b->stream, g->U32, g->hU, mf)))
         goto fail;
     for (size_t i = 0; i < mf; i++) g->hU[i] *= sp_bf16_to_float(g->hG[i]);
     for (size_t i = 0; i < fd; i++) g->hWd32[i] = sp_bf16_to_float(g->hWd[i]);
     if ((st = SP_CU(cu->MemcpyHtoD(g->U32, g->hU, mf * 4))) || (st = SP_CU(cu->MemcpyHtoD(g->Wd32, g->hWd32, fd * 4))) ||
         (st = sp_cublas_sgemm_nn(g->blas, g->M, g->D, g->F, g->U32, g->Wd32, g->Yref)) ||
-        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Yref, md * 4))))
+        (st = sp_fetch_f32(b->stream, g->Yref, g->hRef, md)))
         goto fail;
     /* Spot check of the reference in fp64: spread-out entries, the dense row among them. */
     double rms = 0;
@@ -141,22 +141,14 @@ static void **gated_args(void *p) { return ((gated_state *)p)->argv; }
 
 static sptune_status gated_poison(void *p, CUstream s)
 {
-    const sp_cuda_api *cu;
     gated_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD16Async(g->Y, 0xffff, (size_t)g->M * g->D, s));
+    return sp_poison_bf16(g->Y, (size_t)g->M * g->D, s);
 }
 
 static sptune_status gated_verify(void *p, double *rel_err, char *detail, size_t len)
 {
-    const sp_cuda_api *cu;
     gated_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
-    size_t md = (size_t)g->M * g->D;
-    if ((st = SP_CU(cu->MemcpyDtoH(g->hY, g->Y, md * 2))) != SPTUNE_OK) return st;
-    sp_compare_bf16(g->hY, g->hRef, md, (size_t)g->D, 0, rel_err, detail, len);
-    return SPTUNE_OK;
+    return sp_verify_bf16(g->Y, g->hY, g->hRef, (size_t)g->M, (size_t)g->D, rel_err, detail, len);
 }
 
 static sptune_status gated_baseline(void *p, CUstream s)
@@ -170,12 +162,7 @@ static sptune_status gated_baseline(void *p, CUstream s)
 }
 
 /* Dense-equivalent (the baseline's two GEMMs), so that TFLOP/s reads against the baseline's. */
-static double gated_flops(const sp_problem *p)
-{
-    int M = 0, F = 0, D = 0;
-    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "F", &F) || !sp_problem_int(p, "D", &D)) return 0;
-    return 4.0 * M * F * D;
-}
+static double gated_flops(const sp_problem *p) { return sp_problem_flops(p, 4.0, "M", "F", "D"); }
 
 const sp_case_ops sp_case_twell_gated = {
     .op = "twell-gated",

@@ -76,7 +76,7 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
         (st = sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->H, g->Wd, g->Yref, 1)) ||
-        (st = SP_CU(cu->StreamSynchronize(b->stream))) || (st = SP_CU(cu->MemcpyDtoH(g->hRef, g->Yref, y * 4))))
+        (st = sp_fetch_f32(b->stream, g->Yref, g->hRef, y)))
         goto fail;
     if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->D, (size_t)g->F, g->hH, g->hW, 0, 64)))
         goto fail;
@@ -93,22 +93,14 @@ static void **t2d_args(void *p) { return ((t2d_state *)p)->argv; }
 
 static sptune_status t2d_poison(void *p, CUstream s)
 {
-    const sp_cuda_api *cu;
     t2d_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    return st != SPTUNE_OK ? st : SP_CU(cu->MemsetD16Async(g->Y, 0xffff, (size_t)g->M * g->D, s));
+    return sp_poison_bf16(g->Y, (size_t)g->M * g->D, s);
 }
 
 static sptune_status t2d_verify(void *p, double *rel_err, char *detail, size_t len)
 {
-    const sp_cuda_api *cu;
     t2d_state *g = p;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
-    size_t y = (size_t)g->M * g->D;
-    if ((st = SP_CU(cu->MemcpyDtoH(g->hY, g->Y, y * 2))) != SPTUNE_OK) return st;
-    sp_compare_bf16(g->hY, g->hRef, y, (size_t)g->D, 0, rel_err, detail, len);
-    return SPTUNE_OK;
+    return sp_verify_bf16(g->Y, g->hY, g->hRef, (size_t)g->M, (size_t)g->D, rel_err, detail, len);
 }
 
 static sptune_status t2d_baseline(void *p, CUstream s)
@@ -119,12 +111,7 @@ static sptune_status t2d_baseline(void *p, CUstream s)
 }
 
 /* Dense-equivalent, so that TFLOP/s reads against the baseline's. */
-static double t2d_flops(const sp_problem *p)
-{
-    int M = 0, F = 0, D = 0;
-    if (!sp_problem_int(p, "M", &M) || !sp_problem_int(p, "F", &F) || !sp_problem_int(p, "D", &D)) return 0;
-    return 2.0 * M * F * D;
-}
+static double t2d_flops(const sp_problem *p) { return sp_problem_flops(p, 2.0, "M", "F", "D"); }
 
 const sp_case_ops sp_case_twell_t2d = {
     .op = "twell-t2d",

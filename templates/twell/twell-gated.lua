@@ -15,6 +15,13 @@ for _, src in ipairs({row.params, row.gated_params}) do
   for _, p in ipairs(src) do params[#params + 1] = p end
 end
 
+local constraints = {row.constraints[1]}
+for _, k in ipairs(tile.constraints(row.params, function(c, p) return p.T end)) do constraints[#constraints + 1] = k end
+constraints[#constraints + 1] = {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
+  return p == nil or (p.T >= 2 and p.T <= 65536 and p.S >= 1 and p.S <= p.T) end}
+constraints[#constraints + 1] = {why = "the rows (fp32 output per warp, bf16 x per row) fit in shared memory",
+  check = function(c, gpu, p) return p == nil or c.consumer == "tile" or row.smem(c, p.D, true) <= gpu.smem_per_block end}
+
 local function kernel_name(c)
   return text.ident("sp_twell_gated", c, {"consumer", "warps", "split", "unroll", "ldg", "dots", "dunroll"})
 end
@@ -22,19 +29,11 @@ end
 return {
   name = "twell-gated",
   family = "twell",
-  description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only, one warp per row on CUDA cores",
+  description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only: one warp per row on CUDA cores, or token tiles on tensor cores",
   args = "const u32 *packed, const u32 *pool, const bf16 *X (M x D), const bf16 *Wu (F x D), const bf16 *Wd (F x D), bf16 *Y (M x D), int M, int F, int D, int T, int S",
   dims = {"M", "F", "D", "T", "S", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with
   params = params,
-  constraints = {
-    row.constraints[1],
-    tile.constraints(row.params, function(c, p) return p.T end)[1],
-    tile.constraints(row.params, function(c, p) return p.T end)[2],
-    {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
-      return p == nil or (p.T >= 2 and p.T <= 65536 and p.S >= 1 and p.S <= p.T) end},
-    {why = "the rows (fp32 output per warp, bf16 x per row) fit in shared memory", check = function(c, gpu, p)
-      return p == nil or c.consumer == "tile" or row.smem(c, p.D, true) <= gpu.smem_per_block end},
-  },
+  constraints = constraints,
 
   kernel = function(c, gpu) return kernel_name(c) end,
 
