@@ -42,10 +42,15 @@ function M.fits(p, T, gpu)
 end
 
 -- Constraints for a template offering both consumers; T(c, p) gives the tile width. The row
--- consumer's parameters stay at their defaults with consumer=tile (one kernel per config).
+-- consumer's parameters (row_params and the gated ones: dots, dunroll) stay at their defaults with
+-- consumer=tile (one kernel per config).
 function M.constraints(row_params, T)
   local defaults = {}
-  for _, p in ipairs(row_params) do defaults[p.name] = p.default end
+  for _, list in ipairs({row_params, row.gated_params}) do
+    for _, p in ipairs(list) do
+      if p.name ~= "consumer" then defaults[p.name] = p.default end
+    end
+  end
   return {
     {why = "consumer=tile: the row consumer's parameters stay at their defaults", check = function(c)
       if c.consumer ~= "tile" then return true end
