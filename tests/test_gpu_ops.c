@@ -27,15 +27,10 @@ static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8", NULL};
 /* The gated consumers' wider dot products (8 Wu rows in flight, the sweep over D unrolled), with
  * and without split rows; every shape, D % 8 != 0 (element-wise path) included; and the
- * tensor-core tile consumer (where D % 8 == 0 and D <= 2048), after either producer; and the row
- * consumer on tensor cores (fma=mma, fma=down; D % 8 != 0 takes its CUDA-core path), split and
- * unsplit (twell-ffn's space keeps CUDA cores: these are skipped there). */
+ * tensor-core tile consumer (where D % 8 == 0 and D <= 2048), after either producer. */
 static const char *const gated_configs[] = {
     "warps=8,split=1,unroll=4,dots=8,dunroll=2", "warps=4,split=2,unroll=2,dots=8,dunroll=1",
-    "warps=16,split=8,unroll=4,dots=4,dunroll=2", "consumer=tile",
-    "warps=16,split=1,unroll=1,fma=mma", "warps=8,split=2,unroll=2,fma=mma", "warps=16,split=1,unroll=2,fma=down,dots=8", NULL};
-/* twell-t2d's down product on tensor cores. */
-static const char *const t2d_configs[] = {"warps=16,split=1,unroll=1,fma=mma", "warps=4,split=4,unroll=2,fma=mma", NULL};
+    "warps=16,split=8,unroll=4,dots=4,dunroll=2", "consumer=tile", NULL};
 /* twell-ffn: the tile consumer after the Hopper producer, few slots (pool overflow). */
 static const char *const ffn_tile_configs[] = {
     "consumer=tile,mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=7", NULL};
@@ -58,7 +53,7 @@ static const op_cases cases[] = {
                    "M=128,D=256,F=1000,nnz=100", NULL, NULL}, {wgmma_configs, wgmma_d2t_configs, NULL}},
     {"twell-t2d", {"M=300,F=1000,D=200,T=256,S=31,nnz=20", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                    "M=256,F=5632,D=2048,T=256,S=31,nnz=40", "M=200,F=1000,D=256,T=64,S=15,nnz=100",
-                   "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}, {t2d_configs, NULL, NULL}},
+                   "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}, {NULL, NULL, NULL}},
     {"twell-gated", {"M=300,F=1000,D=200,T=256,S=31,nnz=100", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                      "M=256,F=5632,D=2048,T=128,S=31,nnz=40", "M=512,F=5632,D=2048,T=256,S=15,nnz=17",
                      "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}, {gated_configs, NULL, NULL}},

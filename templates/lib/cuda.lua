@@ -44,11 +44,6 @@ __device__ __forceinline__ void sp_mma_bf16_16816(float *d, const sp_u32 *a, con
         : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
         : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
-__device__ __forceinline__ void sp_mma4(float *d, sp_u32 a0, sp_u32 a1, sp_u32 a2, sp_u32 a3, sp_u32 b0, sp_u32 b1)
-{
-    const sp_u32 a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
-    sp_mma_bf16_16816(d, a, b);
-}
 /* Round to nearest even; lo lands in the low half-word (the lower address). */
 __device__ __forceinline__ sp_u32 sp_pack_bf16x2(float lo, float hi)
 {

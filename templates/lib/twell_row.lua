@@ -11,9 +11,6 @@
 --   down:  the output row, kept as fp32 in shared memory, gets sum_k h_k * Wd[col_k], swept in
 --          chunks of 256*unroll columns held in registers, the batch's entries broadcast by
 --          shuffles and their Wd rows gathered with 16-byte loads.
---   fma=mma: the same two products on tensor cores (mma.sync, see sp_twell_dots_mma and
---          sp_twell_down_mma): ~70 instructions per entry instead of ~500, same bytes;
---   fma=down: the down product on tensor cores, the dot products on CUDA cores.
 -- Any D: a D % 8 != 0 or unaligned pointer takes element-wise loops (correct, slower).
 local text = require("lib.text")
 
@@ -34,8 +31,6 @@ M.params = {
    doc = "16-byte Wd loads in flight per lane and entry: output swept in chunks of 256*unroll columns"},
   {name = "ldg", values = {"nc", "plain"}, default = "nc",
    doc = "weight loads through the read-only path (ld.global.nc) or plain loads"},
-  {name = "fma", values = {"cuda", "mma", "down"}, default = "cuda",
-   doc = "multiply-adds on CUDA cores, on tensor cores (mma: mma.sync, weight rows loaded straight into fragments; unroll <= 2: 64*unroll output columns per pass), or tensor cores for the down product only (down)"},
 }
 -- The gated consumers' own parameters (after M.params).
 M.gated_params = {
@@ -49,16 +44,6 @@ M.gated_params = {
 
 M.constraints = {
   {why = "split divides the CTA's warps", check = function(c) return c.split <= c.warps and c.warps % c.split == 0 end},
-  {why = "fma=mma or down: unroll <= 2 (the accumulators); fma=mma: the CUDA-core dot parameters (dots, dunroll) at their defaults",
-   check = function(c)
-     if c.fma == "cuda" then return true end
-     if c.unroll > 2 then return false, "unroll" end
-     if c.fma == "down" then return true end
-     for _, q in ipairs(M.gated_params) do
-       if q.name ~= "consumer" and c[q.name] ~= nil and c[q.name] ~= q.default then return false, q.name end
-     end
-     return true
-   end},
 }
 function M.launch(c, p, gated)
   local rows = c.warps // c.split
@@ -71,170 +56,10 @@ local function load16(ldg, dst, src)
           '.y), "=r"(' .. dst .. '.z), "=r"(' .. dst .. '.w) : "l"(' .. src .. '));')
 end
 
--- fma=mma: the two products on tensor cores, fma=down: the down product only (vec only; the
--- element-wise paths stay on CUDA cores).
--- mma.sync m16n8k16 sums over k, so any one-to-one map of k slots to columns of D (up) or to
--- entries (down) serves if A and B share it; the maps below let each lane fill its fragments
--- straight from 16-byte loads of weight rows, with no shared-memory staging.
-local mma_device = [[
-__device__ __forceinline__ sp_u32 sp_word(const sp_u32x4 &v, int i)
-{
-    return i == 0 ? v.x : i == 1 ? v.y : i == 2 ? v.z : v.w;
-}
-
-/* Every load below is unconditional (a branch around each would serialize them): entries past
- * cnt read entry 0's row (in bounds, its bytes already on the way) and are dropped (up) or
- * multiplied by h = 0 (down); columns past D read the row's last 8 (in bounds) and meet x = 0
- * (up) or land in output columns that are never stored (down). */
-
-/* up, G groups of 16 entries: acc[j] += Wu[entries 16j..16j+15] x (all columns of B equal x).
- * Per 32 columns of D, lane (g, q) loads columns 8q..8q+7 of rows g and g+8 of each group:
- * k slots 2q+c <-> column 8q+c, 2q+8+c <-> 8q+2+c in the first mma, 8q+4+c, 8q+6+c in the
- * second. 8 / G steps (16 loads per lane) in flight: a batch of up to 16 entries sweeps twice the
- * columns per round trip. */
-template <int G>
-__device__ __forceinline__ void sp_twell_dots_sweep(const sp_bf16 *xs, const sp_bf16 *const *w, int D, int q,
-                                                    float (*acc)[4])
-{
-    const sp_u32x4 z = {0u, 0u, 0u, 0u};
-    constexpr int S = 8 / G;
-    for (int k = 0; k < D; k += 32 * S) {
-        sp_u32x4 a[S][2 * G];
-        #pragma unroll
-        for (int s = 0; s < S; ++s) {
-            const int kk = min(k + 32 * s, D - 8 - 8 * q);
-            #pragma unroll
-            for (int r = 0; r < 2 * G; ++r) a[s][r] = sp_ld16(w[r] + kk);
-        }
-        #pragma unroll
-        for (int s = 0; s < S; ++s) {
-            const int kk = k + 32 * s + 8 * q;
-            const sp_u32x4 x = kk < D ? *(const sp_u32x4 *)(xs + kk) : z;
-            #pragma unroll
-            for (int j = 0; j < G; ++j) {
-                sp_mma4(acc[j], a[s][2 * j].x, a[s][2 * j + 1].x, a[s][2 * j].y, a[s][2 * j + 1].y, x.x, x.y);
-                sp_mma4(acc[j], a[s][2 * j].z, a[s][2 * j + 1].z, a[s][2 * j].w, a[s][2 * j + 1].w, x.z, x.w);
-            }
-        }
-    }
-}
-
-/* Lane k of the batch (k < cnt) gets dot(xs, Wu[col_k]); the others get 0. C = A B with A = the
- * batch's Wu rows (m: entries), B = x in every column, so entry e's dot is in lane 4 * (e % 8). */
-__device__ __forceinline__ float sp_twell_dots_mma(const sp_bf16 *xs, const sp_bf16 *__restrict__ Wu, int D, int col,
-                                                   int cnt, int lane)
-{
-    const int g = lane >> 2, q = lane & 3;
-    const int c0 = __shfl_sync(SP_FULL, col, 0);
-    const sp_bf16 *w[4];
-    #pragma unroll
-    for (int r = 0; r < 4; ++r) {
-        const int e = g + 8 * r, c = __shfl_sync(SP_FULL, col, e);
-        w[r] = Wu + (size_t)(e < cnt ? c : c0) * D + 8 * q;
-    }
-    float acc[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-    if (cnt > 16) sp_twell_dots_sweep<2>(xs, w, D, q, acc);
-    else sp_twell_dots_sweep<1>(xs, w, D, q, acc);
-    const int from = (lane & 7) * 4;
-    const float v00 = __shfl_sync(SP_FULL, acc[0][0], from), v02 = __shfl_sync(SP_FULL, acc[0][2], from);
-    const float v10 = __shfl_sync(SP_FULL, acc[1][0], from), v12 = __shfl_sync(SP_FULL, acc[1][2], from);
-    const float v = lane < 8 ? v00 : lane < 16 ? v02 : lane < 24 ? v10 : v12;
-    return lane < cnt ? v : 0.0f;
-}
-
-/* down, G groups of 16 entries: acc += Wd[entries]^T h, 64 * U output columns per round trip
- * (U = unroll * 2 / G: a batch of up to 16 entries sweeps twice the columns).
- * A = Wd^T: in mma i of a 64-column block, row m = g is output column 8g + i and m = g + 8
- * column 8g + 4 + i, so lane (g, q) loads columns 8g..8g+7 of the rows of entries 2q, 2q+1,
- * 2q+8, 2q+9 of each group (k slots; a warp's load covers 4 rows x 128 contiguous bytes) and
- * pairs them by entry with byte permutes. All of a round trip's loads are issued first. The
- * contribution is C's column 0 + column 1 (h's two terms), in lanes q = 0. */
-template <int G>
-__device__ __forceinline__ void sp_twell_down_sweep(float *acc, const sp_bf16 *const (*w)[4], const sp_u32 (*b)[2],
-                                                    int D, int g, int q)
-{
-    constexpr int U = ${unroll} * 2 / G;
-    for (int dc = 0; dc < D; dc += 64 * U) {
-        sp_u32x4 L[G][U][4];
-        #pragma unroll
-        for (int j = 0; j < G; ++j)
-            #pragma unroll
-            for (int u = 0; u < U; ++u)
-                #pragma unroll
-                for (int r = 0; r < 4; ++r) L[j][u][r] = sp_ld16(w[j][r] + min(dc + u * 64, D - 8 - 8 * g));
-        float c[U][4][4];
-        #pragma unroll
-        for (int u = 0; u < U; ++u)
-            #pragma unroll
-            for (int i = 0; i < 4; ++i) c[u][i][0] = c[u][i][1] = c[u][i][2] = c[u][i][3] = 0.0f;
-        #pragma unroll
-        for (int j = 0; j < G; ++j)
-            #pragma unroll
-            for (int u = 0; u < U; ++u)
-                #pragma unroll
-                for (int i = 0; i < 4; ++i) {
-                    const sp_u32 s = (i & 1) ? 0x7632u : 0x5410u;
-                    const int lo = i >> 1, hi = 2 + (i >> 1);
-                    sp_mma4(c[u][i],
-                            __byte_perm(sp_word(L[j][u][0], lo), sp_word(L[j][u][1], lo), s),
-                            __byte_perm(sp_word(L[j][u][0], hi), sp_word(L[j][u][1], hi), s),
-                            __byte_perm(sp_word(L[j][u][2], lo), sp_word(L[j][u][3], lo), s),
-                            __byte_perm(sp_word(L[j][u][2], hi), sp_word(L[j][u][3], hi), s),
-                            b[j][0], b[j][1]);
-                }
-        if (q == 0) {
-            #pragma unroll
-            for (int u = 0; u < U; ++u) {
-                const int d = dc + u * 64 + 8 * g;
-                if (d < D) {
-                    sp_f32x4 *o = (sp_f32x4 *)(acc + d);
-                    sp_f32x4 lo = o[0], hi = o[1];
-                    lo.x += c[u][0][0] + c[u][0][1]; lo.y += c[u][1][0] + c[u][1][1];
-                    lo.z += c[u][2][0] + c[u][2][1]; lo.w += c[u][3][0] + c[u][3][1];
-                    hi.x += c[u][0][2] + c[u][0][3]; hi.y += c[u][1][2] + c[u][1][3];
-                    hi.z += c[u][2][2] + c[u][2][3]; hi.w += c[u][3][2] + c[u][3][3];
-                    o[0] = lo;
-                    o[1] = hi;
-                }
-            }
-        }
-    }
-}
-
-/* acc (the fp32 output row in shared memory) += sum over the batch's cnt entries of h_k * Wd[col_k].
- * B = h in two columns, its bf16 rounding and the remainder (h keeps fp32-like precision). */
-__device__ __forceinline__ void sp_twell_down_mma(float *acc, const sp_bf16 *__restrict__ Wd, int D, int col, float h,
-                                                  int cnt, int lane)
-{
-    const int g = lane >> 2, q = lane & 3;
-    const int c0 = __shfl_sync(SP_FULL, col, 0);
-    const sp_bf16 *w[2][4];
-    sp_u32 b[2][2];
-    #pragma unroll
-    for (int j = 0; j < 2; ++j) {
-        float hv[4];
-        #pragma unroll
-        for (int r = 0; r < 4; ++r) {
-            const int e = 16 * j + 2 * q + (r & 1) + 8 * (r >> 1), c = __shfl_sync(SP_FULL, col, e);
-            hv[r] = __shfl_sync(SP_FULL, h, e);   /* 0 past cnt */
-            w[j][r] = Wd + (size_t)(e < cnt ? c : c0) * D + 8 * g;
-        }
-        #pragma unroll
-        for (int p = 0; p < 2; ++p) {
-            const sp_u32 hi = sp_pack_bf16x2(hv[2 * p], hv[2 * p + 1]);
-            const sp_u32 lo = sp_pack_bf16x2(hv[2 * p] - __uint_as_float(hi << 16),
-                                             hv[2 * p + 1] - __uint_as_float(hi & 0xffff0000u));
-            b[j][p] = g == 0 ? hi : g == 1 ? lo : 0u;
-        }
-    }
-    if (cnt > 16) sp_twell_down_sweep<2>(acc, w, b, D, g, q);
-    else sp_twell_down_sweep<1>(acc, w, b, D, g, q);
-}
-]]
-
 -- The device functions (emitted once per kernel source).
 function M.device(c)
   return text.fill([[
+/* 16-byte aligned, so that a load of x through it is one 128-bit shared-memory access */
 struct __align__(16) sp_u32x4 { sp_u32 x, y, z, w; };
 struct __align__(16) sp_f32x4 { float x, y, z, w; };
 #define SP_FULL 0xffffffffu
@@ -417,7 +242,6 @@ __device__ __forceinline__ void sp_twell_down(float *acc, const sp_bf16 *__restr
     }
 }
 ]], {load = load16(c.ldg, "q", "src"), unroll = c.unroll, dots = c.dots or 4, dunroll = c.dunroll or 1})
-  .. (c.fma ~= "cuda" and text.fill(mma_device, {unroll = c.unroll}) or "")
 end
 
 -- The kernel: `split` warps per token row (c.warps / c.split rows per CTA). Each warp of a row
@@ -476,7 +300,7 @@ ${xstage}
                 if (pick >= all) { col = 0; h = 0.0f; }
                 if (cnt == 0) continue;
 ${gate}
-${down}
+                sp_twell_down(acc, Wd, D, vec, col, h, cnt, lane);
             }
         }
     }
@@ -502,14 +326,7 @@ ${down}
     if (row < M)
         for (int d = part * 32 + lane; d < D; d += 32 * ${split}) xs[d] = X[(size_t)row * D + d];]],
        {warps = c.warps, split = c.split}) or "",
-     gate = not gated and "" or c.fma == "mma"
-       and "                h *= vec ? sp_twell_dots_mma(xs, Wu, D, col, cnt, lane) : sp_twell_dots(xs, Wu, D, vec, col, cnt, lane);"
-       or "                h *= sp_twell_dots(xs, Wu, D, vec, col, cnt, lane);",
-     down = c.fma ~= "cuda"
-       and [[
-                if (vec) sp_twell_down_mma(acc, Wd, D, col, h, cnt, lane);
-                else sp_twell_down(acc, Wd, D, vec, col, h, cnt, lane);]]
-       or "                sp_twell_down(acc, Wd, D, vec, col, h, cnt, lane);"})
+     gate = gated and "                h *= sp_twell_dots(xs, Wu, D, vec, col, cnt, lane);" or ""})
 end
 
 return M

@@ -80,6 +80,11 @@ __device__ __forceinline__ sp_u32x4 sp_tile_ld8(const sp_bf16 *src, int n, bool 
     const sp_u32x4 q = {w[0], w[1], w[2], w[3]};
     return q;
 }
+__device__ __forceinline__ void sp_mma4(float *d, sp_u32 a0, sp_u32 a1, sp_u32 a2, sp_u32 a3, sp_u32 b0, sp_u32 b1)
+{
+    const sp_u32 a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
+    sp_mma_bf16_16816(d, a, b);
+}
 ]]
 end
 

@@ -15,12 +15,11 @@ local tile = require("lib.twell_tile")
 
 -- The producer's and consumer's parameters, each narrowed to the values that pay on the
 -- shapes of FFN layers (the full producer space is twell-d2t's), so that the joint space stays
--- searchable. fma: the row consumer on tensor cores (twell-gated's space has it) lost by 20-25 %
--- at the benchmark layers on the H200 (bench/RESULTS.md), so the layer keeps CUDA cores.
+-- searchable.
 local keep = {
   mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"}, epi = {"inline", "overlap"}, bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
-  warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {1, 2, 4}, ldg = {"nc"}, dots = {4, 8}, dunroll = {1, 2}, consumer = {"row", "tile"}, fma = {"cuda"},
+  warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {4, 8}, dunroll = {1, 2}, consumer = {"row", "tile"},
 }
 local params = {}
 for _, src in ipairs({produce.params, row.params, row.gated_params}) do

@@ -1,4 +1,4 @@
--- twell-t2d: TwELL-packed activations times W_down -> dense output, on CUDA or tensor cores.
+-- twell-t2d: TwELL-packed activations times W_down -> dense output, on CUDA cores.
 -- Y (M x D, bf16) = H (M x F, TwELL-packed, tile T, S slots, overflow pool) * Wd, where Wd is
 -- stored F x D row-major (row j is what neuron j adds to the output). One warp per token row,
 -- gathering the Wd rows of the row's entries with 16-byte loads into fp32 accumulators; any D.
@@ -12,7 +12,7 @@ local cuda = require("lib.cuda")
 local row = require("lib.twell_row")
 
 local function kernel_name(c)
-  return text.ident("sp_twell_t2d", c, {"decode", "warps", "split", "unroll", "ldg", "fma"})
+  return text.ident("sp_twell_t2d", c, {"decode", "warps", "split", "unroll", "ldg"})
 end
 
 return {
@@ -29,9 +29,7 @@ return {
   end)(),
   constraints = {
     row.constraints[1],
-    row.constraints[2],
-    {why = "the walk decoder has one warp per row, on CUDA cores", check = function(c)
-      return c.decode ~= "walk" or (c.split == 1 and c.fma == "cuda") end},
+    {why = "the walk decoder has one warp per row", check = function(c) return c.decode ~= "walk" or c.split == 1 end},
     {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
       return p == nil or (p.T >= 2 and p.T <= 65536 and p.S >= 1 and p.S <= p.T) end},
     {why = "the output rows fit in shared memory", check = function(c, gpu, p)
