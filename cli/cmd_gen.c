@@ -38,20 +38,20 @@ int cmd_ops(cli_cmd *cmd, int npos, char **pos)
     return rc;
 }
 
-/* What space, gen and compile start with: the target, the template and the optional --shape
- * (*p is NULL without it). On failure nothing is left to free. */
 /* One kernel's launch as a comment: geometry, and the tensor maps the launcher adds. */
-static void print_launch(const char *what, const char *kernel, const unsigned grid[3], const unsigned block[3],
-                         unsigned smem, const sp_tmaps *tm)
+static void print_launch(const char *what, const sp_kernel_stage *k)
 {
-    printf("/* %s %s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory */\n", what, kernel,
-           grid[0], grid[1], grid[2], block[0], block[1], block[2], smem);
+    const sp_tmaps *tm = &k->tmaps;
+    printf("/* %s %s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory */\n", what, k->kernel,
+           k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->smem);
     for (int i = 0; i < tm->n; i++)
         printf("/*   + tensor map %d (parameter %d): argument %d, %llu x %llu bf16, boxes of %u x %u, %u-byte swizzle */\n",
                i, tm->nargs + i, tm->v[i].arg, tm->v[i].rows, tm->v[i].cols, tm->v[i].box_rows, tm->v[i].box_cols,
                tm->v[i].swizzle);
 }
 
+/* What space, gen and compile start with: the target, the template and the optional --shape
+ * (*p is NULL without it). On failure nothing is left to free. */
 static int setup(cli_cmd *cmd, const char *op, sp_gpu_profile *gpu, sp_template **t, sp_problem *prob,
                  const sp_problem **p)
 {
@@ -118,9 +118,7 @@ int cmd_gen(cli_cmd *cmd, int npos, char **pos)
     fputs(k.source, stdout);
     if (p) {
         /* How it is launched for this problem (a pipeline lists its kernels in order). */
-        print_launch("launch", k.kernel, k.grid, k.block, k.smem, &k.tmaps);
-        for (int i = 0; i < k.nthen; i++)
-            print_launch("then", k.then[i].kernel, k.then[i].grid, k.then[i].block, k.then[i].smem, &k.then[i].tmaps);
+        for (int i = 0; i < k.nkernels; i++) print_launch(i ? "then" : "launch", &k.stage[i]);
     }
     sp_kernel_src_free(&k);
     sp_template_free(t);
@@ -167,7 +165,7 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
             failed++;
         } else {
             char dyn[16] = "-"; /* the launch geometry needs a problem (--shape) */
-            if (p) snprintf(dyn, sizeof dyn, "%u", k.smem);
+            if (p) snprintf(dyn, sizeof dyn, "%u", k.stage[0].smem);
             printf("%-5lld %-6s %5d %7d %6s %6d %6d  %s\n", i + 1, cub.from_cache ? "cached" : "ok",
                    cub.res.registers, cub.res.smem_static, dyn, cub.res.local_bytes,
                    cub.res.spill_stores + cub.res.spill_loads, text ? text : "?");

@@ -97,9 +97,9 @@ typedef int (*sp_space_cb)(const sp_config *c, void *ud);
 sptune_status sp_template_space(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *problem,
                                 sp_space_cb cb, void *ud, long long *count);
 
-/* A kernel of a rendered source after the first (templates whose op is a pipeline of kernels,
- * launched in order on one stream with one argument list). */
-#define SP_MAX_THEN 3
+/* Kernels of one rendered source: most templates have one; an op that is a pipeline of kernels
+ * has them launched in order on one stream with one argument list. */
+#define SP_MAX_KERNELS 4
 
 /* Tensor maps (TMA descriptors, sm_90+) the launcher encodes for a kernel at each launch and
  * passes after its nargs ordinary arguments, in order, as 128-byte __grid_constant__ parameters:
@@ -119,22 +119,19 @@ typedef struct sp_tmaps {
     sp_tmap_spec v[SP_MAX_TMAPS];
 } sp_tmaps;
 
+/* One kernel of a rendered source and how to launch it for the given problem. */
 typedef struct sp_kernel_stage {
-    char kernel[128];
-    unsigned grid[3], block[3], cluster[3];
-    unsigned smem;
-    sp_tmaps tmaps;
-} sp_kernel_stage;
-
-/* One rendered kernel: the source and how to launch it for the given problem. */
-typedef struct sp_kernel_src {
-    char *source;           /* CUDA C */
     char kernel[128];       /* entry point name (extern "C") */
     unsigned grid[3], block[3], cluster[3];
     unsigned smem;          /* dynamic shared memory, bytes */
     sp_tmaps tmaps;
-    int nthen;              /* kernels launched after this one (0 for most templates) */
-    sp_kernel_stage then[SP_MAX_THEN];
+} sp_kernel_stage;
+
+/* A rendered source: the CUDA C and its kernels, launched in order. */
+typedef struct sp_kernel_src {
+    char *source;           /* CUDA C */
+    int nkernels;           /* 1 for most templates */
+    sp_kernel_stage stage[SP_MAX_KERNELS];
     char **options;         /* extra NVRTC options from the template; NULL-terminated */
     int noptions;
 } sp_kernel_src;

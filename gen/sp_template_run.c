@@ -428,11 +428,10 @@ static int run_emit(lua_State *L)
     int nk = 1, list = lua_istable(L, -1);
     if (list) {
         nk = (int)lua_rawlen(L, -1);
-        if (nk < 1 || nk > 1 + SP_MAX_THEN)
-            sp_sandbox_error(L, "%s: kernel returned a list of %d names (1 to %d)", t->path, nk, 1 + SP_MAX_THEN);
+        if (nk < 1 || nk > SP_MAX_KERNELS)
+            sp_sandbox_error(L, "%s: kernel returned a list of %d names (1 to %d)", t->path, nk, SP_MAX_KERNELS);
     }
-    sp_kernel_stage st[1 + SP_MAX_THEN];
-    memset(st, 0, sizeof st);
+    sp_kernel_stage *st = out->stage; /* zeroed: no problem, no geometry */
     for (int i = 0; i < nk; i++) {
         size_t n = 0;
         if (list) lua_rawgeti(L, -1, i + 1);
@@ -469,14 +468,7 @@ static int run_emit(lua_State *L)
         }
         lua_pop(L, 1);
     }
-    memcpy(out->kernel, st[0].kernel, sizeof out->kernel);
-    memcpy(out->grid, st[0].grid, sizeof out->grid);
-    memcpy(out->block, st[0].block, sizeof out->block);
-    memcpy(out->cluster, st[0].cluster, sizeof out->cluster);
-    out->smem = st[0].smem;
-    out->tmaps = st[0].tmaps;
-    out->nthen = nk - 1;
-    for (int i = 1; i < nk; i++) out->then[i - 1] = st[i];
+    out->nkernels = nk;
 
     x->stage = "emit";
     lua_rawgeti(L, T, SP_T_EMIT);
@@ -550,12 +542,6 @@ sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_
     if (oom) {
         sp_kernel_src_free(out);
         return sp_fail(SPTUNE_ERR_NOMEM, "out of memory rendering %s", t->path);
-    }
-    if (!problem) {
-        memset(out->grid, 0, sizeof out->grid);
-        memset(out->block, 0, sizeof out->block);
-        memset(out->cluster, 0, sizeof out->cluster);
-        out->smem = 0;
     }
     return SPTUNE_OK;
 }

@@ -9,17 +9,13 @@
 
 typedef struct sp_kernel_fn {
     CUfunction fn;
-    char name[128];
-    unsigned grid[3], block[3], cluster[3];
-    unsigned smem;
-    sp_tmaps tmaps;
+    sp_kernel_stage at;                 /* its name and geometry */
 } sp_kernel_fn;
 
 typedef struct sp_kernel {
     CUmodule module;
-    sp_kernel_fn head;                  /* the first kernel */
-    int nthen;                          /* further kernels of a pipeline, launched after this one */
-    sp_kernel_fn then[SP_MAX_THEN];
+    int n;                              /* kernels, launched in order (a pipeline has several) */
+    sp_kernel_fn fn[SP_MAX_KERNELS];
 } sp_kernel;
 
 /* Renders configuration c and compiles it through the cache (may be NULL). On success src and cub
@@ -28,7 +24,7 @@ typedef struct sp_kernel {
 sptune_status sp_variant_build(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu, const sp_problem *p,
                                sp_cache *cache, sp_kernel_src *src, sp_cubin *cub);
 
-/* Loads cubin, finds src->kernel and raises its dynamic shared-memory limit to src->smem. */
+/* Loads cubin, finds src's kernels and raises their dynamic shared-memory limits as needed. */
 sptune_status sp_kernel_load(const sp_cubin *cubin, const sp_kernel_src *src, sp_kernel *out);
 /* Launches with the geometry of the rendered source (every kernel of a pipeline, in order, with
  * the same args); args as for cuLaunchKernel. A kernel that takes tensor maps gets them encoded

@@ -38,7 +38,6 @@ sptune_status sp_twell_pack(const sp_twell_shape *s, const uint16_t *h, uint32_t
         return sp_fail(SPTUNE_ERR_INVALID, "TwELL pack: missing buffer");
     const int64_t ntiles = sp_twell_ntiles(s), W = s->slots + 1;
     memset(stats, 0, sizeof *stats);
-    int64_t used = 0;
     for (int64_t r = 0; r < s->rows; r++) {
         const uint16_t *row = h + r * s->cols;
         int row_nz = 0;
@@ -52,17 +51,16 @@ sptune_status sp_twell_pack(const sp_twell_shape *s, const uint16_t *h, uint32_t
             stats->nonzeros += n;
             uint32_t *dst = w + 1;
             if (n > s->slots) {
+                const int64_t at = stats->pool_needed; /* pool words before this tile */
                 stats->overflow_tiles++;
                 stats->pool_needed += n + 1;
-                if (used + n + 1 > pool_capacity || used > (int64_t)0x7fffffff) {
-                    used += n + 1; /* counted, not written: the caller retries with more */
-                    w[0] = SP_TWELL_OVERFLOW;
+                if (at + n + 1 > pool_capacity || at > (int64_t)0x7fffffff) {
+                    w[0] = SP_TWELL_OVERFLOW; /* counted, not written: the caller retries with more */
                     continue;
                 }
-                w[0] = SP_TWELL_OVERFLOW | (uint32_t)used;
-                pool[used] = (uint32_t)n;
-                dst = pool + used + 1;
-                used += n + 1;
+                w[0] = SP_TWELL_OVERFLOW | (uint32_t)at;
+                pool[at] = (uint32_t)n;
+                dst = pool + at + 1;
             } else {
                 w[0] = (uint32_t)n;
             }

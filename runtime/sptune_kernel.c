@@ -273,18 +273,17 @@ sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail)
     return k ? k->origin : SPTUNE_ORIGIN_DEFAULT;
 }
 
-int sptune_kernel_count(const sptune_kernel *k) { return k ? 1 + k->src.nthen : 0; }
+int sptune_kernel_count(const sptune_kernel *k) { return k ? k->src.nkernels : 0; }
 
 sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
                                      unsigned *smem_bytes)
 {
-    if (!k || index < 0 || index > k->src.nthen)
+    if (!k || index < 0 || index >= k->src.nkernels)
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_geometry: no kernel %d", index);
-    const unsigned *g = index ? k->src.then[index - 1].grid : k->src.grid;
-    const unsigned *b = index ? k->src.then[index - 1].block : k->src.block;
-    if (grid) memcpy(grid, g, 3 * sizeof *grid);
-    if (block) memcpy(block, b, 3 * sizeof *block);
-    if (smem_bytes) *smem_bytes = index ? k->src.then[index - 1].smem : k->src.smem;
+    const sp_kernel_stage *s = &k->src.stage[index];
+    if (grid) memcpy(grid, s->grid, sizeof s->grid);
+    if (block) memcpy(block, s->block, sizeof s->block);
+    if (smem_bytes) *smem_bytes = s->smem;
     return SPTUNE_OK;
 }
 

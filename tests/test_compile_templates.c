@@ -21,7 +21,7 @@ static void compile_one(sp_template *t, const sp_config *c, const sp_gpu_profile
     CHECK_MSG(st == SPTUNE_OK, "%s %s on %s: %s", sp_template_name(t), text, gpu->info.profile, sptune_last_error());
     if (st == SPTUNE_OK) {
         sp_cubin cub = {0};
-        st = sp_nvrtc_compile(k.source, k.kernel, gpu->info.arch, (const char *const *)k.options, k.noptions, &cub);
+        st = sp_nvrtc_compile(k.source, k.stage[0].kernel, gpu->info.arch, (const char *const *)k.options, k.noptions, &cub);
         CHECK_MSG(st == SPTUNE_OK, "%s %s for %s: %s", sp_template_name(t), text, gpu->info.arch, sptune_last_error());
         if (st == SPTUNE_OK) {
             CHECK(cub.size > 4 && memcmp(cub.image, "\177ELF", 4) == 0);
@@ -45,7 +45,7 @@ static void compile_one(sp_template *t, const sp_config *c, const sp_gpu_profile
                    cub.res.spill_stores + cub.res.spill_loads, text);
         }
         sp_cubin_free(&cub);
-        if (p) CHECK(k.grid[0] > 0 && k.block[0] > 0);
+        if (p) CHECK(k.stage[0].grid[0] > 0 && k.stage[0].block[0] > 0);
         sp_kernel_src_free(&k);
     }
     free(text);
@@ -83,11 +83,11 @@ static void check_hopper_paths(void)
             compile_one(t, &c, &h100, &p);
             sp_kernel_src k;
             CHECK_ST(sp_template_emit(t, &c, &h100, &p, &k), SPTUNE_OK);
-            CHECK_MSG(k.tmaps.n == hopper[i].tmaps, "%s: %d tensor maps", hopper[i].config, k.tmaps.n);
-            for (int m = 0; m < k.tmaps.n; m++) /* over X (M x D) and Wg (F x D), boxes of bm or bn rows x 64 */
-                CHECK(k.tmaps.v[m].arg == m && k.tmaps.v[m].cols == (unsigned long long)p.v[1] &&
-                      k.tmaps.v[m].box_cols == 64 && k.tmaps.v[m].swizzle == 128 &&
-                      k.tmaps.v[m].rows == (unsigned long long)(m ? p.v[2] : p.v[0]));
+            CHECK_MSG(k.stage[0].tmaps.n == hopper[i].tmaps, "%s: %d tensor maps", hopper[i].config, k.stage[0].tmaps.n);
+            for (int m = 0; m < k.stage[0].tmaps.n; m++) /* over X (M x D) and Wg (F x D), boxes of bm or bn rows x 64 */
+                CHECK(k.stage[0].tmaps.v[m].arg == m && k.stage[0].tmaps.v[m].cols == (unsigned long long)p.v[1] &&
+                      k.stage[0].tmaps.v[m].box_cols == 64 && k.stage[0].tmaps.v[m].swizzle == 128 &&
+                      k.stage[0].tmaps.v[m].rows == (unsigned long long)(m ? p.v[2] : p.v[0]));
             sp_kernel_src_free(&k);
         }
         CHECK_ST(sp_template_check(t, &c, &rtx, &p, &ok, NULL), SPTUNE_OK);

@@ -197,12 +197,12 @@ static void test_emit(sp_template *t)
     CHECK_MSG(strcmp(k1.source, "alpha=2;beta=4;delta=7;gamma=6;mid=3;omega=5;zeta=1;a=2;b=3;flag=false;"
                                 "gpu=h100,NVIDIA H100 SXM,90,true;p=200x3x5;types=integer,integer,integer") == 0,
               "%s", k1.source);
-    CHECK(strcmp(k1.kernel, "sp_cnt_a2_b3_sm_90a") == 0);
-    CHECK(k1.grid[0] == 4 && k1.grid[1] == 3 && k1.grid[2] == 1);
-    CHECK(k1.block[0] == 64 && k1.block[1] == 1 && k1.block[2] == 1);
-    CHECK(k1.cluster[0] == 1 && k1.cluster[1] == 1 && k1.cluster[2] == 1);
-    CHECK(k1.smem == 3072);
-    CHECK(k1.tmaps.n == 0); /* no tensor maps unless the launch names them */
+    CHECK(strcmp(k1.stage[0].kernel, "sp_cnt_a2_b3_sm_90a") == 0);
+    CHECK(k1.stage[0].grid[0] == 4 && k1.stage[0].grid[1] == 3 && k1.stage[0].grid[2] == 1);
+    CHECK(k1.stage[0].block[0] == 64 && k1.stage[0].block[1] == 1 && k1.stage[0].block[2] == 1);
+    CHECK(k1.stage[0].cluster[0] == 1 && k1.stage[0].cluster[1] == 1 && k1.stage[0].cluster[2] == 1);
+    CHECK(k1.stage[0].smem == 3072);
+    CHECK(k1.stage[0].tmaps.n == 0); /* no tensor maps unless the launch names them */
     CHECK(k1.noptions == 2 && k1.options && strcmp(k1.options[0], "-DA=2") == 0 &&
           strcmp(k1.options[1], "--use_fast_math") == 0 && k1.options[2] == NULL);
     sp_kernel_src_free(&k2);
@@ -223,7 +223,7 @@ static void test_emit(sp_template *t)
     /* Without a problem: no launch, p is nil. */
     CHECK_ST(sp_template_emit(t, &c, &g, NULL, &k1), SPTUNE_OK);
     CHECK(k1.source && has(k1.source, "p=nil;types=integer,integer,-"));
-    CHECK(k1.grid[0] == 0 && k1.block[0] == 0 && k1.smem == 0);
+    CHECK(k1.stage[0].grid[0] == 0 && k1.stage[0].block[0] == 0 && k1.stage[0].smem == 0);
     sp_kernel_src_free(&k1);
 
     /* Decimal problem values reach Lua as floats. */
@@ -233,7 +233,6 @@ static void test_emit(sp_template *t)
     CHECK(k1.source == NULL);
 }
 
-/* A template whose kernel/launch/emit/options return `ret_*`. */
 /* Loads src as a one-parameter template and renders its default for problem `dims`: the status. */
 static sptune_status render(const char *path, const char *src, const char *dims, sp_kernel_src *k)
 {
@@ -318,9 +317,10 @@ static void test_pipeline(void)
         "  emit = function() return 'extern \"C\" __global__ void first() {} extern \"C\" __global__ void second() {}' end}\n";
     sp_kernel_src k;
     CHECK_ST(render("templates/test/pipe.lua", src, "5", &k), SPTUNE_OK);
-    CHECK(strcmp(k.kernel, "first") == 0 && k.grid[0] == 5 && k.block[0] == 64 && k.smem == 128);
-    CHECK(k.nthen == 1 && strcmp(k.then[0].kernel, "second") == 0 && k.then[0].grid[0] == 2 &&
-          k.then[0].grid[1] == 3 && k.then[0].grid[2] == 1 && k.then[0].block[0] == 32 && k.then[0].smem == 0);
+    CHECK(strcmp(k.stage[0].kernel, "first") == 0 && k.stage[0].grid[0] == 5 && k.stage[0].block[0] == 64 &&
+          k.stage[0].smem == 128);
+    CHECK(k.nkernels == 2 && strcmp(k.stage[1].kernel, "second") == 0 && k.stage[1].grid[0] == 2 &&
+          k.stage[1].grid[1] == 3 && k.stage[1].grid[2] == 1 && k.stage[1].block[0] == 32 && k.stage[1].smem == 0);
     sp_kernel_src_free(&k);
 }
 
@@ -718,7 +718,7 @@ static void test_embedded(void)
             CHECK_ST(sp_template_emit(t, &f.c, &gpus[k], NULL, &k1), SPTUNE_OK);
             CHECK_ST(sp_template_emit(t, &f.c, &gpus[k], NULL, &k2), SPTUNE_OK);
             CHECK(k1.source && k2.source && strcmp(k1.source, k2.source) == 0 && strlen(k1.source) > 0);
-            CHECK(k1.kernel[0] != 0 && strcmp(k1.kernel, k2.kernel) == 0);
+            CHECK(k1.stage[0].kernel[0] != 0 && strcmp(k1.stage[0].kernel, k2.stage[0].kernel) == 0);
             sp_kernel_src_free(&k1);
             sp_kernel_src_free(&k2);
             /* The default configuration is either valid or has a reason. */

@@ -44,10 +44,10 @@ sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err)
     if ((st = c->ops->poison(c->state, c->bench->stream)) != SPTUNE_OK) return st;
     if (c->ops->prepare && (st = c->ops->prepare(c->state, c->bench->stream)) != SPTUNE_OK) return st;
     if ((st = sp_kernel_launch(k, c->bench->stream, c->ops->args(c->state))) != SPTUNE_OK) return st;
-    if ((st = sp_cuda_check(cu->StreamSynchronize(c->bench->stream), k->head.name)) != SPTUNE_OK) return st;
+    if ((st = sp_cuda_check(cu->StreamSynchronize(c->bench->stream), k->fn[0].at.kernel)) != SPTUNE_OK) return st;
     if ((st = c->ops->verify(c->state, rel_err, detail, sizeof detail)) != SPTUNE_OK) return st;
     if (!(*rel_err <= c->ops->tolerance))
-        return sp_fail(SPTUNE_ERR_WRONG_RESULT, "%s: relative error %.3g exceeds %.3g%s%s", k->head.name,
+        return sp_fail(SPTUNE_ERR_WRONG_RESULT, "%s: relative error %.3g exceeds %.3g%s%s", k->fn[0].at.kernel,
                        *rel_err, c->ops->tolerance, detail[0] ? "; " : "", detail);
     return SPTUNE_OK;
 }

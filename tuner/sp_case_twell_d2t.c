@@ -21,7 +21,7 @@ typedef struct d2t_state {
     int M, D, F, nnz;
     sp_twell_out o;                  /* the kernel's output */
     CUdeviceptr X, W, Cbase, Href;
-    unsigned short *hX, *hW, *hH, *hOut;
+    unsigned short *hX, *hW, *hOut;
     float *hRef;
     uint32_t *hPacked, *hPool;
     void *argv[9];
@@ -33,7 +33,7 @@ static void d2t_destroy(void *p)
     if (!g) return;
     sp_bench_free(g->X); sp_bench_free(g->W); sp_bench_free(g->Cbase); sp_bench_free(g->Href);
     sp_twell_out_free(&g->o);
-    free(g->hX); free(g->hW); free(g->hH); free(g->hOut); free(g->hRef); free(g->hPacked); free(g->hPool);
+    free(g->hX); free(g->hW); free(g->hOut); free(g->hRef); free(g->hPacked); free(g->hPool);
     sp_cublas_destroy(g->blas);
     free(g);
 }
@@ -53,9 +53,9 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
     }
     size_t x = (size_t)g->M * g->D, w = (size_t)g->F * g->D, h = (size_t)g->M * g->F;
     if ((st = sp_twell_out_alloc(b, g->M, g->F, &g->o)) != SPTUNE_OK) goto fail;
-    g->hX = malloc(x * 2); g->hW = malloc(w * 2); g->hH = malloc(h * 2); g->hOut = malloc(h * 2);
+    g->hX = malloc(x * 2); g->hW = malloc(w * 2); g->hOut = malloc(h * 2);
     g->hRef = malloc(h * 4); g->hPacked = malloc(g->o.packed_cap * 4); g->hPool = malloc(g->o.capacity * 4);
-    if (!g->hX || !g->hW || !g->hH || !g->hOut || !g->hRef || !g->hPacked || !g->hPool) {
+    if (!g->hX || !g->hW || !g->hOut || !g->hRef || !g->hPacked || !g->hPool) {
         st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-d2t %dx%dx%d", g->M, g->D, g->F);
         goto fail;
     }

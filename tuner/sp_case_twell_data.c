@@ -151,17 +151,17 @@ sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k)
     sp_cubin cub;
     sp_kernel_src ks;
     memset(&ks, 0, sizeof ks);
-    snprintf(ks.kernel, sizeof ks.kernel, "sp_helper_mul");
-    sptune_status st = sp_kernel_build(NULL, src, ks.kernel, b->gpu.info.arch, NULL, 0, &cub);
+    ks.nkernels = 1;
+    sp_kernel_stage *g = &ks.stage[0];
+    snprintf(g->kernel, sizeof g->kernel, "sp_helper_mul");
+    g->grid[0] = (unsigned)(b->gpu.info.sm_count > 0 ? b->gpu.info.sm_count * 8 : 1024);
+    g->grid[1] = g->grid[2] = 1;
+    g->block[0] = 256;
+    g->block[1] = g->block[2] = 1;
+    sptune_status st = sp_kernel_build(NULL, src, g->kernel, b->gpu.info.arch, NULL, 0, &cub);
     if (st == SPTUNE_OK) st = sp_kernel_load(&cub, &ks, k);
     sp_cubin_free(&cub);
-    if (st != SPTUNE_OK) return st;
-    k->head.grid[0] = (unsigned)(b->gpu.info.sm_count > 0 ? b->gpu.info.sm_count * 8 : 1024);
-    k->head.grid[1] = k->head.grid[2] = 1;
-    k->head.block[0] = 256;
-    k->head.block[1] = k->head.block[2] = 1;
-    k->head.smem = 0;
-    return SPTUNE_OK;
+    return st;
 }
 
 sptune_status sp_case_helper_mul(const sp_kernel *k, CUstream s, CUdeviceptr a, CUdeviceptr bb, CUdeviceptr out,

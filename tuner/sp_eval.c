@@ -40,14 +40,14 @@ sptune_status sp_eval_variant(sp_case *cs, sp_template *t, const sp_config *c, s
         return SPTUNE_OK;
     }
     if ((st = sp_template_emit(t, c, gpu, &cs->problem, &src)) != SPTUNE_OK) return st;
-    st = sp_kernel_build(cache, src.source, src.kernel, gpu->info.arch, (const char *const *)src.options,
+    st = sp_kernel_build(cache, src.source, src.stage[0].kernel, gpu->info.arch, (const char *const *)src.options,
                          src.noptions, &cub);
     if (st != SPTUNE_OK) {
         fail(out, SP_OUTCOME_COMPILE_FAILED);
         goto done;
     }
     out->res = cub.res;
-    out->smem_dynamic = src.smem;
+    out->smem_dynamic = src.stage[0].smem;
     out->from_cache = cub.from_cache;
     if ((st = sp_kernel_load(&cub, &src, &k)) != SPTUNE_OK) {
         fail(out, SP_OUTCOME_LAUNCH_FAILED);

@@ -19,8 +19,7 @@ struct sp_search {
     double *ms;             /* per index: time, INFINITY failed, NAN not measured */
     long long *table;       /* open-addressing hash: config key -> index + 1 */
     long long table_size;
-    long long current;      /* the configuration whose neighbours are explored */
-    long long *queue;       /* neighbours of current still to propose */
+    long long *queue;       /* neighbours of the configuration being explored, still to propose */
     long long nqueue, queue_cap;
     long long start;        /* the template's default when valid, else a random configuration */
     unsigned long long rng;
@@ -73,7 +72,6 @@ sptune_status sp_search_create(sp_search_kind kind, const sp_template *t, const 
     s->space = space;
     s->nparams = sp_template_nparams(t);
     s->rng = seed ? seed : 0x2545f4914f6cdd1dull;
-    s->current = -1;
     double raw = 1;
     for (int p = 0; p < s->nparams; p++) {
         s->nvalues[p] = sp_template_param(t, p)->nvalues;
@@ -195,7 +193,6 @@ static int descent_next(sp_search *s, long long *index)
     if (sp->n == 0) return 0;
     if (!s->started) {
         s->started = 1;
-        s->current = s->start;
         return propose(s, s->start, index);
     }
     for (;;) {
@@ -203,7 +200,7 @@ static int descent_next(sp_search *s, long long *index)
             long long j = s->queue[--s->nqueue];
             if (!s->proposed[j]) return propose(s, j, index);
         }
-        /* Neighbourhood of `current` done: move to the best measured configuration whose
+        /* Neighbourhood done: move to the best measured configuration whose
          * neighbourhood was not explored yet (best first), else restart at random. */
         long long next = -1;
         for (long long i = 0; i < sp->n; i++) {
@@ -211,7 +208,6 @@ static int descent_next(sp_search *s, long long *index)
             if (next < 0 || s->ms[i] < s->ms[next]) next = i;
         }
         if (next >= 0) {
-            s->current = next;
             s->explored[next] = 1;
             enqueue_neighbours(s, next);
             continue;
@@ -221,7 +217,7 @@ static int descent_next(sp_search *s, long long *index)
         if (left == 0) return 0;
         long long pick = (long long)(xorshift(&s->rng) % (unsigned long long)left);
         for (long long i = 0; i < sp->n; i++)
-            if (!s->proposed[i] && pick-- == 0) { s->current = i; return propose(s, i, index); }
+            if (!s->proposed[i] && pick-- == 0) return propose(s, i, index);
         return 0;
     }
 }

@@ -232,10 +232,10 @@ ${steps}
 ]], {wait = v.wait, prefetch = prefetch, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
      mt = d.mt, nt = d.nt, steps = table.concat(steps, "\n")})
   else
-    -- Unrolled k-steps; buffer (ks & 1) holds step ks. The barrier sits before the loads of the
-    -- last step's successor (the next stage's step 0); the prefetch overwrites the stage every
-    -- warp finished reading before that barrier one iteration earlier.
-    -- buffer (ks & 1) holds step ks, and step 0 of the next tile lands in buffer 0 again
+    -- Unrolled k-steps; buffer (ks & 1) holds step ks, and step 0 of the next stage lands in
+    -- buffer 0 again. The barrier sits before the loads of the last step's successor (the next
+    -- stage's step 0); the prefetch overwrites the stage every warp finished reading before that
+    -- barrier one iteration earlier.
     if v.ks % 2 ~= 0 then error("prefetch needs an even number of k-steps per stage (bk / 16)") end
     local both = c.prefetch == "ab"
     local steps = {}

@@ -75,7 +75,7 @@ local PACKERS = 3
 
 local function overlap_layout(c)
   local d = wgmma.derive(c)
-  local l = {pipe = c.stages * (d.a_stage + d.b_stage) * 2, staging = c.bm * (c.bn + 8) * 2}
+  local l = {pipe = c.stages * (d.a_stage + d.b_stage) * 2, staging = epilogue.twell_pack_smem(c)}
   l.staging = (l.staging + 15) // 16 * 16
   l.bars = l.pipe + l.staging
   l.total = 1024 + l.bars + (2 * c.stages + 2) * 8

@@ -45,12 +45,22 @@ M.gated_params = {
 M.constraints = {
   {why = "split divides the CTA's warps", check = function(c) return c.split <= c.warps and c.warps % c.split == 0 end},
 }
+-- The row consumers' shared memory fits the GPU (skip(c): configurations that do not use them).
+function M.smem_constraint(why, gated, skip)
+  return {why = why, check = function(c, gpu, p)
+    return p == nil or skip(c) or M.smem(c, p.D, gated) <= gpu.smem_per_block end}
+end
+-- The packed data's shape (problem dimensions T and S) fits the format's fields.
+M.shape_constraint = {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
+  return p == nil or (p.T >= 2 and p.T <= 65536 and p.S >= 1 and p.S <= p.T) end}
+
 function M.launch(c, p, gated)
   local rows = c.warps // c.split
   return {grid = {(p.M + rows - 1) // rows, 1, 1}, block = {32 * c.warps, 1, 1}, smem = M.smem(c, p.D, gated)}
 end
 
-local function load16(ldg, dst, src)
+-- One 16-byte weight load into dst's four words (ldg: the parameter's value).
+function M.load16(ldg, dst, src)
   local op = ldg == "nc" and "ld.global.nc.v4.u32" or "ld.global.v4.u32"
   return ('asm volatile("' .. op .. ' {%0, %1, %2, %3}, [%4];" : "=r"(' .. dst .. '.x), "=r"(' .. dst ..
           '.y), "=r"(' .. dst .. '.z), "=r"(' .. dst .. '.w) : "l"(' .. src .. '));')
@@ -241,15 +251,9 @@ __device__ __forceinline__ void sp_twell_down(float *acc, const sp_bf16 *__restr
         }
     }
 }
-]], {load = load16(c.ldg, "q", "src"), unroll = c.unroll, dots = c.dots or 4, dunroll = c.dunroll or 1})
+]], {load = M.load16(c.ldg, "q", "src"), unroll = c.unroll, dots = c.dots or 4, dunroll = c.dunroll or 1})
 end
 
--- The kernel: `split` warps per token row (c.warps / c.split rows per CTA). Each warp of a row
--- takes every split-th entry of each batch into its own fp32 output row; the row's warps then add
--- their rows together. split > 1 shortens the longest row's chain of gathers (a dense row has
--- thousands of entries) at the price of shared memory and a reduction.
--- gated: args (packed, pool, X, Wu, Wd, Y, M, F, D, T, S); otherwise (packed, pool, Wd, Y, M, F, D, T, S).
--- ffn: {T = ..., S = ...} for the second kernel of twell-ffn, which takes that op's arguments.
 -- The consumer kernels' signature and the opening brace: gated (packed, pool, X, Wu, Wd, Y, M,
 -- F, D, T, S), non-gated (packed, pool, Wd, Y, M, F, D, T, S), or, with ffn = {T = ..., S = ...},
 -- twell-ffn's argument list (T and S then constants).
@@ -267,6 +271,10 @@ ${name}(const sp_u32 *__restrict__ packed, const sp_u32 *__restrict__ pool, ${xa
 {]], {name = name, xargs = gated and "const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wu, " or ""})
 end
 
+-- The kernel: `split` warps per token row (c.warps / c.split rows per CTA). Each warp of a row
+-- takes every split-th entry of each batch into its own fp32 output row; the row's warps then add
+-- their rows together. split > 1 shortens the longest row's chain of gathers (a dense row has
+-- thousands of entries) at the price of shared memory and a reduction.
 function M.kernel(name, c, gated, ffn)
   local threads = 32 * c.warps
   local sig = M.signature(name, gated, ffn)

@@ -35,8 +35,8 @@ local constraints = {}
 for _, src in ipairs({produce.constraints, row.constraints}) do
   for _, k in ipairs(src) do constraints[#constraints + 1] = k end
 end
-constraints[#constraints + 1] = {why = "the consumer's rows fit in shared memory", check = function(c, gpu, p)
-  return p == nil or c.consumer == "tile" or row.smem(c, p.D, true) <= gpu.smem_per_block end}
+constraints[#constraints + 1] = row.smem_constraint("the consumer's rows fit in shared memory", true,
+  function(c) return c.consumer == "tile" end)
 for _, k in ipairs(tile.constraints(row.params, function(c) return c.bn end)) do constraints[#constraints + 1] = k end
 
 local function names(c)

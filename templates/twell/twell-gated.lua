@@ -17,10 +17,9 @@ end
 
 local constraints = {row.constraints[1]}
 for _, k in ipairs(tile.constraints(row.params, function(c, p) return p.T end)) do constraints[#constraints + 1] = k end
-constraints[#constraints + 1] = {why = "tile width T fits the 16-bit column field", check = function(c, gpu, p)
-  return p == nil or (p.T >= 2 and p.T <= 65536 and p.S >= 1 and p.S <= p.T) end}
-constraints[#constraints + 1] = {why = "the rows (fp32 output per warp, bf16 x per row) fit in shared memory",
-  check = function(c, gpu, p) return p == nil or c.consumer == "tile" or row.smem(c, p.D, true) <= gpu.smem_per_block end}
+constraints[#constraints + 1] = row.shape_constraint
+constraints[#constraints + 1] = row.smem_constraint("the rows (fp32 output per warp, bf16 x per row) fit in shared memory",
+  true, function(c) return c.consumer == "tile" end)
 
 local function kernel_name(c)
   return text.ident("sp_twell_gated", c, {"consumer", "warps", "split", "unroll", "ldg", "dots", "dunroll"})
