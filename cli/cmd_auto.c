@@ -14,10 +14,18 @@
 #include <time.h>
 #include <unistd.h>
 
+/* What the options ask of each problem, parsed once: --sample new measurements (or a share of
+ * --budget), the search's strategy and seed. */
+typedef struct auto_plan {
+    long long sample;
+    sp_tune_budget total;
+    sp_tune_opts o;
+} auto_plan;
+
 static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
-                        const cli_gpu_run *run, long long sample, long long seed);
+                        const cli_gpu_run *run, const auto_plan *plan);
 static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *gpu,
-                       const cli_gpu_run *base, sp_cache *cache, long long sample, long long seed);
+                       const cli_gpu_run *base, sp_cache *cache, const auto_plan *plan);
 
 /* The main job: every op of the default workload on every GPU found (or the one named). */
 int cmd_auto(cli_cmd *cmd, int npos, char **pos)
@@ -27,17 +35,18 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
     sptune_status st;
     (void)npos; (void)pos;
     int ordinals[64], n = 0;
-    long long sample = cli_int(cmd, "sample", 12), seed = cli_int(cmd, "seed", 1), runs = cli_int(cmd, "runs", 0);
-    if (sample < 0 || seed < 0 || runs < 0) return CLI_USAGE;
-    if (sample == 0) return cli_usage_error("", "--sample wants at least 1");
-    if (runs > 100000) return cli_usage_error("", "--runs %lld is more than 100000", runs);
-    sp_tune_budget budget;
-    sp_search_kind kind;
-    if (!sp_budget_parse(cli_get(cmd, "budget"), &budget))
+    auto_plan plan;
+    sp_tune_opts_default(&plan.o);
+    long long seed = cli_int(cmd, "seed", 1);
+    plan.sample = cli_int(cmd, "sample", 12);
+    if (plan.sample < 0 || seed < 0) return CLI_USAGE;
+    if (plan.sample == 0) return cli_usage_error("", "--sample wants at least 1");
+    plan.o.seed = (unsigned long long)seed;
+    if (!sp_budget_parse(cli_get(cmd, "budget"), &plan.total))
         return cli_usage_error("", "bad --budget '%s' (examples: 15m, 90s, 2h, 300evals)", cli_get(cmd, "budget"));
-    if (cli_get(cmd, "strategy") && !sp_search_parse(cli_get(cmd, "strategy"), &kind))
+    if (cli_get(cmd, "strategy") && !sp_search_parse(cli_get(cmd, "strategy"), &plan.o.strategy))
         return cli_usage_error("", "unknown strategy '%s' (exhaustive, random, descent)", cli_get(cmd, "strategy"));
-    cli_gpu_run run;
+    cli_gpu_run run; /* --runs, --timeout, --jobs */
     if ((rc = cli_gpu_run_opts(cmd, &run))) return rc;
     if (!g) g = "auto";
     if (strcmp(g, "auto") == 0 || strcmp(g, "all") == 0) {
@@ -61,14 +70,14 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         sp_workload_free(&wl);
         return cli_error("", st);
     }
-    rc = run_workload(cmd, &wl, n, ordinals, &named, &run, sample, seed);
+    rc = run_workload(cmd, &wl, n, ordinals, &named, &run, &plan);
     sp_workload_free(&wl);
     return rc;
 }
 
 /* The main job over workload wl: on the GPUs ordinals[0..n), or compile-only for `named`. */
 static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *ordinals, const sp_gpu_profile *gpu,
-                        const cli_gpu_run *run, long long sample, long long seed)
+                        const cli_gpu_run *run, const auto_plan *plan)
 {
     sptune_status st;
     int rc = CLI_OK;
@@ -98,7 +107,7 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
             sp_configs cs;
             if ((rc = cli_load_template("", w->op, &t))) break;
             if ((rc = cli_collect_space("", t, &named, NULL, &cs)) == CLI_OK) {
-                sp_space_sample(&cs, t, sample, (unsigned long long)seed);
+                sp_space_sample(&cs, t, plan->sample, plan->o.seed);
                 /* Built in parallel first; the loop below then reports each from the cache. */
                 sp_prebuild *pb = NULL;
                 if (run->jobs > 1 && sp_prebuild_start(t, &named, NULL, &cs, SP_SEARCH_EXHAUSTIVE, 1, 0, cache,
@@ -136,10 +145,9 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
     for (int d = 0; d < n && rc == CLI_OK; d++)
         if ((st = sp_gpu_profile_device(ordinals[d], &profiles[d])) != SPTUNE_OK) rc = cli_error("", st);
     if (rc == CLI_OK) sptune_driver_version(driver, sizeof driver);
-    if (rc != CLI_OK) {
-    } else if (n == 1) {
-        rc = tune_on_gpu(cmd, wl, 0, 1, ordinals[0], &profiles[0], run, cache, sample, seed);
-    } else {
+    if (rc == CLI_OK && n == 1) {
+        rc = tune_on_gpu(cmd, wl, 0, 1, ordinals[0], &profiles[0], run, cache, plan);
+    } else if (rc == CLI_OK) {
         pid_t pids[64];
         int started = 0;
         fflush(NULL);
@@ -147,7 +155,7 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
             pid_t pid = fork();
             if (pid < 0) { rc = cli_error("", sp_fail(SPTUNE_ERR_IO, "fork: %s", strerror(errno))); break; }
             if (pid == 0) {
-                int crc = tune_on_gpu(cmd, wl, d, n, ordinals[d], &profiles[d], run, cache, sample, seed);
+                int crc = tune_on_gpu(cmd, wl, d, n, ordinals[d], &profiles[d], run, cache, plan);
                 fflush(NULL);
                 _exit(crc);
             }
@@ -168,7 +176,7 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
 /* Problems d, d+n, d+2n, ... of wl tuned on device `ordinal`, then their table. The database is
  * opened here: with several GPUs this runs in a forked process per GPU. */
 static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *profile,
-                       const cli_gpu_run *base, sp_cache *cache, long long sample, long long seed)
+                       const cli_gpu_run *base, sp_cache *cache, const auto_plan *plan)
 {
     sptune_status st;
     int rc;
@@ -181,13 +189,8 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     /* The budget: --budget shared out over the problems (time left over flows to the ones after;
      * with several GPUs each has the whole time), else --sample new measurements per problem.
      * Results already recorded cost nothing. */
-    sp_tune_budget total;
-    sp_tune_opts o;
-    sp_tune_opts_default(&o);
-    o.seed = (unsigned long long)seed;
-    sp_budget_parse(cli_get(cmd, "budget"), &total); /* validated by cmd_auto */
-    const char *strategy = cli_get(cmd, "strategy");
-    if (strategy) sp_search_parse(strategy, &o.strategy);
+    const sp_tune_budget total = plan->total;
+    sp_tune_opts o = plan->o;
     int jobs = 0, done = 0;
     for (int k = d; k < wl->n; k += n) jobs++;
     cli_tuned *tuned = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tuned);
@@ -202,7 +205,7 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
         sp_problem p;
         if ((rc = cli_load_template("", w->op, &t))) break;
         o.budget.seconds = 0;
-        o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : sample;
+        o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : plan->sample;
         if (total.evals > 0) {
             long long all = wl->n;
             o.budget.evals = total.evals / all > 0 ? total.evals / all : 1;

@@ -267,8 +267,6 @@ static int foreach_row(const sp_result *r, const char *where, void *ud)
 
 sptune_status sp_db_text_foreach(FILE *in, const char *name, sp_db_row_cb cb, void *ud)
 {
-    sptune_status st = walk(in, name, NULL, NULL);
-    if (st != SPTUNE_OK) return st;
     foreach_ctx x = {cb, ud};
     return walk(in, name, foreach_row, &x);
 }

@@ -28,8 +28,9 @@ typedef struct sp_db_import_stats {
 sptune_status sp_db_import_text(sp_db *db, FILE *in, const char *name, sp_db_accept_fn accept, void *ud,
                                 sp_db_import_stats *stats);
 
-/* Every record of a text export, checked like an import (a malformed file is refused whole,
- * before cb sees anything), offered to cb without recording it (the shipped data is read so). */
+/* Every record of a text export, checked like an import, offered to cb without recording it (the
+ * shipped data is read so). One pass: a malformed file is SPTUNE_ERR_INVALID naming the line, and
+ * cb may have seen the records before it (the caller drops what it gathered). */
 sptune_status sp_db_text_foreach(FILE *in, const char *name, sp_db_row_cb cb, void *ud);
 
 /* Every result of another sptune database (opened read-only and validated like any file)

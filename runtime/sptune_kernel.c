@@ -25,8 +25,7 @@ struct sptune_kernel {
     char detail[1024];
     sp_kernel_src src;
     sp_cubin cubin;
-    sp_kernel loaded;
-    int is_loaded;
+    sp_kernel loaded;     /* loaded.module is NULL until the first launch */
 };
 
 /* One recorded candidate: a problem of the op on this GPU profile with its fastest configuration. */
@@ -93,21 +92,15 @@ static int visit(const sp_result *r, void *ud)
         }
         if (!s->last_same_arch) return 0;
     }
-    sp_problem p;
-    if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) { /* another version's dimensions */
-        sp_clear_error();
-        return 0;
-    }
     candidate c;
     memset(&c, 0, sizeof c);
-    c.distance = distance(&p, s->want);
     c.other_gpu = other_gpu;
     c.shipped = s->shipped;
     c.other_version = strcmp(r->template_hash, s->hash) != 0;
     c.median_ms = r->timing.median_ms;
     c.baseline_ms = r->timing.baseline_ms;
     snprintf(c.gpu, sizeof c.gpu, "%s", r->env->gpu_profile);
-    if (!isfinite(c.distance)) return 0;
+    /* A problem already kept (most rows: one per configuration tried) needs no parsing. */
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->c[i].problem, r->problem_key) == 0 && s->c[i].other_version == c.other_version &&
             s->c[i].shipped == c.shipped && strcmp(s->c[i].gpu, c.gpu) == 0) {
@@ -122,6 +115,13 @@ static int visit(const sp_result *r, void *ud)
             }
             return 0;
         }
+    sp_problem p;
+    if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) { /* another version's dimensions */
+        sp_clear_error();
+        return 0;
+    }
+    c.distance = distance(&p, s->want);
+    if (!isfinite(c.distance)) return 0;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         candidate *m = realloc(s->c, cap * sizeof *m);
@@ -291,17 +291,14 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
 {
     if (!k || !args) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: no kernel or no arguments");
     sptune_status st;
-    if (!k->is_loaded) {
-        if ((st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
-        k->is_loaded = 1;
-    }
+    if (!k->loaded.module && (st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
     return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
 }
 
 void sptune_kernel_free(sptune_kernel *k)
 {
     if (!k) return;
-    if (k->is_loaded) sp_kernel_unload(&k->loaded);
+    if (k->loaded.module) sp_kernel_unload(&k->loaded);
     sp_cubin_free(&k->cubin);
     sp_kernel_src_free(&k->src);
     free(k->config);

@@ -115,15 +115,17 @@ static void exec_child(char *const *argv, int in, int out)
     _exit(127);
 }
 
-static void stop_child(sp_worker *w, int kill_it)
+/* Closes the pipes, kills the child if asked, reaps it: its wait status (0 without a child). */
+static int stop_child(sp_worker *w, int kill_it)
 {
-    if (!w->pid) return;
+    int st = 0;
+    if (!w->pid) return st;
     close(w->to_child);
     close(w->from_child);
     if (kill_it) kill(w->pid, SIGKILL);
-    int st;
     while (waitpid(w->pid, &st, 0) < 0 && errno == EINTR) {}
     w->pid = 0;
+    return st;
 }
 
 static sptune_status start_child(sp_worker *w)
@@ -229,18 +231,13 @@ static sptune_status exchange(sp_worker *w, const request *q, sp_eval *out, int 
     }
     free(r);
     *lost = 1;
-    pid_t pid = w->pid;
-    int status = 0, reaped = 0;
     if (rc == -2) {
+        stop_child(w, 1);
         out->outcome = SP_OUTCOME_TIMED_OUT;
         snprintf(out->detail, sizeof out->detail, "no result within %.1f s: the worker was killed", w->timeout_s);
     } else {
         /* EOF: the child died on this request. */
-        close(w->to_child);
-        close(w->from_child);
-        while (waitpid(pid, &status, 0) < 0 && errno == EINTR) {}
-        reaped = 1;
-        w->pid = 0;
+        int status = stop_child(w, 0);
         out->outcome = SP_OUTCOME_LAUNCH_FAILED;
         if (WIFSIGNALED(status))
             snprintf(out->detail, sizeof out->detail, "the worker died: signal %d (%s)", WTERMSIG(status), strsignal(WTERMSIG(status)));
@@ -248,7 +245,6 @@ static sptune_status exchange(sp_worker *w, const request *q, sp_eval *out, int 
             snprintf(out->detail, sizeof out->detail, "the worker exited with status %d%s", WEXITSTATUS(status),
                      WEXITSTATUS(status) == 127 ? " (it could not be executed)" : "");
     }
-    if (!reaped) stop_child(w, 1);
     w->restarts++;
     return SPTUNE_OK;
 }
