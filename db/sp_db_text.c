@@ -244,15 +244,36 @@ static int import_row(const sp_result *r, const char *where, void *ud)
     return x->st != SPTUNE_OK;
 }
 
+/* A stream that cannot be rewound (a pipe) copied into a temporary file, which *out then is. */
+static sptune_status spool(FILE *in, const char *name, FILE **out)
+{
+    FILE *tmp = tmpfile();
+    if (!tmp) return sp_fail(SPTUNE_ERR_IO, "%s: no temporary file to hold it: %s", name, strerror(errno));
+    char buf[65536];
+    size_t n;
+    while ((n = fread(buf, 1, sizeof buf, in)) > 0)
+        if (fwrite(buf, 1, n, tmp) != n) break;
+    if (ferror(in) || ferror(tmp)) {
+        fclose(tmp);
+        return sp_fail(SPTUNE_ERR_IO, "%s: read error; nothing imported", name);
+    }
+    *out = tmp;
+    return SPTUNE_OK;
+}
+
 sptune_status sp_db_import_text(sp_db *db, FILE *in, const char *name, sp_db_accept_fn accept, void *ud,
                                 sp_db_import_stats *stats)
 {
     memset(stats, 0, sizeof *stats);
     /* Two passes: the whole file must be well formed before the first line is recorded. */
-    sptune_status st = walk(in, name, NULL, NULL);
-    if (st != SPTUNE_OK) return st;
+    FILE *tmp = NULL;
+    sptune_status st = SPTUNE_OK;
+    if (fseek(in, 0, SEEK_SET) != 0 && (st = spool(in, name, &tmp)) != SPTUNE_OK) return st;
+    if (tmp) in = tmp;
+    st = walk(in, name, NULL, NULL);
     import_ctx x = {db, accept, ud, stats, SPTUNE_OK};
-    st = walk(in, name, import_row, &x);
+    if (st == SPTUNE_OK) st = walk(in, name, import_row, &x);
+    if (tmp) fclose(tmp);
     return st != SPTUNE_OK ? st : x.st;
 }
 

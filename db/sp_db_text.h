@@ -22,7 +22,7 @@ typedef struct sp_db_import_stats {
     char first_rejection[512]; /* "file:line: reason" of the first rejected line */
 } sp_db_import_stats;
 
-/* Reads a text export (name is used in messages). A malformed file (wrong header, a line that is
+/* Reads a text export (name is used in messages; in may be a pipe). A malformed file (wrong header, a line that is
  * not a record) is SPTUNE_ERR_INVALID naming the line, with nothing of it recorded: lines are
  * validated before the first is recorded. Lines the callback rejects are counted and skipped. */
 sptune_status sp_db_import_text(sp_db *db, FILE *in, const char *name, sp_db_accept_fn accept, void *ud,

@@ -134,6 +134,8 @@ has "db import counts" "4 results read, 1 recorded, 3 rejected"; has "db import 
 expect 0 "db info" "$bin" db info --db "$tmp/shared.db"; has "db info" "schema 1, 1 results"
 expect 0 "db export" "$bin" db export "$tmp/out.tsv" --db "$tmp/shared.db"
 [ "$(sed -n 3p "$tmp/out.tsv")" = "$(sed -n 3p "$tmp/in.tsv")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: export does not round-trip the imported line"; }
+expect 0 "db import from a pipe" sh -c 'cat "$1" | "$2" db import - --db "$3"' sh "$tmp/in.tsv" "$bin" "$tmp/piped.db"
+has "db import from a pipe counts" "4 results read, 1 recorded, 3 rejected"
 expect 0 "db merge" "$bin" db merge "$tmp/shared.db" --db "$tmp/other.db"; has "db merge" "1 recorded, 0 rejected"
 expect 2 "db merge into itself" "$bin" db merge "$tmp/shared.db" --db "$tmp/shared.db"
 printf 'not a results file\n' > "$tmp/junk.tsv"
