@@ -148,11 +148,16 @@ unsigned short sp_float_to_bf16(float f)
     return (unsigned short)(u >> 16);
 }
 
-sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short *host, size_t n, float scale)
+sptune_status sp_bench_upload(CUdeviceptr dst, const void *host, size_t bytes)
 {
     const sp_cuda_api *cu;
     sptune_status st = sp_cuda_load(&cu);
-    if (st != SPTUNE_OK) return st;
+    if (st == SPTUNE_OK) st = SP_CU(cu->MemcpyHtoD(dst, host, bytes));
+    return st == SPTUNE_OK ? SP_CU(cu->CtxSynchronize()) : st;
+}
+
+sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short *host, size_t n, float scale)
+{
     for (size_t i = 0; i < n; i += 4) {
         unsigned long long r = sp_mix64(&b->rng);
         for (size_t j = 0; j < 4 && i + j < n; j++) {
@@ -160,8 +165,5 @@ sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short 
             host[i + j] = sp_float_to_bf16((2.0f * u - 1.0f) * scale);
         }
     }
-    if ((st = SP_CU(cu->MemcpyHtoD(dst, host, n * sizeof *host))) != SPTUNE_OK) return st;
-    /* A copy from pageable memory may still be in flight when it returns, and the bench stream
-     * (non-blocking) does not wait for the legacy stream: finish it before anyone reads dst. */
-    return SP_CU(cu->CtxSynchronize());
+    return sp_bench_upload(dst, host, n * sizeof *host);
 }

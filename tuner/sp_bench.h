@@ -45,6 +45,9 @@ sptune_status sp_bench_time(sp_bench *b, sp_bench_fn fn, void *ud, sp_timing *t)
 /* Device memory helpers with checked calls. */
 sptune_status sp_bench_alloc(sp_bench *b, size_t bytes, CUdeviceptr *p);
 void sp_bench_free(CUdeviceptr p);
+/* Copies host to dst and waits until the copy is done: from pageable memory it may still be in
+ * flight when cuMemcpyHtoD returns, and the bench stream (non-blocking) does not wait for it. */
+sptune_status sp_bench_upload(CUdeviceptr dst, const void *host, size_t bytes);
 /* Fills host and device buffers with bf16 values uniform in [-scale, scale) from the bench RNG. */
 sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short *host, size_t n, float scale);
 

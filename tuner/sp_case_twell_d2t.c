@@ -64,8 +64,7 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     uint64_t s = b->rng ^ 0x5eedull;
     sp_twell_producer_data(&s, g->M, g->D, g->F, g->nnz, g->hX, g->hW);
-    if ((st = SP_CU(cu->MemcpyHtoD(g->X, g->hX, x * 2))) || (st = SP_CU(cu->MemcpyHtoD(g->W, g->hW, w * 2))) ||
-        (st = SP_CU(cu->CtxSynchronize())))
+    if ((st = sp_bench_upload(g->X, g->hX, x * 2)) || (st = sp_bench_upload(g->W, g->hW, w * 2)))
         goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
         (st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->W, g->Href, 1)) ||

@@ -68,7 +68,7 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     uint64_t s = b->rng ^ 0xff7ull;
     sp_twell_producer_data(&s, g->M, g->D, g->F, g->nnz, g->hX, g->hWg);
-    if ((st = SP_CU(cu->MemcpyHtoD(g->X, g->hX, md * 2))) || (st = SP_CU(cu->MemcpyHtoD(g->Wg, g->hWg, fd * 2))) ||
+    if ((st = sp_bench_upload(g->X, g->hX, md * 2)) || (st = sp_bench_upload(g->Wg, g->hWg, fd * 2)) ||
         (st = sp_bench_random_bf16(b, g->Wu, g->hWu, fd, 1.0f)) || (st = sp_bench_random_bf16(b, g->Wd, g->hWd, fd, 1.0f)))
         goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream))) goto fail;
@@ -85,7 +85,7 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
     if ((st = sp_check_reference(g->hR, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hWu, 1, 32))) goto fail;
     for (size_t i = 0; i < mf; i++) g->hR[i] *= sp_bf16_to_float(g->hG[i]);
     for (size_t i = 0; i < fd; i++) g->hWd32[i] = sp_bf16_to_float(g->hWd[i]);
-    if ((st = SP_CU(cu->MemcpyHtoD(g->R32, g->hR, mf * 4))) || (st = SP_CU(cu->MemcpyHtoD(g->Wd32, g->hWd32, fd * 4))) ||
+    if ((st = sp_bench_upload(g->R32, g->hR, mf * 4)) || (st = sp_bench_upload(g->Wd32, g->hWd32, fd * 4)) ||
         (st = sp_cublas_sgemm_nn(g->blas, g->M, g->D, g->F, g->R32, g->Wd32, g->Yref)) ||
         (st = sp_fetch_f32(b->stream, g->Yref, g->hRef, md)))
         goto fail;

@@ -96,9 +96,9 @@ static sptune_status gated_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_bench_alloc(b, md * 2, &g->Ybase)) || (st = sp_bench_alloc(b, mf * 4, &g->U32)) ||
         (st = sp_bench_alloc(b, fd * 4, &g->Wd32)) || (st = sp_bench_alloc(b, md * 4, &g->Yref)))
         goto fail;
-    if ((st = SP_CU(cu->MemcpyHtoD(g->packed, g->hPacked, words * 4))) ||
-        (st = SP_CU(cu->MemcpyHtoD(g->pool, g->hPool, (size_t)pool_words * 4))) ||
-        (st = SP_CU(cu->MemcpyHtoD(g->G, g->hG, mf * 2))) || (st = sp_bench_random_bf16(b, g->X, g->hX, md, 1.0f)) ||
+    if ((st = sp_bench_upload(g->packed, g->hPacked, words * 4)) ||
+        (st = sp_bench_upload(g->pool, g->hPool, (size_t)pool_words * 4)) ||
+        (st = sp_bench_upload(g->G, g->hG, mf * 2)) || (st = sp_bench_random_bf16(b, g->X, g->hX, md, 1.0f)) ||
         (st = sp_bench_random_bf16(b, g->Wu, g->hWu, fd, 1.0f)) || (st = sp_bench_random_bf16(b, g->Wd, g->hWd, fd, 1.0f)))
         goto fail;
     /* The reference: U in fp32, H = G (.) U on the host, then an fp32 GEMM with Wd. */
@@ -108,7 +108,7 @@ static sptune_status gated_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     for (size_t i = 0; i < mf; i++) g->hU[i] *= sp_bf16_to_float(g->hG[i]);
     for (size_t i = 0; i < fd; i++) g->hWd32[i] = sp_bf16_to_float(g->hWd[i]);
-    if ((st = SP_CU(cu->MemcpyHtoD(g->U32, g->hU, mf * 4))) || (st = SP_CU(cu->MemcpyHtoD(g->Wd32, g->hWd32, fd * 4))) ||
+    if ((st = sp_bench_upload(g->U32, g->hU, mf * 4)) || (st = sp_bench_upload(g->Wd32, g->hWd32, fd * 4)) ||
         (st = sp_cublas_sgemm_nn(g->blas, g->M, g->D, g->F, g->U32, g->Wd32, g->Yref)) ||
         (st = sp_fetch_f32(b->stream, g->Yref, g->hRef, md)))
         goto fail;

@@ -70,9 +70,9 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_bench_alloc(b, h * 2, &g->H)) || (st = sp_bench_alloc(b, y * 2, &g->Ybase)) ||
         (st = sp_bench_alloc(b, y * 4, &g->Yref)))
         goto fail;
-    if ((st = SP_CU(cu->MemcpyHtoD(g->packed, g->hPacked, words * 4))) ||
-        (st = SP_CU(cu->MemcpyHtoD(g->pool, g->hPool, (size_t)pool_words * 4))) ||
-        (st = SP_CU(cu->MemcpyHtoD(g->H, g->hH, h * 2))) || (st = sp_bench_random_bf16(b, g->Wd, g->hW, w, 1.0f)))
+    if ((st = sp_bench_upload(g->packed, g->hPacked, words * 4)) ||
+        (st = sp_bench_upload(g->pool, g->hPool, (size_t)pool_words * 4)) ||
+        (st = sp_bench_upload(g->H, g->hH, h * 2)) || (st = sp_bench_random_bf16(b, g->Wd, g->hW, w, 1.0f)))
         goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
         (st = sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->H, g->Wd, g->Yref, 1)) ||
