@@ -6,6 +6,7 @@
 #include "sp_bench.h"
 #include "sp_launch.h"
 #include "sp_template.h"
+#include "sp_twell.h"
 
 #include <stdint.h>
 
@@ -90,6 +91,11 @@ void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned sh
  * nonzeros per row: 30 % of the neurons never fire, the others fire alike (a per-neuron bias
  * set from the normal quantile plus uniform noise). */
 void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigned short *X, unsigned short *Wg);
+/* H (sh->rows x sh->cols bf16) packed by the reference packer (runtime/sp_twell.h), its pool sized
+ * by a first pass, into device buffers allocated here (the pool at least one word); the consumers'
+ * input. The host copies are not kept. */
+sptune_status sp_twell_upload_packed(sp_bench *b, const sp_twell_shape *sh, const unsigned short *H,
+                                     CUdeviceptr *packed, CUdeviceptr *pool);
 /* The TwELL producer's output buffers (twell-d2t and twell-ffn): packed words for the worst case
  * of the producer's space (tile 64, 63 slots: one word per element), a pool of half the elements,
  * and the pool's 64-bit allocation counter. */

@@ -67,6 +67,24 @@ void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigne
     }
 }
 
+sptune_status sp_twell_upload_packed(sp_bench *b, const sp_twell_shape *sh, const unsigned short *H,
+                                     CUdeviceptr *packed, CUdeviceptr *pool)
+{
+    size_t words = (size_t)sp_twell_packed_words(sh);
+    uint32_t *hp = malloc(words * 4), *hpool = NULL;
+    sp_twell_stats stats;
+    sptune_status st = hp ? sp_twell_pack(sh, H, hp, NULL, 0, &stats) : sp_fail(SPTUNE_ERR_NOMEM, "out of host memory");
+    int64_t pool_words = st == SPTUNE_OK && stats.pool_needed > 0 ? stats.pool_needed : 1;
+    if (st == SPTUNE_OK && !(hpool = malloc((size_t)pool_words * 4))) st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory");
+    if (st == SPTUNE_OK) st = sp_twell_pack(sh, H, hp, hpool, pool_words, &stats);
+    if (st == SPTUNE_OK && !(st = sp_bench_alloc(b, words * 4, packed)) &&
+        !(st = sp_bench_alloc(b, (size_t)pool_words * 4, pool)) && !(st = sp_bench_upload(*packed, hp, words * 4)))
+        st = sp_bench_upload(*pool, hpool, (size_t)pool_words * 4);
+    free(hp);
+    free(hpool);
+    return st;
+}
+
 sptune_status sp_twell_out_alloc(sp_bench *b, int M, int F, sp_twell_out *o)
 {
     memset(o, 0, sizeof *o);

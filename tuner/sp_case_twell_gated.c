@@ -23,7 +23,6 @@ typedef struct gated_state {
     CUdeviceptr packed, pool, X, Wu, Wd, Y, G, U, Ybase, U32, Wd32, Yref;
     unsigned short *hG, *hX, *hWu, *hWd, *hY;
     float *hU, *hRef, *hWd32;
-    uint32_t *hPacked, *hPool;
     void *argv[11];
 } gated_state;
 
@@ -34,7 +33,7 @@ static void gated_destroy(void *p)
     CUdeviceptr *d[] = {&g->packed, &g->pool, &g->X, &g->Wu, &g->Wd, &g->Y, &g->G, &g->U, &g->Ybase, &g->U32,
                         &g->Wd32, &g->Yref};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) sp_bench_free(*d[i]);
-    void *h[] = {g->hG, g->hX, g->hWu, g->hWd, g->hY, g->hU, g->hRef, g->hWd32, g->hPacked, g->hPool};
+    void *h[] = {g->hG, g->hX, g->hWu, g->hWd, g->hY, g->hU, g->hRef, g->hWd32};
     for (size_t i = 0; i < sizeof h / sizeof h[0]; i++) free(h[i]);
     if (g->mul.module) sp_kernel_unload(&g->mul);
     sp_cublas_destroy(g->blas);
@@ -74,31 +73,21 @@ static sptune_status gated_create(sp_bench *b, const sp_problem *p, void **out)
     sp_twell_shape sh = {g->M, g->F, g->T, g->S};
     if ((st = sp_twell_check_shape(&sh)) != SPTUNE_OK) { free(g); return st; }
     size_t mf = (size_t)g->M * g->F, md = (size_t)g->M * g->D, fd = (size_t)g->F * g->D;
-    size_t words = (size_t)sp_twell_packed_words(&sh);
     g->hG = malloc(mf * 2); g->hX = malloc(md * 2); g->hWu = malloc(fd * 2); g->hWd = malloc(fd * 2);
     g->hY = malloc(md * 2); g->hU = malloc(mf * 4); g->hRef = malloc(md * 4); g->hWd32 = malloc(fd * 4);
-    g->hPacked = malloc(words * 4);
-    if (!g->hG || !g->hX || !g->hWu || !g->hWd || !g->hY || !g->hU || !g->hRef || !g->hWd32 || !g->hPacked) {
+    if (!g->hG || !g->hX || !g->hWu || !g->hWd || !g->hY || !g->hU || !g->hRef || !g->hWd32) {
         st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-gated");
         goto fail;
     }
     uint64_t s = b->rng ^ 0x6a7edull;
     sp_twell_gate_data(&s, g->M, g->F, g->T, g->nnz, g->hG);
-    sp_twell_stats stats;
-    if ((st = sp_twell_pack(&sh, g->hG, g->hPacked, NULL, 0, &stats)) != SPTUNE_OK) goto fail;
-    int64_t pool_words = stats.pool_needed > 0 ? stats.pool_needed : 1;
-    if (!(g->hPool = malloc((size_t)pool_words * 4))) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory"); goto fail; }
-    if ((st = sp_twell_pack(&sh, g->hG, g->hPacked, g->hPool, pool_words, &stats)) != SPTUNE_OK) goto fail;
-    if ((st = sp_bench_alloc(b, words * 4, &g->packed)) || (st = sp_bench_alloc(b, (size_t)pool_words * 4, &g->pool)) ||
-        (st = sp_bench_alloc(b, md * 2, &g->X)) || (st = sp_bench_alloc(b, fd * 2, &g->Wu)) ||
+    if ((st = sp_twell_upload_packed(b, &sh, g->hG, &g->packed, &g->pool)) || (st = sp_bench_alloc(b, md * 2, &g->X)) || (st = sp_bench_alloc(b, fd * 2, &g->Wu)) ||
         (st = sp_bench_alloc(b, fd * 2, &g->Wd)) || (st = sp_bench_alloc(b, md * 2, &g->Y)) ||
         (st = sp_bench_alloc(b, mf * 2, &g->G)) || (st = sp_bench_alloc(b, mf * 2, &g->U)) ||
         (st = sp_bench_alloc(b, md * 2, &g->Ybase)) || (st = sp_bench_alloc(b, mf * 4, &g->U32)) ||
         (st = sp_bench_alloc(b, fd * 4, &g->Wd32)) || (st = sp_bench_alloc(b, md * 4, &g->Yref)))
         goto fail;
-    if ((st = sp_bench_upload(g->packed, g->hPacked, words * 4)) ||
-        (st = sp_bench_upload(g->pool, g->hPool, (size_t)pool_words * 4)) ||
-        (st = sp_bench_upload(g->G, g->hG, mf * 2)) || (st = sp_bench_random_bf16(b, g->X, g->hX, md, 1.0f)) ||
+    if ((st = sp_bench_upload(g->G, g->hG, mf * 2)) || (st = sp_bench_random_bf16(b, g->X, g->hX, md, 1.0f)) ||
         (st = sp_bench_random_bf16(b, g->Wu, g->hWu, fd, 1.0f)) || (st = sp_bench_random_bf16(b, g->Wd, g->hWd, fd, 1.0f)))
         goto fail;
     /* The reference: U in fp32, H = G (.) U on the host, then an fp32 GEMM with Wd. */

@@ -20,7 +20,6 @@ typedef struct t2d_state {
     CUdeviceptr packed, pool, Wd, Y, H, Ybase, Yref;
     unsigned short *hH, *hW, *hY;
     float *hRef;
-    uint32_t *hPacked, *hPool;
     void *argv[9];
 } t2d_state;
 
@@ -30,7 +29,7 @@ static void t2d_destroy(void *p)
     if (!g) return;
     sp_bench_free(g->packed); sp_bench_free(g->pool); sp_bench_free(g->Wd); sp_bench_free(g->Y);
     sp_bench_free(g->H); sp_bench_free(g->Ybase); sp_bench_free(g->Yref);
-    free(g->hH); free(g->hW); free(g->hY); free(g->hRef); free(g->hPacked); free(g->hPool);
+    free(g->hH); free(g->hW); free(g->hY); free(g->hRef);
     sp_cublas_destroy(g->blas);
     free(g);
 }
@@ -51,28 +50,18 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
     sp_twell_shape sh = {g->M, g->F, g->T, g->S};
     if ((st = sp_twell_check_shape(&sh)) != SPTUNE_OK) { free(g); return st; }
     size_t h = (size_t)g->M * g->F, w = (size_t)g->F * g->D, y = (size_t)g->M * g->D;
-    size_t words = (size_t)sp_twell_packed_words(&sh);
     g->hH = malloc(h * 2); g->hW = malloc(w * 2); g->hY = malloc(y * 2); g->hRef = malloc(y * 4);
-    g->hPacked = malloc(words * 4);
-    if (!g->hH || !g->hW || !g->hY || !g->hRef || !g->hPacked) {
+    if (!g->hH || !g->hW || !g->hY || !g->hRef) {
         st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for twell-t2d");
         goto fail;
     }
     uint64_t s = b->rng ^ 0x7d2ull;
     sp_twell_gate_data(&s, g->M, g->F, g->T, g->nnz, g->hH);
-    sp_twell_stats stats;
-    if ((st = sp_twell_pack(&sh, g->hH, g->hPacked, NULL, 0, &stats)) != SPTUNE_OK) goto fail;
-    int64_t pool_words = stats.pool_needed > 0 ? stats.pool_needed : 1;
-    if (!(g->hPool = malloc((size_t)pool_words * 4))) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory"); goto fail; }
-    if ((st = sp_twell_pack(&sh, g->hH, g->hPacked, g->hPool, pool_words, &stats)) != SPTUNE_OK) goto fail;
-    if ((st = sp_bench_alloc(b, words * 4, &g->packed)) || (st = sp_bench_alloc(b, (size_t)pool_words * 4, &g->pool)) ||
-        (st = sp_bench_alloc(b, w * 2, &g->Wd)) || (st = sp_bench_alloc(b, y * 2, &g->Y)) ||
+    if ((st = sp_twell_upload_packed(b, &sh, g->hH, &g->packed, &g->pool)) || (st = sp_bench_alloc(b, w * 2, &g->Wd)) || (st = sp_bench_alloc(b, y * 2, &g->Y)) ||
         (st = sp_bench_alloc(b, h * 2, &g->H)) || (st = sp_bench_alloc(b, y * 2, &g->Ybase)) ||
         (st = sp_bench_alloc(b, y * 4, &g->Yref)))
         goto fail;
-    if ((st = sp_bench_upload(g->packed, g->hPacked, words * 4)) ||
-        (st = sp_bench_upload(g->pool, g->hPool, (size_t)pool_words * 4)) ||
-        (st = sp_bench_upload(g->H, g->hH, h * 2)) || (st = sp_bench_random_bf16(b, g->Wd, g->hW, w, 1.0f)))
+    if ((st = sp_bench_upload(g->H, g->hH, h * 2)) || (st = sp_bench_random_bf16(b, g->Wd, g->hW, w, 1.0f)))
         goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||
         (st = sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->H, g->Wd, g->Yref, 1)) ||
