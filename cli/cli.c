@@ -176,17 +176,25 @@ int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, con
     return CLI_OK;
 }
 
+int cli_db_path(cli_cmd *cmd, char *buf, size_t len, const char **path)
+{
+    *path = cli_get(cmd, "db");
+    if (*path) return CLI_OK;
+    sptune_status st = sptune_default_db_path(buf, len);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    *path = buf;
+    return CLI_OK;
+}
+
 int cli_open_db(cli_cmd *cmd, sp_db **db)
 {
-    char path[4096];
-    const char *p = cli_get(cmd, "db");
+    char buf[4096];
+    const char *p;
+    int rc;
     sptune_status st;
     *db = NULL;
     if (cli_get(cmd, "no-db")) return CLI_OK;
-    if (!p) {
-        if ((st = sptune_default_db_path(path, sizeof path)) != SPTUNE_OK) return cli_error(cmd->name, st);
-        p = path;
-    }
+    if ((rc = cli_db_path(cmd, buf, sizeof buf, &p))) return rc;
     if ((st = sp_db_open(p, 1, db)) != SPTUNE_OK) return cli_error(cmd->name, st);
     return CLI_OK;
 }

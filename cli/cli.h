@@ -55,6 +55,8 @@ int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, con
 int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
                       sp_configs *out);
 
+/* --db, else the default database's path (written into buf). */
+int cli_db_path(cli_cmd *cmd, char *buf, size_t len, const char **path);
 /* The database (--db, --no-db, or the default path) and the bench (--runs) for GPU commands. */
 int cli_open_db(cli_cmd *cmd, sp_db **db);
 int cli_open_bench(cli_cmd *cmd, int ordinal, sp_bench *b);

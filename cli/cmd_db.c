@@ -68,12 +68,10 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
 {
     const char *action = pos[0];
     char buf[4096];
-    const char *path = cli_get(cmd, "db");
+    const char *path;
     sptune_status st;
-    if (!path) {
-        if ((st = sptune_default_db_path(buf, sizeof buf)) != SPTUNE_OK) return cli_error(cmd->name, st);
-        path = buf;
-    }
+    int rc = cli_db_path(cmd, buf, sizeof buf, &path);
+    if (rc) return rc;
     int wants_arg = strcmp(action, "import") == 0 || strcmp(action, "merge") == 0;
     if (strcmp(action, "info") != 0 && strcmp(action, "export") != 0 && !wants_arg)
         return cli_usage_error(cmd->name, "unknown action '%s' (info, export, import, merge)", action);
@@ -81,7 +79,6 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     if (!wants_arg && npos > 2) return cli_usage_error(cmd->name, "too many arguments");
 
     sp_db *db = NULL;
-    int rc = CLI_OK;
     if (!wants_arg) {
         if ((st = sp_db_open_readonly(path, &db)) != SPTUNE_OK) return cli_error(cmd->name, st);
         if (strcmp(action, "info") == 0) {
