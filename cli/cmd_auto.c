@@ -6,6 +6,7 @@
 #include "sp_prebuild.h"
 #include "sp_status.h"
 #include "sp_workload.h"
+#include "sp_variant.h"
 
 #include <errno.h>
 #include <stdlib.h>

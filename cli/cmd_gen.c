@@ -3,6 +3,8 @@
 #include "sp_cache.h"
 #include "sp_eval.h"
 #include "sp_status.h"
+#include "sp_str.h"
+#include "sp_variant.h"
 
 #include <stdlib.h>
 #include <string.h>

@@ -4,6 +4,8 @@
 #include "sp_db_internal.h"
 #include "sp_db_migrate.h"
 #include "sp_status.h"
+#include "sp_str.h"
+#include "sp_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -345,7 +347,6 @@ int sp_db_schema_version(const sp_db *db) { return db ? db->version : -1; }
 
 sqlite3 *sp_db_handle(sp_db *db) { return db ? db->h : NULL; }
 
-const char *sp_db_path(const sp_db *db) { return db ? db->path : NULL; }
 
 sptune_status sp_db_set_busy_timeout(sp_db *db, int ms)
 {

@@ -57,6 +57,5 @@ int sp_db_read_ids(sqlite3 *h, unsigned *app_id, int *version, long long *nobjec
 sptune_status sp_db_set_busy_timeout(sp_db *db, int ms);
 /* The underlying connection (tests, export/import in db/). */
 sqlite3 *sp_db_handle(sp_db *db);
-const char *sp_db_path(const sp_db *db);
 
 #endif

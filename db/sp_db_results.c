@@ -3,6 +3,7 @@
 #include "sp_db.h"
 #include "sp_db_internal.h"
 #include "sp_status.h"
+#include "sp_str.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -1,7 +1,8 @@
 /* Configurations ("bm=128,bn=64") and problems ("M=4096,N=4096,K=4096" or "4096x4096x4096"). */
-#include "sp_template_int.h"
+#include "sp_template_internal.h"
 
 #include "sp_status.h"
+#include "sp_str.h"
 
 #include <ctype.h>
 #include <errno.h>

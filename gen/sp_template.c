@@ -1,8 +1,9 @@
 /* Templates: find, load in the sandbox, validate the module table, describe. */
-#include "sp_template_int.h"
+#include "sp_template_internal.h"
 
 #include "sp_hash.h"
 #include "sp_status.h"
+#include "sp_str.h"
 
 #include <lauxlib.h>
 

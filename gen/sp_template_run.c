@@ -1,7 +1,8 @@
 /* Running a loaded template: constraints, the space walk, rendering. */
-#include "sp_template_int.h"
+#include "sp_template_internal.h"
 
 #include "sp_status.h"
+#include "sp_str.h"
 
 #include <lauxlib.h>
 
@@ -544,12 +545,4 @@ sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_
         return sp_fail(SPTUNE_ERR_NOMEM, "out of memory rendering %s", t->path);
     }
     return SPTUNE_OK;
-}
-
-void sp_kernel_src_free(sp_kernel_src *k)
-{
-    if (!k) return;
-    free(k->source);
-    sp_strv_free(k->options);
-    memset(k, 0, sizeof *k);
 }

@@ -4,6 +4,8 @@
 #include "sp_embedded.h"
 #include "sp_status.h"
 #include "sp_template.h"
+#include "sp_str.h"
+#include "sp_file.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -13,13 +15,6 @@
 
 #define PREFIX "templates/"
 #define PREFIX_LEN 10
-
-void sp_strv_free(char **v)
-{
-    if (!v) return;
-    for (char **p = v; *p; p++) free(*p);
-    free(v);
-}
 
 /* A plain file or folder name: [A-Za-z0-9_.-], not starting with '.', under 64 bytes. */
 static int plain_name(const char *s, size_t n)

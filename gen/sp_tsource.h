@@ -5,6 +5,7 @@
 #define SP_TSOURCE_H
 
 #include "sptune.h"
+#include "sp_str.h"
 #include <stddef.h>
 
 typedef struct sp_tfile {

@@ -11,10 +11,7 @@
 extern "C" {
 #endif
 
-#define SPTUNE_VERSION_MAJOR 0
-#define SPTUNE_VERSION_MINOR 1
-#define SPTUNE_VERSION_PATCH 0
-#define SPTUNE_VERSION_STRING "0.1.0"
+#include "sptune_version.h" /* SPTUNE_VERSION_MAJOR, _MINOR, _PATCH, _STRING: generated from CMake's project version */
 
 typedef enum sptune_status {
     SPTUNE_OK = 0,

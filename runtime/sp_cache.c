@@ -17,6 +17,8 @@
 #include "sp_cache.h"
 #include "sp_hash.h"
 #include "sp_status.h"
+#include "sp_str.h"
+#include "sp_file.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -103,7 +105,7 @@ sptune_status sp_cache_open(const char *dir, sp_cache **out)
     *out = NULL;
     char def[4096];
     if (!dir) {
-        sptune_status st = sptune_default_cache_dir(def, sizeof def);
+        sptune_status st = sp_default_cache_dir(def, sizeof def);
         if (st != SPTUNE_OK) return sp_wrap(st, "kernel cache");
         dir = def;
     }

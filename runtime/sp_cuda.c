@@ -2,6 +2,7 @@
  * builds and runs everything that needs no GPU, and learns why there is no GPU from the status. */
 #include "sp_cuda.h"
 #include "sp_status.h"
+#include "sp_file.h"
 
 #include <dlfcn.h>
 #include <pthread.h>
@@ -243,4 +244,25 @@ sptune_status sp_cuda_use_device(int ordinal, CUcontext *ctx)
     if (st != SPTUNE_OK) return sp_wrap(st, "GPU %d", ordinal);
     if (ctx) *ctx = c;
     return SPTUNE_OK;
+}
+
+sptune_status sp_cuda_driver_version_text(char *buf, size_t len)
+{
+    if (!buf || len == 0) return sp_fail(SPTUNE_ERR_INVALID, "driver version: no buffer");
+    buf[0] = 0;
+    /* Kept once known: a process forked after the driver was initialised (the CLI's per-GPU
+     * coordinators) must not call into it again, and the answer cannot change. Concurrent first
+     * calls write the same bytes. */
+    static char known[32];
+    if (known[0]) return sp_copy_out(buf, len, known, "driver version");
+    const sp_cuda_api *api;
+    sptune_status st = sp_cuda_driver(&api);
+    if (st != SPTUNE_OK) return st;
+    int v = 0;
+    st = SP_CU(api->DriverGetVersion(&v));
+    if (st != SPTUNE_OK) return st;
+    char text[32];
+    snprintf(text, sizeof text, "%d.%d", v / 1000, (v % 1000) / 10);
+    memcpy(known, text, sizeof known);
+    return sp_copy_out(buf, len, text, "driver version");
 }

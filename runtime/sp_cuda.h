@@ -54,6 +54,10 @@ sptune_status sp_cuda_load(const sp_cuda_api **api);
  * (enough for cuDriverGetVersion). SPTUNE_ERR_NO_GPU with the reason when that fails. */
 sptune_status sp_cuda_driver(const sp_cuda_api **api);
 
+/* The driver's CUDA version as "major.minor" (kept once known: a process forked after the driver
+ * was initialised must not call into it again). SPTUNE_ERR_NO_GPU without a driver. */
+sptune_status sp_cuda_driver_version_text(char *buf, size_t len);
+
 /* Turns a failed driver call into a status with "what: CUDA_ERROR_NAME (description)". */
 sptune_status sp_cuda_check(CUresult r, const char *what);
 #define SP_CU(call) sp_cuda_check((call), #call)

@@ -4,6 +4,7 @@
 #include "sp_cuda.h"
 #include "sp_nvrtc.h"
 #include "sp_status.h"
+#include "sp_str.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -1,22 +1,12 @@
 #include "sp_launch.h"
 #include "sp_cuda.h"
 #include "sp_status.h"
+#include "sp_str.h"
 
 #include <stdint.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
-
-sptune_status sp_variant_build(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu, const sp_problem *p,
-                               sp_cache *cache, sp_kernel_src *src, sp_cubin *cub)
-{
-    memset(cub, 0, sizeof *cub);
-    sptune_status st = sp_template_emit(t, c, gpu, p, src);
-    if (st != SPTUNE_OK) return st;
-    st = sp_kernel_build(cache, src->source, src->stage[0].kernel, gpu->info.arch, (const char *const *)src->options,
-                         src->noptions, cub);
-    if (st != SPTUNE_OK) sp_kernel_src_free(src);
-    return st;
-}
 
 /* One function of the module with its geometry, its shared-memory limit raised as needed. */
 static sptune_status load_fn(const sp_cuda_api *cu, CUmodule m, const sp_kernel_stage *k, sp_kernel_fn *out)
@@ -130,5 +120,13 @@ void sp_kernel_unload(sp_kernel *k)
 {
     const sp_cuda_api *cu;
     if (k->module && sp_cuda_load(&cu) == SPTUNE_OK) cu->ModuleUnload(k->module);
+    memset(k, 0, sizeof *k);
+}
+
+void sp_kernel_src_free(sp_kernel_src *k)
+{
+    if (!k) return;
+    free(k->source);
+    sp_strv_free(k->options);
     memset(k, 0, sizeof *k);
 }

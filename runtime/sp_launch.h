@@ -2,9 +2,8 @@
 #ifndef SP_LAUNCH_H
 #define SP_LAUNCH_H
 
-#include "sp_cache.h"
+#include "sp_kernel_src.h"
 #include "sp_nvrtc.h"
-#include "sp_template.h"
 #include <cuda.h>
 
 typedef struct sp_kernel_fn {
@@ -17,12 +16,6 @@ typedef struct sp_kernel {
     int n;                              /* kernels, launched in order (a pipeline has several) */
     sp_kernel_fn fn[SP_MAX_KERNELS];
 } sp_kernel;
-
-/* Renders configuration c and compiles it through the cache (may be NULL). On success src and cub
- * are filled and the caller frees both. On failure the message says whether rendering or
- * compiling failed, src is freed, and cub may hold the whole compile log: free cub in any case. */
-sptune_status sp_variant_build(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu, const sp_problem *p,
-                               sp_cache *cache, sp_kernel_src *src, sp_cubin *cub);
 
 /* Loads cubin, finds src's kernels and raises their dynamic shared-memory limits as needed. */
 sptune_status sp_kernel_load(const sp_cubin *cubin, const sp_kernel_src *src, sp_kernel *out);

@@ -1,6 +1,8 @@
 /* NVRTC: CUDA C source -> cubin, with the whole log and the resources ptxas reports. */
 #include "sp_nvrtc.h"
 #include "sp_status.h"
+#include "sp_str.h"
+#include "sp_file.h"
 
 #include <ctype.h>
 #include <limits.h>
@@ -357,4 +359,16 @@ void sp_cubin_free(sp_cubin *c)
     free(c->image);
     free(c->log);
     memset(c, 0, sizeof *c);
+}
+
+sptune_status sp_nvrtc_version_text(char *buf, size_t len)
+{
+    if (!buf || len == 0) return sp_fail(SPTUNE_ERR_INVALID, "NVRTC version: no buffer");
+    buf[0] = 0;
+    int ma, mi;
+    sptune_status st = sp_nvrtc_version(&ma, &mi);
+    if (st != SPTUNE_OK) return st;
+    char text[32];
+    snprintf(text, sizeof text, "%d.%d", ma, mi);
+    return sp_copy_out(buf, len, text, "NVRTC version");
 }

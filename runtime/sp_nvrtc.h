@@ -39,6 +39,7 @@ void sp_cubin_free(sp_cubin *c);
 int sp_cubin_elf_resources(const unsigned char *image, size_t size, int *registers, int *frame_bytes);
 /* "13.0" */
 sptune_status sp_nvrtc_version(int *major, int *minor);
+sptune_status sp_nvrtc_version_text(char *buf, size_t len);
 /* Architectures this NVRTC can target (for messages and checks): non-zero if arch is supported. */
 int sp_nvrtc_supports(const char *arch);
 /* The numeric targets this NVRTC lists (75, 80, 86, ..., 120); the array lives as long as the

@@ -3,6 +3,7 @@
 #include "sp_status.h"
 #include "sp_test.h"
 #include "sptune.h"
+#include "sp_file.h"
 
 #include <dirent.h>
 #include <stdio.h>

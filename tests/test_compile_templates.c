@@ -7,6 +7,7 @@
 #include "sp_status.h"
 #include "sp_template.h"
 #include "sp_test.h"
+#include "sp_str.h"
 
 #include <stdlib.h>
 #include <string.h>

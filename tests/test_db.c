@@ -7,6 +7,8 @@
 #include "sp_db_migrate.h"
 #include "sp_status.h"
 #include "sp_test.h"
+#include "sp_str.h"
+#include "sp_file.h"
 
 #include <math.h>
 #include <sqlite3.h>

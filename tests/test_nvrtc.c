@@ -3,6 +3,7 @@
 #include "sp_status.h"
 #include "sp_test.h"
 #include "sptune.h"
+#include "sp_str.h"
 
 #include <stdio.h>
 #include <stdlib.h>

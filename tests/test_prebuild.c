@@ -7,6 +7,7 @@
 #include "sp_space.h"
 #include "sp_status.h"
 #include "sp_test.h"
+#include "sp_variant.h"
 
 #include <stdio.h>
 

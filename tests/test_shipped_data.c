@@ -3,7 +3,7 @@
  * templates accept for that GPU profile; a template change that makes them stale fails here
  * (db/data/README.md says how to measure them again). */
 #include "sp_db_text.h"
-#include "sp_embedded.h"
+#include "sp_shipped.h"
 #include "sp_gpu.h"
 #include "sp_status.h"
 #include "sp_template.h"
@@ -41,9 +41,9 @@ static int check_row(const sp_result *r, void *ud)
 
 int main(void)
 {
-    CHECK(sp_embedded_data_count >= 1);
-    for (int i = 0; i < sp_embedded_data_count; i++) {
-        const sp_embedded_file *f = &sp_embedded_data[i];
+    CHECK(sp_shipped_data_count >= 1);
+    for (int i = 0; i < sp_shipped_data_count; i++) {
+        const sp_embedded_file *f = &sp_shipped_data[i];
         tally x = {f->path, 0, 0, 0};
         FILE *in = fmemopen((void *)f->data, f->len, "r");
         CHECK(in != NULL);

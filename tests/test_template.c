@@ -2,6 +2,7 @@
  * template of the embedded set against two GPU profiles. */
 #include "sp_template.h"
 #include "sp_test.h"
+#include "sp_str.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,6 +1,7 @@
 /* The TwELL reference packer and unpacker: exact round trips at any shape and sparsity, rows
  * that overflow their slots (dense rows, heavy tiles), a pool too small (reported, then retried),
  * and malformed packed data refused without reading out of bounds. */
+#include "sp_rng.h"
 #include "sp_twell.h"
 #include "sp_test.h"
 
@@ -8,7 +9,7 @@
 #include <string.h>
 
 static uint64_t rng = 88172645463325252ull;
-static uint32_t next(void) { rng ^= rng << 13; rng ^= rng >> 7; rng ^= rng << 17; return (uint32_t)(rng >> 11); }
+static uint32_t next(void) { return (uint32_t)(sp_rng_next(&rng) >> 32); }
 
 /* density in 1/10000; dense_rows rows fully nonzero; first rows denser (like early tokens). */
 static uint16_t *make(int64_t M, int64_t F, int density, int dense_rows)

@@ -159,7 +159,7 @@ sptune_status sp_bench_upload(CUdeviceptr dst, const void *host, size_t bytes)
 sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short *host, size_t n, float scale)
 {
     for (size_t i = 0; i < n; i += 4) {
-        unsigned long long r = sp_mix64(&b->rng);
+        unsigned long long r = sp_rng_next(&b->rng);
         for (size_t j = 0; j < 4 && i + j < n; j++) {
             float u = (float)((r >> (16 * j)) & 0xffff) / 65536.0f; /* [0,1) */
             host[i + j] = sp_float_to_bf16((2.0f * u - 1.0f) * scale);

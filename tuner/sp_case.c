@@ -167,14 +167,6 @@ double sp_problem_flops(const sp_problem *p, double factor, const char *a, const
     return factor * x * y * z;
 }
 
-uint64_t sp_mix64(uint64_t *state)
-{
-    uint64_t z = (*state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 sptune_status sp_check_reference(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
                                  const uint16_t *B, int b_kmajor, int samples)
 {

@@ -4,6 +4,7 @@
 #define SP_CASE_H
 
 #include "sp_bench.h"
+#include "sp_rng.h"
 #include "sp_launch.h"
 #include "sp_template.h"
 #include "sp_twell.h"
@@ -74,8 +75,6 @@ double sp_problem_flops(const sp_problem *p, double factor, const char *a, const
  * `samples` spread-out entries: A is rows x k; B is cols x k (b_kmajor) or k x cols. */
 sptune_status sp_check_reference(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
                                  const uint16_t *B, int b_kmajor, int samples);
-/* splitmix64 step: the harnesses' data generator. */
-uint64_t sp_mix64(uint64_t *state);
 /* An integer parameter's value in configuration c (-1 when absent or not an integer). */
 long long sp_config_int(const sp_template *t, const sp_config *c, const char *name);
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t);

@@ -10,7 +10,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static double unit(uint64_t *s) { return (double)(sp_mix64(s) >> 11) * 0x1p-53; }
 
 void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned short *G)
 {
@@ -20,7 +19,7 @@ void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned sh
     if (!rate) { memset(G, 0, (size_t)M * F * 2); return; }
     double sum = 0;
     for (int j = 0; j < F; j++) {
-        rate[j] = sp_mix64(rng) % 10 < 3 ? 0.0 : pow(1.0 + (double)(sp_mix64(rng) % (uint64_t)F), -0.7);
+        rate[j] = sp_rng_next(rng) % 10 < 3 ? 0.0 : pow(1.0 + (double)(sp_rng_next(rng) % (uint64_t)F), -0.7);
         sum += rate[j];
     }
     double scale = sum > 0 ? nnz / sum : 0;
@@ -32,8 +31,8 @@ void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned sh
         double boost = r < 8 ? 4.0 : 1.0;
         int dense = M > 2 && r == M / 2;
         for (int j = 0; j < F; j++) {
-            int on = dense ? rate[j] > 0 : (r == 0 && j < 2 * T) || unit(rng) < rate[j] * boost;
-            row[j] = on ? sp_float_to_bf16((float)(1.0 - unit(rng))) : 0;
+            int on = dense ? rate[j] > 0 : (r == 0 && j < 2 * T) || sp_rng_unit(rng) < rate[j] * boost;
+            row[j] = on ? sp_float_to_bf16((float)(1.0 - sp_rng_unit(rng))) : 0;
         }
     }
     free(rate);
@@ -54,14 +53,14 @@ void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigne
 {
     /* X in [0, 1); neuron j: 30 % dead, the others fire with p = nnz / (0.7 F). */
     size_t x = (size_t)M * D;
-    for (size_t i = 0; i < x; i++) X[i] = sp_float_to_bf16((float)(sp_mix64(rng) >> 11) * 0x1p-53f);
+    for (size_t i = 0; i < x; i++) X[i] = sp_float_to_bf16((float)(sp_rng_next(rng) >> 11) * 0x1p-53f);
     double alive_p = fmin(0.5, (double)nnz / (0.7 * F));
     for (int j = 0; j < F; j++) {
-        double pj = (sp_mix64(rng) % 10 < 3) ? 1e-12 : alive_p;
+        double pj = (sp_rng_next(rng) % 10 < 3) ? 1e-12 : alive_p;
         /* dot = u D / 2 + noise of std sqrt(D)/3 (noise uniform in [-1, 1)) */
         double u = probit(pj) * (sqrt((double)D) / 3.0) / (D / 2.0);
         for (int k = 0; k < D; k++) {
-            double n = (double)(sp_mix64(rng) >> 11) * 0x1p-52 - 1.0;
+            double n = (double)(sp_rng_next(rng) >> 11) * 0x1p-52 - 1.0;
             Wg[(size_t)j * D + k] = sp_float_to_bf16((float)(u + n));
         }
     }

@@ -92,7 +92,7 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
     /* the fp32 down GEMM at a few entries, in fp64 */
     uint64_t q = 0xd0e5ull;
     for (int i = 0; i < 16; i++) {
-        int r = (int)(sp_mix64(&q) % (uint64_t)g->M), c = (int)(sp_mix64(&q) % (uint64_t)g->D);
+        int r = (int)(sp_rng_next(&q) % (uint64_t)g->M), c = (int)(sp_rng_next(&q) % (uint64_t)g->D);
         double want = 0, mag = 0;
         for (int j = 0; j < g->F; j++) {
             double t = (double)g->hR[(size_t)r * g->F + j] * g->hWd32[(size_t)j * g->D + c];

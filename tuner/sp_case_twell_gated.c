@@ -107,7 +107,7 @@ static sptune_status gated_create(sp_bench *b, const sp_problem *p, void **out)
     rms = sqrt(rms / (double)md);
     uint64_t q = 0x5107ull;
     for (int i = 0; i < 32; i++) {
-        int r = i == 0 ? g->M / 2 : (int)(sp_mix64(&q) % (uint64_t)g->M), c = (int)(sp_mix64(&q) % (uint64_t)g->D);
+        int r = i == 0 ? g->M / 2 : (int)(sp_rng_next(&q) % (uint64_t)g->M), c = (int)(sp_rng_next(&q) % (uint64_t)g->D);
         double want = exact(g, r, c), got = g->hRef[(size_t)r * g->D + c];
         if (fabs(got - want) > 1e-4 * (fabs(want) + rms)) {
             st = sp_fail(SPTUNE_ERR_WRONG_RESULT, "twell-gated: the cuBLAS reference disagrees with fp64 at (%d, %d): "

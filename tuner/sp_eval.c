@@ -86,8 +86,8 @@ done:
 void sp_eval_env(const sp_gpu_profile *gpu, sp_env *env)
 {
     static _Thread_local char driver[32], nvrtc[32];
-    if (sptune_driver_version(driver, sizeof driver) != SPTUNE_OK) snprintf(driver, sizeof driver, "unknown");
-    if (sptune_nvrtc_version(nvrtc, sizeof nvrtc) != SPTUNE_OK) snprintf(nvrtc, sizeof nvrtc, "unknown");
+    if (sp_cuda_driver_version_text(driver, sizeof driver) != SPTUNE_OK) snprintf(driver, sizeof driver, "unknown");
+    if (sp_nvrtc_version_text(nvrtc, sizeof nvrtc) != SPTUNE_OK) snprintf(nvrtc, sizeof nvrtc, "unknown");
     memset(env, 0, sizeof *env);
     env->gpu_name = gpu->info.name;
     env->gpu_profile = gpu->info.profile;

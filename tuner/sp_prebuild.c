@@ -1,6 +1,7 @@
 #include "sp_prebuild.h"
 #include "sp_eval.h"
 #include "sp_status.h"
+#include "sp_variant.h"
 
 #include <errno.h>
 #include <signal.h>

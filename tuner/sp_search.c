@@ -1,4 +1,5 @@
 #include "sp_search.h"
+#include "sp_rng.h"
 #include "sp_status.h"
 
 #include <math.h>
@@ -22,7 +23,7 @@ struct sp_search {
     long long *queue;       /* neighbours of the configuration being explored, still to propose */
     long long nqueue, queue_cap;
     long long start;        /* the template's default when valid, else a random configuration */
-    unsigned long long rng;
+    uint64_t rng;
     int started;
 };
 
@@ -37,12 +38,6 @@ int sp_search_parse(const char *name, sp_search_kind *kind)
 const char *sp_search_name(sp_search_kind kind)
 {
     return kind == SP_SEARCH_EXHAUSTIVE ? "exhaustive" : kind == SP_SEARCH_RANDOM ? "random" : "descent";
-}
-
-static unsigned long long xorshift(unsigned long long *s)
-{
-    *s ^= *s << 13; *s ^= *s >> 7; *s ^= *s << 17;
-    return *s;
 }
 
 /* Mixed-radix key of a configuration (fits: at most 32 params of few values each is checked). */
@@ -85,7 +80,7 @@ sptune_status sp_search_create(sp_search_kind kind, const sp_template *t, const 
         for (long long i = 0; i < n; i++) s->order[i] = i;
         if (kind == SP_SEARCH_RANDOM)
             for (long long i = n - 1; i > 0; i--) {
-                long long j = (long long)(xorshift(&s->rng) % (unsigned long long)(i + 1));
+                long long j = (long long)sp_rng_below(&s->rng, (uint64_t)(i + 1));
                 long long tmp = s->order[i]; s->order[i] = s->order[j]; s->order[j] = tmp;
             }
         *out = s;
@@ -113,7 +108,7 @@ sptune_status sp_search_create(sp_search_kind kind, const sp_template *t, const 
     sp_config def;
     sp_config_default(t, &def);
     s->start = n > 0 ? lookup(s, key_of(s, &def)) : -1;
-    if (s->start < 0 && n > 0) s->start = (long long)(xorshift(&s->rng) % (unsigned long long)n);
+    if (s->start < 0 && n > 0) s->start = (long long)sp_rng_below(&s->rng, (uint64_t)n);
     *out = s;
     return SPTUNE_OK;
 }
@@ -175,7 +170,7 @@ static void enqueue_neighbours(sp_search *s, long long center)
     }
     s->nqueue = kept;
     for (long long i = s->nqueue - 1; i > 0; i--) {
-        long long j = (long long)(xorshift(&s->rng) % (unsigned long long)(i + 1));
+        long long j = (long long)sp_rng_below(&s->rng, (uint64_t)(i + 1));
         long long tmp = s->queue[i]; s->queue[i] = s->queue[j]; s->queue[j] = tmp;
     }
 }
@@ -215,7 +210,7 @@ static int descent_next(sp_search *s, long long *index)
         long long left = 0;
         for (long long i = 0; i < sp->n; i++) left += !s->proposed[i];
         if (left == 0) return 0;
-        long long pick = (long long)(xorshift(&s->rng) % (unsigned long long)left);
+        long long pick = (long long)sp_rng_below(&s->rng, (uint64_t)left);
         for (long long i = 0; i < sp->n; i++)
             if (!s->proposed[i] && pick-- == 0) return propose(s, i, index);
         return 0;

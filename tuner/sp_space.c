@@ -1,4 +1,5 @@
 #include "sp_space.h"
+#include "sp_rng.h"
 #include "sp_status.h"
 
 #include <stdlib.h>
@@ -46,10 +47,9 @@ sptune_status sp_space_sample(sp_configs *cs, const sp_template *t, long long n,
     long long kept = 0;
     for (long long i = 0; i < cs->n && kept < n; i++)
         if (memcmp(cs->v[i].idx, def.idx, (size_t)def.nparams * sizeof def.idx[0]) == 0) { keep[i] = 1; kept++; }
-    unsigned long long s = seed ? seed : 1;
+    uint64_t s = seed;
     while (kept < n) {
-        s ^= s << 13; s ^= s >> 7; s ^= s << 17; /* xorshift64 */
-        long long i = (long long)(s % (unsigned long long)cs->n);
+        long long i = (long long)sp_rng_below(&s, (uint64_t)cs->n);
         if (!keep[i]) { keep[i] = 1; kept++; }
     }
     long long w = 0;

@@ -1,5 +1,6 @@
 #include "sp_workload.h"
 #include "sp_status.h"
+#include "sp_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -17,8 +17,6 @@ void sp_sha256_update(sp_sha256 *s, const void *data, size_t n);
 /* Adds a length-prefixed field, so that ("ab","c") and ("a","bc") hash differently. */
 void sp_sha256_field(sp_sha256 *s, const void *data, size_t n);
 void sp_sha256_final(sp_sha256 *s, uint8_t out[32]);
-/* 64 lowercase hex characters plus NUL. */
-void sp_sha256_hex(const void *data, size_t n, char out[65]);
 void sp_hex(const uint8_t *bytes, size_t n, char *out); /* out holds 2n+1 */
 
 #endif

@@ -5,12 +5,13 @@
 #include "sp_cache.h"
 #include "sp_db.h"
 #include "sp_db_text.h"
-#include "sp_embedded.h"
+#include "sp_shipped.h"
 #include "sp_gpu.h"
 #include "sp_launch.h"
 #include "sp_status.h"
 #include "sp_template.h"
 #include "sptune.h"
+#include "sp_variant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -139,8 +140,8 @@ static int visit(const sp_result *r, void *ud)
 /* The results shipped with sptune (db/data/<gpu>.tsv, embedded) into s. */
 static sptune_status scan_shipped(scan *s)
 {
-    for (int i = 0; i < sp_embedded_data_count; i++) {
-        const sp_embedded_file *f = &sp_embedded_data[i];
+    for (int i = 0; i < sp_shipped_data_count; i++) {
+        const sp_embedded_file *f = &sp_shipped_data[i];
         FILE *in = fmemopen((void *)f->data, f->len, "r");
         if (!in) return sp_fail(SPTUNE_ERR_NOMEM, "cannot read the shipped %s", f->path);
         sptune_status st = sp_db_text_foreach(in, f->path, visit, s);

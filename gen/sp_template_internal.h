@@ -1,6 +1,6 @@
 /* Internals shared by the gen/sp_template*.c files. */
-#ifndef SP_TEMPLATE_INT_H
-#define SP_TEMPLATE_INT_H
+#ifndef SP_TEMPLATE_INTERNAL_H
+#define SP_TEMPLATE_INTERNAL_H
 
 #include "sp_sandbox.h"
 #include "sp_template.h"

@@ -22,7 +22,5 @@ sptune_status sp_cublas_gemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A
                                 CUdeviceptr C, int c_fp32);
 /* Row-major C[M,N] = A[M,K] * B[K,N], all fp32 (references whose inputs are not bf16). */
 sptune_status sp_cublas_sgemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C);
-/* "13.0.x" */
-const char *sp_cublas_version(sp_cublas *h);
 
 #endif

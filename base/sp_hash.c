@@ -89,12 +89,3 @@ void sp_hex(const uint8_t *bytes, size_t n, char *out)
     out[2 * n] = 0;
 }
 
-void sp_sha256_hex(const void *data, size_t n, char out[65])
-{
-    sp_sha256 s;
-    uint8_t d[32];
-    sp_sha256_init(&s);
-    sp_sha256_update(&s, data, n);
-    sp_sha256_final(&s, d);
-    sp_hex(d, 32, out);
-}

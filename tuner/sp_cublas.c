@@ -9,13 +9,11 @@
 struct sp_cublas {
     void *lib;
     cublasHandle_t handle;
-    char version[32];
     __typeof__(cublasCreate_v2) *Create;
     __typeof__(cublasDestroy_v2) *Destroy;
     __typeof__(cublasSetStream_v2) *SetStream;
     __typeof__(cublasGemmEx) *GemmEx;
     __typeof__(cublasSgemm_v2) *Sgemm;
-    __typeof__(cublasGetVersion_v2) *GetVersion;
 };
 
 static sptune_status check(cublasStatus_t s, const char *what)
@@ -43,13 +41,9 @@ sptune_status sp_cublas_create(sp_cublas **out)
     SYM(SetStream, "cublasSetStream_v2");
     SYM(GemmEx, "cublasGemmEx");
     SYM(Sgemm, "cublasSgemm_v2");
-    SYM(GetVersion, "cublasGetVersion_v2");
 #undef SYM
     sptune_status st = check(h->Create(&h->handle), "cublasCreate");
     if (st != SPTUNE_OK) { dlclose(h->lib); free(h); return st; }
-    int v = 0;
-    if (h->GetVersion(h->handle, &v) == CUBLAS_STATUS_SUCCESS)
-        snprintf(h->version, sizeof h->version, "%d.%d.%d", v / 10000, (v / 100) % 100, v % 100);
     *out = h;
     return SPTUNE_OK;
 }
@@ -101,4 +95,3 @@ sptune_status sp_cublas_sgemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr 
                  "cublasSgemm");
 }
 
-const char *sp_cublas_version(sp_cublas *h) { return h->version; }
