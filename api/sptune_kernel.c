@@ -9,6 +9,7 @@
 #include "sp_gpu.h"
 #include "sp_launch.h"
 #include "sp_status.h"
+#include "sp_str.h"
 #include "sp_template.h"
 #include "sptune.h"
 #include "sp_variant.h"
@@ -19,9 +20,18 @@
 #include <string.h>
 #include <sys/stat.h>
 
+/* An argument as the API reports it: the declaration's strings kept with the kernel. */
+typedef struct kernel_arg {
+    sp_arg decl;
+    char *shape_text;
+    long long elements;
+} kernel_arg;
+
 struct sptune_kernel {
     char *config;
     char *args;
+    int nargs;
+    kernel_arg arg[SP_MAX_ARGS];
     sptune_origin origin;
     char detail[1024];
     sp_kernel_src src;
@@ -213,6 +223,35 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     return st;
 }
 
+/* The template's argument declarations, copied into k, with each pointer's element count for the
+ * problem and configuration (-1 where an extent needs a caller's scalar or the data). */
+static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const sp_problem *want, sptune_kernel *k)
+{
+    sp_vars vars = {0};
+    for (int i = 0; i < want->n; i++) sp_vars_set(&vars, want->name[i], want->v[i]);
+    for (int i = 0; i < sp_template_nparams(t); i++) {
+        const sp_param *p = sp_template_param(t, i);
+        if (p->values[cfg->idx[i]].kind == SP_VAL_INT) sp_vars_set(&vars, p->name, (double)p->values[cfg->idx[i]].i);
+    }
+    for (int i = 0; i < sp_template_nargs(t); i++) {
+        const sp_arg *a = sp_template_arg(t, i);
+        kernel_arg *x = &k->arg[i];
+        k->nargs = i + 1;
+        x->decl = *a;
+        x->decl.doc = strdup(a->doc);
+        int oom = !x->decl.doc;
+        for (int s = 0; s < a->nshape; s++) oom |= !(x->decl.shape[s] = strdup(a->shape[s]));
+        sp_buf b = {0};
+        sp_arg_shape_text(a, &b);
+        x->shape_text = b.data ? b.data : strdup("");
+        if (oom || b.oom || !x->shape_text) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+        x->elements = -1;
+        if (sp_arg_is_pointer(a) && sp_arg_elements(a, &vars, &x->elements) != SPTUNE_OK) x->elements = -1;
+        sp_clear_error();
+    }
+    return SPTUNE_OK;
+}
+
 sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out)
 {
     if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: no output");
@@ -248,6 +287,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     k->config = sp_config_format(t, &cfg);
     k->args = strdup(sp_template_args(t));
     if (!k->config || !k->args) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); goto fail; }
+    if ((st = keep_args(t, &cfg, &want, k)) != SPTUNE_OK) goto fail;
     if (!req->cache_dir || *req->cache_dir) {
         if ((st = sp_cache_open(req->cache_dir, &cache)) != SPTUNE_OK) goto fail;
     }
@@ -272,6 +312,24 @@ sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail)
 {
     if (detail) *detail = k ? k->detail : "";
     return k ? k->origin : SPTUNE_ORIGIN_DEFAULT;
+}
+
+int sptune_kernel_arg_count(const sptune_kernel *k) { return k ? k->nargs : 0; }
+
+sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *out)
+{
+    if (!k || !out || index < 0 || index >= k->nargs)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_arg: no argument %d (the kernel has %d)", index, k ? k->nargs : 0);
+    const kernel_arg *x = &k->arg[index];
+    out->name = x->decl.name;
+    out->type = sp_arg_type_name(x->decl.type);
+    out->type_bytes = sp_arg_type_size(x->decl.type);
+    out->pointer = sp_arg_is_pointer(&x->decl);
+    out->role = (sptune_arg_role)x->decl.role;
+    out->shape = x->shape_text;
+    out->doc = x->decl.doc;
+    out->elements = x->elements;
+    return SPTUNE_OK;
 }
 
 int sptune_kernel_count(const sptune_kernel *k) { return k ? k->src.nkernels : 0; }
@@ -304,5 +362,9 @@ void sptune_kernel_free(sptune_kernel *k)
     sp_kernel_src_free(&k->src);
     free(k->config);
     free(k->args);
+    for (int i = 0; i < k->nargs; i++) {
+        sp_arg_free(&k->arg[i].decl);
+        free(k->arg[i].shape_text);
+    }
     free(k);
 }

@@ -26,7 +26,18 @@ int cmd_ops(cli_cmd *cmd, int npos, char **pos)
         printf("  problem: ");
         for (int d = 0; d < sp_template_ndims(t); d++) printf("%s%s", d ? "," : "", sp_template_dim(t, d));
         printf("\n");
-        if (*sp_template_args(t)) printf("  arguments: %s\n", sp_template_args(t));
+        if (sp_template_nargs(t) > 0) printf("  arguments (in launch order):\n");
+        for (int a = 0; a < sp_template_nargs(t); a++) {
+            const sp_arg *arg = sp_template_arg(t, a);
+            sp_buf shape = {0}, line = {0};
+            sp_arg_shape_text(arg, &shape);
+            sp_buf_printf(&line, "    %-9s %-4s%s %-14s %-30s %s", sp_arg_role_name(arg->role), sp_arg_type_name(arg->type),
+                          sp_arg_is_pointer(arg) ? "*" : " ", arg->name, shape.data ? shape.data : "", arg->doc);
+            while (line.len > 0 && line.data[line.len - 1] == ' ') line.data[--line.len] = 0;
+            printf("%s\n", line.data ? line.data : "");
+            sp_buf_free(&shape);
+            sp_buf_free(&line);
+        }
         for (int p = 0; p < sp_template_nparams(t); p++) {
             const sp_param *pr = sp_template_param(t, p);
             printf("  %-10s {", pr->name);

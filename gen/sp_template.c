@@ -127,8 +127,6 @@ static void read_meta(lua_State *L, load_ctx *x, int m)
     t->family = dup_or_raise(L, family ? family : x->folder);
     const char *desc = opt_string(L, t, m, "description", "description");
     t->description = dup_or_raise(L, desc ? desc : "");
-    const char *args = opt_string(L, t, m, "args", "args");
-    t->args = dup_or_raise(L, args ? args : "");
 }
 
 static void read_dims(lua_State *L, sp_template *t, int m)
@@ -307,6 +305,103 @@ static void read_params(lua_State *L, sp_template *t, int m, int T)
     lua_settop(L, ps - 1);
 }
 
+/* args: the kernels' argument list, declared once (gen/sp_args.h). Needs dims and params read. */
+static void read_arg(lua_State *L, sp_template *t, int i, int e, const char *const *names, int nnames)
+{
+    char buf[80];
+    sp_arg *a = &t->args[i];
+    t->nargs = i + 1; /* from here on sp_template_free releases this argument */
+    if (rawfield(L, e, "name") != LUA_TSTRING || !is_ident(lua_tostring(L, -1), sizeof a->name - 1))
+        vfail(L, t, "args[%d].name must be a C identifier of at most %zu characters (got %s)", i + 1,
+              sizeof a->name - 1, describe(L, -1, buf, sizeof buf));
+    snprintf(a->name, sizeof a->name, "%s", lua_tostring(L, -1));
+    lua_pop(L, 1);
+    for (int j = 0; j < i; j++)
+        if (strcmp(t->args[j].name, a->name) == 0) vfail(L, t, "args[%d]: argument '%s' is declared twice", i + 1, a->name);
+    if (rawfield(L, e, "type") != LUA_TSTRING || !sp_arg_type_parse(lua_tostring(L, -1), &a->type))
+        vfail(L, t, "args[%d] (%s): type must be one of bf16, f16, x16, u8, u32, u64, i32, f32 (got %s)", i + 1, a->name,
+              describe(L, -1, buf, sizeof buf));
+    lua_pop(L, 1);
+    if (rawfield(L, e, "role") != LUA_TSTRING || !sp_arg_role_parse(lua_tostring(L, -1), &a->role))
+        vfail(L, t, "args[%d] (%s): role must be input, output, workspace, dim or scalar (got %s)", i + 1, a->name,
+              describe(L, -1, buf, sizeof buf));
+    lua_pop(L, 1);
+    char what[64];
+    snprintf(what, sizeof what, "args[%d].doc", i + 1);
+    const char *doc = opt_string(L, t, e, "doc", what);
+    a->doc = dup_or_raise(L, doc ? doc : "");
+    if (a->role == SP_ROLE_DIM) {
+        int found = 0;
+        for (int d = 0; d < t->ndims && !found; d++) found = strcmp(t->dims[d], a->name) == 0;
+        if (!found) vfail(L, t, "args[%d] (%s): a dim argument must name a problem dimension", i + 1, a->name);
+    }
+    int ty = rawfield(L, e, "shape");
+    if (!sp_arg_is_pointer(a)) {
+        if (ty != LUA_TNIL) vfail(L, t, "args[%d] (%s): a %s argument is passed by value and has no shape", i + 1,
+                                  a->name, sp_arg_role_name(a->role));
+        lua_pop(L, 1);
+        return;
+    }
+    int sh = lua_gettop(L);
+    if (ty != LUA_TTABLE || lua_rawlen(L, sh) < 1 || lua_rawlen(L, sh) > SP_MAX_SHAPE)
+        vfail(L, t, "args[%d] (%s): shape must be a list of 1 to %d extents (\"M\", \"cdiv(F, bn)\", 4)", i + 1, a->name,
+              SP_MAX_SHAPE);
+    for (int k = 0; k < (int)lua_rawlen(L, sh); k++) {
+        lua_rawgeti(L, sh, k + 1);
+        if (lua_type(L, -1) != LUA_TSTRING && !lua_isinteger(L, -1))
+            vfail(L, t, "args[%d] (%s): shape[%d] must be an expression string or an integer", i + 1, a->name, k + 1);
+        a->shape[k] = dup_or_raise(L, lua_tostring(L, -1));
+        a->nshape = k + 1;
+        lua_pop(L, 1);
+        if (sp_expr_check(a->shape[k], names, nnames) != SPTUNE_OK)
+            vfail(L, t, "args[%d] (%s): %s", i + 1, a->name, sptune_last_error());
+    }
+    lua_pop(L, 1);
+}
+
+static void read_args(lua_State *L, sp_template *t, int m)
+{
+    int ty = rawfield(L, m, "args"), as = lua_gettop(L);
+    if (ty == LUA_TNIL) { lua_pop(L, 1); return; }
+    if (ty != LUA_TTABLE)
+        vfail(L, t, "args must be a list of {name = ..., type = ..., role = ..., shape = {...}} (got %s)",
+              luaL_typename(L, as));
+    size_t n = lua_rawlen(L, as);
+    if (n > SP_MAX_ARGS) vfail(L, t, "args has %zu entries (at most %d)", n, SP_MAX_ARGS);
+    /* names shape expressions may use: dimensions, integer parameters, scalar arguments */
+    const char *names[SP_MAX_DIMS + SP_MAX_PARAMS + SP_MAX_ARGS];
+    int nnames = 0;
+    for (int d = 0; d < t->ndims; d++) names[nnames++] = t->dims[d];
+    for (int p = 0; p < t->nparams; p++)
+        if (t->params[p].values[0].kind == SP_VAL_INT) names[nnames++] = t->params[p].name;
+    for (int pass = 0; pass < 2; pass++) {
+        for (int i = 0; i < (int)n; i++) {
+            if (lua_rawgeti(L, as, i + 1) != LUA_TTABLE)
+                vfail(L, t, "args[%d] must be a table {name = ..., type = ..., role = ...} (got %s)", i + 1,
+                      luaL_typename(L, -1));
+            if (pass == 0) {
+                /* the scalar arguments' names first, so that any shape may use them */
+                int e = lua_gettop(L);
+                if (rawfield(L, e, "role") == LUA_TSTRING && strcmp(lua_tostring(L, -1), "scalar") == 0 &&
+                    rawfield(L, e, "name") == LUA_TSTRING && is_ident(lua_tostring(L, -1), 31))
+                    names[nnames++] = lua_tostring(L, -1); /* held by the module table */
+                lua_settop(L, as);
+                continue;
+            }
+            read_arg(L, t, i, lua_gettop(L), names, nnames);
+            lua_pop(L, 1);
+        }
+    }
+    sp_buf b = {0};
+    for (int i = 0; i < t->nargs; i++) {
+        if (i) sp_buf_puts(&b, ", ");
+        sp_arg_describe(&t->args[i], &b);
+    }
+    if (b.oom) { sp_buf_free(&b); sp_sandbox_nomem(L); }
+    t->args_text = b.data;
+    lua_pop(L, 1);
+}
+
 static void read_constraints(lua_State *L, sp_template *t, int m, int T)
 {
     int ty = rawfield(L, m, "constraints"), cs = lua_gettop(L);
@@ -391,6 +486,7 @@ static int tpl_load(lua_State *L)
     read_meta(L, x, m);
     read_dims(L, t, m);
     read_params(L, t, m, T);
+    read_args(L, t, m);
     read_constraints(L, t, m, T);
     read_functions(L, t, m, T);
     lua_pushvalue(L, T);
@@ -546,7 +642,8 @@ void sp_template_free(sp_template *t)
     free(t->name);
     free(t->family);
     free(t->description);
-    free(t->args);
+    for (int i = 0; i < t->nargs; i++) sp_arg_free(&t->args[i]);
+    free(t->args_text);
     free(t->path);
     free(t);
 }
@@ -556,7 +653,16 @@ void sp_template_free(sp_template *t)
 const char *sp_template_name(const sp_template *t) { return t->name; }
 const char *sp_template_family(const sp_template *t) { return t->family; }
 const char *sp_template_description(const sp_template *t) { return t->description; }
-const char *sp_template_args(const sp_template *t) { return t->args; }
+const char *sp_template_args(const sp_template *t) { return t->args_text ? t->args_text : ""; }
+int sp_template_nargs(const sp_template *t) { return t->nargs; }
+const sp_arg *sp_template_arg(const sp_template *t, int i) { return i >= 0 && i < t->nargs ? &t->args[i] : NULL; }
+
+int sp_template_arg_index(const sp_template *t, const char *name)
+{
+    for (int i = 0; i < t->nargs; i++)
+        if (strcmp(t->args[i].name, name) == 0) return i;
+    return -1;
+}
 const char *sp_template_path(const sp_template *t) { return t->path; }
 const char *sp_template_hash(const sp_template *t) { return t->hash; }
 int sp_template_nparams(const sp_template *t) { return t->nparams; }

@@ -5,6 +5,7 @@
 #define SP_TEMPLATE_H
 
 #include "sptune.h"
+#include "sp_args.h"
 #include "sp_gpu.h"
 #include "sp_kernel_src.h"
 #include "sp_str.h"
@@ -63,8 +64,12 @@ void sp_template_free(sp_template *t);
 const char *sp_template_name(const sp_template *t);
 const char *sp_template_family(const sp_template *t);
 const char *sp_template_description(const sp_template *t);
-/* The kernels' argument list, in order, as the template documents it ("" when it does not). */
+/* The kernels' arguments in launch order, as the template declares them (gen/sp_args.h), and as
+ * one line of text ("" when the template declares none). */
 const char *sp_template_args(const sp_template *t);
+int sp_template_nargs(const sp_template *t);
+const sp_arg *sp_template_arg(const sp_template *t, int i);
+int sp_template_arg_index(const sp_template *t, const char *name); /* -1 when none has that name */
 const char *sp_template_path(const sp_template *t);
 /* SHA-256 hex over the template file and every file of templates/lib. */
 const char *sp_template_hash(const sp_template *t);

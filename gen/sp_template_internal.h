@@ -24,7 +24,10 @@ extern const char sp_template_key;
 struct sp_template {
     sp_sandbox sb;
     char *path;        /* "templates/dense/gemm.lua" */
-    char *name, *family, *description, *args;
+    char *name, *family, *description;
+    int nargs;
+    sp_arg args[SP_MAX_ARGS];
+    char *args_text;   /* the declarations as one line of text (sp_arg_describe, comma-separated) */
     char hash[65];
     int nparams;
     sp_param params[SP_MAX_PARAMS];

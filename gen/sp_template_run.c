@@ -353,22 +353,30 @@ static lua_Integer int_field(lua_State *L, const sp_template *t, int idx, const 
     return v;
 }
 
-/* launch's tmaps: {nargs = n, {arg =, rows =, cols =, box_rows =, box_cols =, swizzle =}, ...}
- * (sp_template.h). The limits are the copy engine's. */
+/* launch's tmaps: {{arg = "X", rows =, cols =, box_rows =, box_cols =, swizzle =}, ...}
+ * (runtime/sp_kernel_src.h): each map describes the argument it names; the launcher passes the maps
+ * after the template's declared arguments. The limits are the copy engine's. */
 static void read_tmaps(lua_State *L, const sp_template *t, int r, sp_tmaps *out)
 {
+    char buf[64];
     lua_pushliteral(L, "tmaps");
     if (lua_rawget(L, r) == LUA_TNIL) { lua_pop(L, 1); return; }
     int m = lua_gettop(L);
     if (!lua_istable(L, m) || lua_rawlen(L, m) < 1 || lua_rawlen(L, m) > SP_MAX_TMAPS)
         sp_sandbox_error(L, "%s: launch returned tmaps that is not a list of 1 to %d tensor maps", t->path, SP_MAX_TMAPS);
-    out->nargs = (int)int_field(L, t, m, "tmaps", "nargs", 0, 64);
+    out->nargs = t->nargs;
     out->n = (int)lua_rawlen(L, m);
     for (int i = 0; i < out->n; i++) {
         sp_tmap_spec *s = &out->v[i];
         if (lua_rawgeti(L, m, i + 1) != LUA_TTABLE) sp_sandbox_error(L, "%s: launch returned tmaps[%d], not a table", t->path, i + 1);
         int e = lua_gettop(L);
-        s->arg = (int)int_field(L, t, e, "tmaps[i]", "arg", 0, out->nargs - 1);
+        lua_pushliteral(L, "arg");
+        lua_rawget(L, e);
+        s->arg = lua_type(L, -1) == LUA_TSTRING ? sp_template_arg_index(t, lua_tostring(L, -1)) : -1;
+        if (s->arg < 0 || !sp_arg_is_pointer(&t->args[s->arg]))
+            sp_sandbox_error(L, "%s: launch returned tmaps[%d].arg = %s, not the name of a pointer argument the template declares",
+                             t->path, i + 1, describe(L, -1, buf, sizeof buf));
+        lua_pop(L, 1);
         s->rows = (unsigned long long)int_field(L, t, e, "tmaps[i]", "rows", 1, (lua_Integer)1 << 32);
         s->cols = (unsigned long long)int_field(L, t, e, "tmaps[i]", "cols", 1, (lua_Integer)1 << 32);
         s->box_rows = (unsigned)int_field(L, t, e, "tmaps[i]", "box_rows", 1, 256);
@@ -528,7 +536,20 @@ sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_
     lua_State *L = t->sb.L;
     size_t n;
     const char *src = lua_tolstring(L, -2, &n);
-    out->source = sp_strndup(src, n);
+    /* Every generated source opens with where it comes from: the op, its kernels, the
+     * configuration and problem, the template's content hash and the sptune version. */
+    char *cfg = sp_config_format(t, c), *prob = problem ? sp_problem_format(problem) : NULL;
+    sp_buf head = {0};
+    sp_buf_printf(&head, "/* sptune %s %s: %s", SPTUNE_VERSION_STRING, t->name, out->stage[0].kernel);
+    for (int i = 1; i < out->nkernels; i++) sp_buf_printf(&head, ", %s", out->stage[i].kernel);
+    sp_buf_printf(&head, "\n * generated from %s (content %s) for %s\n * configuration %s\n * problem %s\n"
+                  " * Do not edit: change the template. */\n",
+                  t->path, t->hash, gpu->info.arch, cfg ? cfg : "?", prob ? prob : "(none: no launch geometry)");
+    free(cfg);
+    free(prob);
+    sp_buf_append(&head, src, n);
+    out->source = head.oom ? NULL : head.data;
+    if (!out->source) sp_buf_free(&head);
     size_t nopt = lua_istable(L, -1) ? lua_rawlen(L, -1) : 0;
     out->options = calloc(nopt + 1, sizeof *out->options);
     int oom = !out->source || !out->options;

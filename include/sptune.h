@@ -102,8 +102,36 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
  * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". */
 const char *sptune_kernel_config(const sptune_kernel *k);
 sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail);
-/* The op's argument list, in launch order, as its template documents it ("" when it does not). */
+/* The op's argument list, in launch order, as one line of text ("" when its template declares none). */
 const char *sptune_kernel_args(const sptune_kernel *k);
+
+/* One kernel argument, as the op's template declares it. Launch lists hold, in this order, a
+ * pointer to each argument's value: for a pointer argument, a pointer to its CUdeviceptr; for a
+ * by-value one, a pointer to a number of its type. */
+typedef enum sptune_arg_role {
+    SPTUNE_ARG_INPUT = 0,     /* device memory the kernel reads */
+    SPTUNE_ARG_OUTPUT = 1,    /* device memory the kernel writes */
+    SPTUNE_ARG_WORKSPACE = 2, /* device scratch memory the caller provides */
+    SPTUNE_ARG_DIM = 3,       /* by value: the problem dimension of the same name */
+    SPTUNE_ARG_SCALAR = 4     /* by value: a number the caller chooses (a capacity) */
+} sptune_arg_role;
+
+typedef struct sptune_arg {
+    const char *name;         /* "X" */
+    const char *type;         /* element type: "bf16", "f16", "x16" (bf16 or fp16, as the problem says),
+                                 "u8", "u32", "u64", "i32", "f32" */
+    size_t type_bytes;        /* bytes of one element */
+    int pointer;              /* 1: a device pointer; 0: passed by value */
+    sptune_arg_role role;
+    const char *shape;        /* extents, outermost first: "M x D"; "" for by-value arguments */
+    const char *doc;          /* "" when none */
+    long long elements;       /* pointers: elements for the kernel's problem and configuration; -1 when
+                                 that depends on what only the caller knows (a scalar it chooses, the data) */
+} sptune_arg;
+
+/* Number of arguments, and argument `index` (strings valid while k lives). */
+int sptune_kernel_arg_count(const sptune_kernel *k);
+sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *out);
 /* Kernels launched per call (2 for the pipelines such as twell-ffn), and each one's geometry. */
 int sptune_kernel_count(const sptune_kernel *k);
 sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],

@@ -136,7 +136,7 @@ static void run_api(sp_bench *b, const char *cache_dir)
             CHECK_ST(sp_case_bind(&cs, t, &c), SPTUNE_OK);
             CHECK_ST(cs.ops->poison(cs.state, b->stream), SPTUNE_OK);
             if (cs.ops->prepare) CHECK_ST(cs.ops->prepare(cs.state, b->stream), SPTUNE_OK);
-            CHECK_ST(sptune_kernel_launch(k, b->stream, cs.ops->args(cs.state)), SPTUNE_OK);
+            CHECK_ST(sptune_kernel_launch(k, b->stream, cs.argv), SPTUNE_OK);
             const sp_cuda_api *cu;
             CHECK_ST(sp_cuda_load(&cu), SPTUNE_OK);
             CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);

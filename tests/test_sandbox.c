@@ -156,7 +156,7 @@ static void test_instruction_limit(void)
     CHECK(k.source == NULL);
     CHECK_ST(sp_problem_parse(t, "M=8", &p), SPTUNE_OK);
     CHECK_ST(sp_template_emit(t, &c, &g, &p, &k), SPTUNE_OK);
-    CHECK(k.source && strcmp(k.source, "ok") == 0);
+    CHECK(k.source && strlen(k.source) > 3 && strcmp(k.source + strlen(k.source) - 3, "\nok") == 0);
     sp_kernel_src_free(&k);
     sp_template_free(t);
 

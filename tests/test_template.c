@@ -25,6 +25,7 @@ static sp_gpu_profile named(const char *name)
     return g;
 }
 static sp_gpu_profile h100(void) { return named("h100"); }
+static sp_gpu_profile h100_profile;
 static sp_gpu_profile rtx_pro_6000(void) { return named("rtx-pro-6000"); }
 
 static const char *CNT =
@@ -195,8 +196,11 @@ static void test_emit(sp_template *t)
     CHECK_ST(sp_template_emit(t, &c, &g, &p, &k2), SPTUNE_OK);
     if (!k1.source || !k2.source) return;
     CHECK(strcmp(k1.source, k2.source) == 0);
-    CHECK_MSG(strcmp(k1.source, "alpha=2;beta=4;delta=7;gamma=6;mid=3;omega=5;zeta=1;a=2;b=3;flag=false;"
-                                "gpu=h100,NVIDIA H100 SXM,90,true;p=200x3x5;types=integer,integer,integer") == 0,
+    /* the header comment, then what emit returned */
+    const char *body = strstr(k1.source, "change the template. */\n");
+    CHECK_MSG(body && strcmp(body + strlen("change the template. */\n"),
+                             "alpha=2;beta=4;delta=7;gamma=6;mid=3;omega=5;zeta=1;a=2;b=3;flag=false;"
+                             "gpu=h100,NVIDIA H100 SXM,90,true;p=200x3x5;types=integer,integer,integer") == 0,
               "%s", k1.source);
     CHECK(strcmp(k1.stage[0].kernel, "sp_cnt_a2_b3_sm_90a") == 0);
     CHECK(k1.stage[0].grid[0] == 4 && k1.stage[0].grid[1] == 3 && k1.stage[0].grid[2] == 1);
@@ -258,6 +262,7 @@ static void bad_render(const char *kernel, const char *launch, const char *emit,
     char src[2048];
     snprintf(src, sizeof src,
              "return {name = 'r', dims = {'M'}, params = {{name = 'a', values = {1}}},\n"
+             "  args = {{name = 'A', type = 'bf16', role = 'input', shape = {'M', 8}}, {name = 'M', type = 'i32', role = 'dim'}},\n"
              "  kernel = %s, launch = function(c, p, gpu) return %s end,\n"
              "  emit = function(c, p, gpu) return %s end, options = %s}\n",
              kernel, launch, emit, options);
@@ -280,14 +285,16 @@ static void test_bad_render(void)
     /* tensor maps (sp_tmaps): each field checked, the copy engine's limits named */
     bad_render("'k'", "{grid = {1}, block = {32}, tmaps = 3}", "'x'", "nil", "tmaps that is not a list of 1 to 4");
     bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 0, rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 0}}}",
-               "'x'", "nil", "tmaps.nargs = a nil");
-    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {nargs = 2, {arg = 2, rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 0}}}",
-               "'x'", "nil", "tmaps[i].arg = 2 (must be an integer from 0 to 1)");
-    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {nargs = 2, {arg = 0, rows = 8, cols = 8, box_rows = 300, box_cols = 8, swizzle = 0}}}",
+               "'x'", "nil", "tmaps[1].arg = 0, not the name of a pointer argument");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 'M', rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 0}}}",
+               "'x'", "nil", "tmaps[1].arg = 'M', not the name of a pointer argument");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 'B', rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 0}}}",
+               "'x'", "nil", "tmaps[1].arg = 'B', not the name");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 'A', rows = 8, cols = 8, box_rows = 300, box_cols = 8, swizzle = 0}}}",
                "'x'", "nil", "box_rows = 300");
-    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {nargs = 2, {arg = 0, rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 48}}}",
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 'A', rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 48}}}",
                "'x'", "nil", "swizzle = 48 (0, 32, 64 or 128)");
-    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {nargs = 2, {arg = 0, rows = 8, cols = 8, box_rows = 8, box_cols = 128, swizzle = 128}}}",
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 'A', rows = 8, cols = 8, box_rows = 8, box_cols = 128, swizzle = 128}}}",
                "'x'", "nil", "a box row of 256 bytes is wider than its 128-byte swizzle");
     bad_render("'k'", L, "42", "nil", "emit returned 42, not a string");
     bad_render("'k'", L, "nil", "nil", "emit returned a nil, not a string");
@@ -295,8 +302,8 @@ static void test_bad_render(void)
     bad_render("function() return 7 end", L, "'x'", "nil", "kernel returned 7");
     bad_render("'k'", L, "'x'", "function() return {1} end", "options[1] must be a non-empty string");
     bad_render("'k'", L, "'x'", "function() return 'x' end", "options returned 'x'");
-    bad_render("'k'", L, "p.nothing.x", "nil", "templates/test/r.lua:3: attempt to index a nil value (field 'nothing') (in emit for a=1)");
-    bad_render("'k'", "error('launch broke')", "'x'", "nil", "templates/test/r.lua:2: launch broke (in launch for a=1)");
+    bad_render("'k'", L, "p.nothing.x", "nil", "templates/test/r.lua:4: attempt to index a nil value (field 'nothing') (in emit for a=1)");
+    bad_render("'k'", "error('launch broke')", "'x'", "nil", "templates/test/r.lua:3: launch broke (in launch for a=1)");
     /* Pipelines: a list of kernel names with one launch table each. */
     bad_render("function() return {'k1', 'k2'} end", L, "'x'", "nil", "launch must return a list of 2 launch tables");
     bad_render("function() return {'k1', 'k2'} end", "{" "{grid = {1}, block = {32}}" "}", "'x'", "nil", "launch must return a list of 2");
@@ -306,6 +313,71 @@ static void test_bad_render(void)
     bad_render("function() return {'k1', 'k2', 'k3', 'k4', 'k5'} end", L, "'x'", "nil", "kernel returned a list of 5 names");
     bad_render("function() return {'k1', 7} end", "{" "{grid = {1}, block = {32}}, {grid = {1}, block = {32}}" "}", "'x'", "nil",
                "kernel returned 7");
+}
+
+/* Argument declarations (gen/sp_args.h): parsed, described, their extents evaluated. */
+static void test_args(void)
+{
+    const char *src =
+        "return {name = 'ar', dims = {'M', 'F'}, params = {{name = 'bn', values = {64, 128}}, {name = 's', values = {'x'}}},\n"
+        "  args = {{name = 'X', type = 'bf16', role = 'input', shape = {'M', 'F'}, doc = 'in'},\n"
+        "          {name = 'P', type = 'u32', role = 'workspace', shape = {'M', 'cdiv(F, bn)', 'bn + 1'}},\n"
+        "          {name = 'Q', type = 'u32', role = 'workspace', shape = {'cap'}},\n"
+        "          {name = 'R', type = 'u32', role = 'input', shape = {'?'}},\n"
+        "          {name = 'cap', type = 'u64', role = 'scalar'}, {name = 'M', type = 'i32', role = 'dim'}},\n"
+        "  kernel = 'k', launch = function(c, p) return {grid = {1}, block = {32}, tmaps = {{arg = 'X', rows = p.M,\n"
+        "    cols = p.F, box_rows = 8, box_cols = 8, swizzle = 0}}} end, emit = function() return 'x' end}\n";
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/ar.lua", src, NULL, &t), SPTUNE_OK);
+    if (!t) return;
+    CHECK(sp_template_nargs(t) == 6 && sp_template_arg_index(t, "cap") == 4 && sp_template_arg_index(t, "no") == -1);
+    CHECK_MSG(strcmp(sp_template_args(t), "const bf16 *X (M x F: in), u32 *P (M x cdiv(F, bn) x (bn + 1), workspace), "
+                     "u32 *Q (cap, workspace), const u32 *R (set by the data), u64 cap, i32 M") == 0, "%s", sp_template_args(t));
+    sp_vars v = {0};
+    sp_vars_set(&v, "M", 10);
+    sp_vars_set(&v, "F", 300);
+    sp_vars_set(&v, "bn", 128);
+    long long n = 0;
+    CHECK_ST(sp_arg_elements(sp_template_arg(t, 1), &v, &n), SPTUNE_OK);
+    CHECK(n == 10 * 3 * 129);
+    CHECK_ST(sp_arg_elements(sp_template_arg(t, 2), &v, &n), SPTUNE_ERR_INVALID);
+    CHECK(has(sptune_last_error(), "argument Q") && has(sptune_last_error(), "no value for this name"));
+    sp_vars_set(&v, "cap", 77);
+    CHECK_ST(sp_arg_elements(sp_template_arg(t, 2), &v, &n), SPTUNE_OK);
+    CHECK(n == 77);
+    CHECK_ST(sp_arg_elements(sp_template_arg(t, 3), &v, &n), SPTUNE_ERR_INVALID);
+    CHECK(has(sptune_last_error(), "set by the data"));
+    CHECK_ST(sp_arg_elements(sp_template_arg(t, 4), &v, &n), SPTUNE_ERR_INVALID); /* by value */
+    sp_config c;
+    sp_config_default(t, &c);
+    sp_problem p;
+    CHECK_ST(sp_problem_parse(t, "M=5,F=7", &p), SPTUNE_OK);
+    sp_kernel_src k;
+    CHECK_ST(sp_template_emit(t, &c, &h100_profile, &p, &k), SPTUNE_OK);
+    CHECK(k.stage[0].tmaps.n == 1 && k.stage[0].tmaps.nargs == 6 && k.stage[0].tmaps.v[0].arg == 0);
+    /* every generated source opens with where it comes from */
+    CHECK(k.source && has(k.source, "/* sptune " SPTUNE_VERSION_STRING " ar: k") && has(k.source, "configuration bn=64,s=x") &&
+          has(k.source, "problem M=5,F=7") && has(k.source, sp_template_hash(t)));
+    sp_kernel_src_free(&k);
+    sp_template_free(t);
+
+    /* extents */
+    static const struct { const char *e; long long want; } ok[] = {
+        {"3", 3}, {"M", 10}, {"M + 2 * F", 610}, {"(M + 2) * 3", 36}, {"cdiv(F, 128)", 3}, {"F / 128", 2},
+        {"max(M, 4) - min(2, M)", 8}, {"cdiv(M*F, 7) + 1", 430}};
+    for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
+        CHECK_ST(sp_expr_eval(ok[i].e, &v, &n), SPTUNE_OK);
+        CHECK_MSG(n == ok[i].want, "%s = %lld, want %lld", ok[i].e, n, ok[i].want);
+    }
+    static const struct { const char *e, *why; } bad[] = {
+        {"M +", "expected a number"}, {"F / 0", "division by zero"}, {"cdiv(F, 0)", "division by zero"},
+        {"nope", "no value for this name"}, {"2 - M", "out of range"}, {"pow(2, 3)", "unknown function"},
+        {"M)", "unexpected text"}, {"((((((((((((((((((((((((((((((((((M))))))))))))))))))))))))))))))))))", "nested too deeply"},
+        {"99999999999999999999 * 99999", "out of range"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CHECK_ST(sp_expr_eval(bad[i].e, &v, &n), SPTUNE_ERR_INVALID);
+        CHECK_MSG(has(sptune_last_error(), bad[i].why), "%s: %s", bad[i].e, sptune_last_error());
+    }
 }
 
 /* A pipeline of two kernels renders both names and launches, in order. */
@@ -468,6 +540,19 @@ static void test_validation(void)
     invalid("params = {{name = 'a', values = {'x y'}}}, " FN, "without ',', '=', spaces");
     invalid("params = {{name = 'a', values = {'k=v'}}}, " FN, "params[1].values[1] = 'k=v'");
     invalid("params = {{name = 'a', values = {''}}}, " FN, "params[1].values[1] = ''");
+    /* argument declarations */
+    invalid(P1 ", args = 'const bf16 *A', " FN, "args must be a list");
+    invalid(P1 ", args = {{name = 'A', type = 'bf17', role = 'input', shape = {1}}}, " FN, "args[1] (A): type must be one of");
+    invalid(P1 ", args = {{name = 'A', type = 'bf16', role = 'in', shape = {1}}}, " FN, "args[1] (A): role must be input");
+    invalid(P1 ", args = {{name = 'A B', type = 'bf16', role = 'input', shape = {1}}}, " FN, "args[1].name must be a C identifier");
+    invalid(P1 ", args = {{name = 'A', type = 'bf16', role = 'input', shape = {1}}, {name = 'A', type = 'i32', role = 'scalar'}}, " FN,
+            "args[2]: argument 'A' is declared twice");
+    invalid(P1 ", args = {{name = 'A', type = 'bf16', role = 'input'}}, " FN, "args[1] (A): shape must be a list of 1 to 4");
+    invalid(P1 ", args = {{name = 'A', type = 'bf16', role = 'input', shape = {1, 2, 3, 4, 5}}}, " FN, "shape must be a list");
+    invalid(P1 ", args = {{name = 'n', type = 'i32', role = 'scalar', shape = {1}}}, " FN, "passed by value and has no shape");
+    invalid(P1 ", args = {{name = 'Z', type = 'i32', role = 'dim'}}, " FN, "a dim argument must name a problem dimension");
+    invalid(P1 ", args = {{name = 'A', type = 'bf16', role = 'input', shape = {'zz * 2'}}}, " FN, "extent 'zz * 2': unknown name");
+    invalid(P1 ", args = {{name = 'A', type = 'bf16', role = 'input', shape = {'a + '}}}, " FN, "extent 'a + ': expected");
     invalid("params = {{name = 'a', values = {{}}}}, " FN, "params[1].values[1] = a table is not an integer, a string or a boolean");
     invalid("params = {{name = 'a', values = {1, 2, 1}}}, " FN, "params[1].values has 1 twice");
     invalid("params = {{name = '1a', values = {1}}}, " FN, "params[1].name must be an identifier");
@@ -638,6 +723,7 @@ static void test_folder(void)
     CHECK_MSG(has(sptune_last_error(), "op 'op1' is defined twice"), "%s", sptune_last_error());
     CHECK_ST(sp_template_load("op1", &t), SPTUNE_ERR_TEMPLATE);
     unsetenv("SPTUNE_TEMPLATES");
+    h100_profile = h100();
 }
 
 /* ---- a large space ----------------------------------------------------------------------- */
@@ -692,6 +778,7 @@ static int take_first(const sp_config *c, void *ud)
 static void test_embedded(void)
 {
     unsetenv("SPTUNE_TEMPLATES");
+    h100_profile = h100();
     char **names = NULL;
     int n = 0;
     CHECK_ST(sp_template_list(&names, &n), SPTUNE_OK);
@@ -739,6 +826,7 @@ static void test_embedded(void)
 int main(void)
 {
     unsetenv("SPTUNE_TEMPLATES");
+    h100_profile = h100();
     sp_template *t = NULL;
     CHECK_ST(sp_template_load_source(CHUNK, CNT, NULL, &t), SPTUNE_OK);
     if (t) {
@@ -752,6 +840,7 @@ int main(void)
     }
     test_bad_render();
     test_pipeline();
+    test_args();
     test_validation();
     test_folder();
     test_large_space();

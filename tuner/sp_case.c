@@ -43,7 +43,8 @@ sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err)
     *rel_err = -1;
     if ((st = c->ops->poison(c->state, c->bench->stream)) != SPTUNE_OK) return st;
     if (c->ops->prepare && (st = c->ops->prepare(c->state, c->bench->stream)) != SPTUNE_OK) return st;
-    if ((st = sp_kernel_launch(k, c->bench->stream, c->ops->args(c->state))) != SPTUNE_OK) return st;
+    if (c->nargv == 0) return sp_fail(SPTUNE_ERR_INVALID, "%s: no arguments bound (sp_case_bind first)", c->ops->op);
+    if ((st = sp_kernel_launch(k, c->bench->stream, c->argv)) != SPTUNE_OK) return st;
     if ((st = sp_cuda_check(cu->StreamSynchronize(c->bench->stream), k->fn[0].at.kernel)) != SPTUNE_OK) return st;
     if ((st = c->ops->verify(c->state, rel_err, detail, sizeof detail)) != SPTUNE_OK) return st;
     if (!(*rel_err <= c->ops->tolerance))
@@ -64,7 +65,23 @@ static sptune_status run_kernel(void *ud, CUstream s)
 
 sptune_status sp_case_bind(sp_case *c, const sp_template *t, const sp_config *cfg)
 {
+    int n = sp_template_nargs(t);
+    if (n == 0) return sp_fail(SPTUNE_ERR_INVALID, "%s declares no kernel arguments", sp_template_path(t));
+    for (int i = 0; i < n; i++) {
+        const sp_arg *a = sp_template_arg(t, i);
+        if (!(c->argv[i] = c->ops->arg(c->state, a->name)))
+            return sp_fail(SPTUNE_ERR_INVALID, "the %s harness has no value for argument %d (%s) that %s declares",
+                           c->ops->op, i, a->name, sp_template_path(t));
+    }
+    c->nargv = n;
     return c->ops->bind ? c->ops->bind(c->state, t, cfg) : SPTUNE_OK;
+}
+
+void *sp_case_arg_find(const char *name, const sp_case_named *table, size_t n)
+{
+    for (size_t i = 0; i < n; i++)
+        if (strcmp(table[i].name, name) == 0) return table[i].value;
+    return NULL;
 }
 
 long long sp_config_int(const sp_template *t, const sp_config *c, const char *name)
@@ -79,7 +96,8 @@ long long sp_config_int(const sp_template *t, const sp_config *c, const char *na
 
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t)
 {
-    kernel_run r = {k, c, c->ops->args(c->state)};
+    if (c->nargv == 0) return sp_fail(SPTUNE_ERR_INVALID, "%s: no arguments bound (sp_case_bind first)", c->ops->op);
+    kernel_run r = {k, c, c->argv};
     return sp_bench_time(c->bench, run_kernel, &r, t);
 }
 

@@ -16,8 +16,10 @@ typedef struct sp_case_ops {
     const char *baseline_name;  /* "cuBLAS bf16 GEMM" */
     /* Allocates inputs (random, never zeros), computes the reference. */
     sptune_status (*create)(sp_bench *b, const sp_problem *p, void **state);
-    /* Kernel argument pointers for cuLaunchKernel (valid while state lives). */
-    void **(*args)(void *state);
+    /* The value of the kernel argument called `name` (a template's declared argument: gen/sp_args.h),
+     * as cuLaunchKernel takes it (a pointer to the CUdeviceptr or number, valid while state lives);
+     * NULL when the harness has none of that name (sp_case_arg_find). */
+    void *(*arg)(void *state, const char *name);
     /* Overwrites every output with a poison pattern (NaN) so unwritten elements show. */
     sptune_status (*poison)(void *state, CUstream s);
     /* Compares the output with the reference after a run; *rel_err = ||out-ref|| / ||ref||. */
@@ -40,6 +42,8 @@ typedef struct sp_case {
     sp_bench *bench;
     sp_problem problem;
     void *state;
+    int nargv;                    /* set by sp_case_bind: the template's arguments, in order */
+    void *argv[SP_MAX_ARGS];
 } sp_case;
 
 /* NULL when the op has no GPU harness yet. */
@@ -51,8 +55,16 @@ void sp_case_destroy(sp_case *c);
  * exceeds the op's tolerance (rel_err still set), SPTUNE_ERR_CUDA when the launch or the kernel
  * failed (the context may then be unusable: a sticky error). */
 sptune_status sp_case_check(sp_case *c, const sp_kernel *k, double *rel_err);
-/* The op's bind hook, if any. */
+/* Before running configuration cfg of t: the argument vector from t's declared arguments (an
+ * argument the harness lacks is SPTUNE_ERR_INVALID naming it), then the op's bind hook, if any. */
 sptune_status sp_case_bind(sp_case *c, const sp_template *t, const sp_config *cfg);
+/* For the harnesses' arg hooks: the value paired with name in a table of n pairs; NULL when
+ * name is not among them. */
+typedef struct sp_case_named {
+    const char *name;
+    void *value;
+} sp_case_named;
+void *sp_case_arg_find(const char *name, const sp_case_named *table, size_t n);
 /* A positive integer dimension of a problem: 1 and *out set, or 0 when absent or not one. */
 int sp_problem_int(const sp_problem *p, const char *name, int *out);
 /* Compares a bf16 output (n elements, rows of ncols) with an fp32 reference (relu'd first when

@@ -18,7 +18,6 @@ typedef struct gemm_state {
     CUdeviceptr A, B, C, Cbase, Cref;
     unsigned short *hA, *hB, *hC;
     float *hRef;
-    void *argv[6];
 } gemm_state;
 
 static void gemm_destroy(void *p)
@@ -65,8 +64,6 @@ static sptune_status gemm_create(sp_bench *b, const sp_problem *p, void **out)
     /* The reference itself against fp64 on the host, at a few hundred spread-out entries. */
     if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->N, (size_t)g->K, g->hA, g->hB, 1, 256)))
         goto fail;
-    g->argv[0] = &g->A; g->argv[1] = &g->B; g->argv[2] = &g->C;
-    g->argv[3] = &g->M; g->argv[4] = &g->N; g->argv[5] = &g->K;
     *out = g;
     return SPTUNE_OK;
 fail:
@@ -74,7 +71,13 @@ fail:
     return st;
 }
 
-static void **gemm_args(void *p) { return ((gemm_state *)p)->argv; }
+static void *gemm_arg(void *p, const char *name)
+{
+    gemm_state *g = p;
+    const sp_case_named v[] = {{"A", &g->A}, {"B", &g->B}, {"C", &g->C}, {"M", &g->M}, {"N", &g->N},
+                               {"K", &g->K}};
+    return sp_case_arg_find(name, v, sizeof v / sizeof v[0]);
+}
 
 static sptune_status gemm_poison(void *p, CUstream s)
 {
@@ -101,7 +104,7 @@ const sp_case_ops sp_case_gemm = {
     .op = "gemm",
     .baseline_name = "cuBLAS bf16 GEMM",
     .create = gemm_create,
-    .args = gemm_args,
+    .arg = gemm_arg,
     .poison = gemm_poison,
     .verify = gemm_verify,
     .baseline = gemm_baseline,

@@ -24,7 +24,6 @@ typedef struct d2t_state {
     unsigned short *hX, *hW, *hOut;
     float *hRef;
     uint32_t *hPacked, *hPool;
-    void *argv[9];
 } d2t_state;
 
 static void d2t_destroy(void *p)
@@ -72,8 +71,6 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hW, 1, 64)))
         goto fail;
-    g->argv[0] = &g->X; g->argv[1] = &g->W; g->argv[2] = &g->o.packed; g->argv[3] = &g->o.pool;
-    g->argv[4] = &g->o.counter; g->argv[5] = &g->o.capacity; g->argv[6] = &g->M; g->argv[7] = &g->F; g->argv[8] = &g->D;
     *out = g;
     return SPTUNE_OK;
 fail:
@@ -81,7 +78,14 @@ fail:
     return st;
 }
 
-static void **d2t_args(void *p) { return ((d2t_state *)p)->argv; }
+static void *d2t_arg(void *p, const char *name)
+{
+    d2t_state *g = p;
+    const sp_case_named v[] = {{"X", &g->X}, {"Wg", &g->W}, {"packed", &g->o.packed}, {"pool", &g->o.pool},
+                               {"pool_counter", &g->o.counter}, {"pool_capacity", &g->o.capacity},
+                               {"M", &g->M}, {"F", &g->F}, {"D", &g->D}};
+    return sp_case_arg_find(name, v, sizeof v / sizeof v[0]);
+}
 
 static sptune_status d2t_bind(void *p, const sp_template *t, const sp_config *c)
 {
@@ -132,7 +136,7 @@ const sp_case_ops sp_case_twell_d2t = {
     .op = "twell-d2t",
     .baseline_name = "cuBLAS bf16 GEMM (same shape, dense output)",
     .create = d2t_create,
-    .args = d2t_args,
+    .arg = d2t_arg,
     .poison = d2t_poison,
     .verify = d2t_verify,
     .bind = d2t_bind,

@@ -22,7 +22,6 @@ typedef struct ffn_state {
     CUdeviceptr X, Wg, Wu, Wd, Y, Gb, Ub, Ybase, R32, Wd32, Yref;
     unsigned short *hX, *hWg, *hWu, *hWd, *hY, *hG;
     float *hR, *hRef, *hWd32;
-    void *argv[12];
 } ffn_state;
 
 static void ffn_destroy(void *p)
@@ -106,9 +105,6 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         }
     }
     if ((st = sp_case_helper_load(b, &g->mul)) != SPTUNE_OK) goto fail;
-    g->argv[0] = &g->X; g->argv[1] = &g->Wg; g->argv[2] = &g->Wu; g->argv[3] = &g->Wd; g->argv[4] = &g->Y;
-    g->argv[5] = &g->o.packed; g->argv[6] = &g->o.pool; g->argv[7] = &g->o.counter; g->argv[8] = &g->o.capacity;
-    g->argv[9] = &g->M; g->argv[10] = &g->F; g->argv[11] = &g->D;
     *out = g;
     return SPTUNE_OK;
 fail:
@@ -116,7 +112,15 @@ fail:
     return st;
 }
 
-static void **ffn_args(void *p) { return ((ffn_state *)p)->argv; }
+static void *ffn_arg(void *p, const char *name)
+{
+    ffn_state *g = p;
+    const sp_case_named v[] = {{"X", &g->X}, {"Wg", &g->Wg}, {"Wu", &g->Wu}, {"Wd", &g->Wd}, {"Y", &g->Y},
+                               {"packed", &g->o.packed}, {"pool", &g->o.pool},
+                               {"pool_counter", &g->o.counter}, {"pool_capacity", &g->o.capacity},
+                               {"M", &g->M}, {"F", &g->F}, {"D", &g->D}};
+    return sp_case_arg_find(name, v, sizeof v / sizeof v[0]);
+}
 
 static sptune_status ffn_bind(void *p, const sp_template *t, const sp_config *c)
 {
@@ -166,7 +170,7 @@ const sp_case_ops sp_case_twell_ffn = {
     .op = "twell-ffn",
     .baseline_name = "cuBLAS bf16 dense gated FFN (gate, up, relu-product, down)",
     .create = ffn_create,
-    .args = ffn_args,
+    .arg = ffn_arg,
     .poison = ffn_poison,
     .verify = ffn_verify,
     .bind = ffn_bind,

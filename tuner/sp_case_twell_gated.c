@@ -23,7 +23,6 @@ typedef struct gated_state {
     CUdeviceptr packed, pool, X, Wu, Wd, Y, G, U, Ybase, U32, Wd32, Yref;
     unsigned short *hG, *hX, *hWu, *hWd, *hY;
     float *hU, *hRef, *hWd32;
-    void *argv[11];
 } gated_state;
 
 static void gated_destroy(void *p)
@@ -116,9 +115,6 @@ static sptune_status gated_create(sp_bench *b, const sp_problem *p, void **out)
         }
     }
     if ((st = sp_case_helper_load(b, &g->mul)) != SPTUNE_OK) goto fail;
-    g->argv[0] = &g->packed; g->argv[1] = &g->pool; g->argv[2] = &g->X; g->argv[3] = &g->Wu; g->argv[4] = &g->Wd;
-    g->argv[5] = &g->Y; g->argv[6] = &g->M; g->argv[7] = &g->F; g->argv[8] = &g->D; g->argv[9] = &g->T;
-    g->argv[10] = &g->S;
     *out = g;
     return SPTUNE_OK;
 fail:
@@ -126,7 +122,14 @@ fail:
     return st;
 }
 
-static void **gated_args(void *p) { return ((gated_state *)p)->argv; }
+static void *gated_arg(void *p, const char *name)
+{
+    gated_state *g = p;
+    const sp_case_named v[] = {{"packed", &g->packed}, {"pool", &g->pool}, {"X", &g->X}, {"Wu", &g->Wu},
+                               {"Wd", &g->Wd}, {"Y", &g->Y}, {"M", &g->M}, {"F", &g->F}, {"D", &g->D},
+                               {"T", &g->T}, {"S", &g->S}};
+    return sp_case_arg_find(name, v, sizeof v / sizeof v[0]);
+}
 
 static sptune_status gated_poison(void *p, CUstream s)
 {
@@ -157,7 +160,7 @@ const sp_case_ops sp_case_twell_gated = {
     .op = "twell-gated",
     .baseline_name = "cuBLAS bf16 dense gated consumer (X Wu^T, gate product, down GEMM)",
     .create = gated_create,
-    .args = gated_args,
+    .arg = gated_arg,
     .poison = gated_poison,
     .verify = gated_verify,
     .baseline = gated_baseline,

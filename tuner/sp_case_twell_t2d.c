@@ -20,7 +20,6 @@ typedef struct t2d_state {
     CUdeviceptr packed, pool, Wd, Y, H, Ybase, Yref;
     unsigned short *hH, *hW, *hY;
     float *hRef;
-    void *argv[9];
 } t2d_state;
 
 static void t2d_destroy(void *p)
@@ -69,8 +68,6 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     if ((st = sp_check_reference(g->hRef, (size_t)g->M, (size_t)g->D, (size_t)g->F, g->hH, g->hW, 0, 64)))
         goto fail;
-    g->argv[0] = &g->packed; g->argv[1] = &g->pool; g->argv[2] = &g->Wd; g->argv[3] = &g->Y;
-    g->argv[4] = &g->M; g->argv[5] = &g->F; g->argv[6] = &g->D; g->argv[7] = &g->T; g->argv[8] = &g->S;
     *out = g;
     return SPTUNE_OK;
 fail:
@@ -78,7 +75,13 @@ fail:
     return st;
 }
 
-static void **t2d_args(void *p) { return ((t2d_state *)p)->argv; }
+static void *t2d_arg(void *p, const char *name)
+{
+    t2d_state *g = p;
+    const sp_case_named v[] = {{"packed", &g->packed}, {"pool", &g->pool}, {"Wd", &g->Wd}, {"Y", &g->Y},
+                               {"M", &g->M}, {"F", &g->F}, {"D", &g->D}, {"T", &g->T}, {"S", &g->S}};
+    return sp_case_arg_find(name, v, sizeof v / sizeof v[0]);
+}
 
 static sptune_status t2d_poison(void *p, CUstream s)
 {
@@ -106,7 +109,7 @@ const sp_case_ops sp_case_twell_t2d = {
     .op = "twell-t2d",
     .baseline_name = "cuBLAS bf16 dense H x W_down",
     .create = t2d_create,
-    .args = t2d_args,
+    .arg = t2d_arg,
     .poison = t2d_poison,
     .verify = t2d_verify,
     .baseline = t2d_baseline,

@@ -19,16 +19,32 @@ function M.lines(list)
   return table.concat(out, "\n")
 end
 
--- "a" .. "1_2" style identifiers from a configuration, in the order of `keys`; values_only
--- leaves the keys out (shorter, still unique for a fixed key list).
-function M.ident(prefix, c, keys, values_only)
-  local parts = {prefix}
-  for _, k in ipairs(keys) do
-    local v = c[k]
-    if type(v) == "boolean" then v = v and 1 or 0 end
-    parts[#parts + 1] = (values_only and "" or k) .. tostring(v)
+-- FNV-1a over a string, as 8 hex digits (a short, deterministic digest for names).
+local function fnv32(s)
+  local h = 0x811c9dc5
+  for i = 1, #s do h = ((h ~ s:byte(i)) * 0x01000193) & 0xffffffff end
+  return string.format("%08x", h)
+end
+
+-- A readable kernel name for configuration c: prefix, then "_<key><value>" for every parameter
+-- of `params` (a template's params list) whose value is not its default, in order
+-- ("sp_gemm_bn256_stages4"). Past 120 characters the tail is replaced by a digest of the whole
+-- configuration, so names stay unique and within NVRTC's limits.
+function M.kernel_name(prefix, c, params)
+  local parts, all = {prefix}, {}
+  for _, p in ipairs(params) do
+    local v = c[p.name]
+    all[#all + 1] = p.name .. "=" .. tostring(v)
+    local default = p.default
+    if default == nil then default = p.values[1] end
+    if v ~= default then
+      if type(v) == "boolean" then v = v and 1 or 0 end
+      parts[#parts + 1] = p.name .. tostring(v)
+    end
   end
-  return (table.concat(parts, "_"):gsub("[^%w_]", "_"))
+  local name = table.concat(parts, "_"):gsub("[^%w_]", "_")
+  if #name > 120 then name = name:sub(1, 110) .. "_" .. fnv32(table.concat(all, ",")) end
+  return name
 end
 
 return M

@@ -159,12 +159,14 @@ ${rows}
      rows = epilogue.twell_pack_rows(c, "pw", PACKERS)})
 end
 
--- M rows of A against F rows of B, each D long; A and B are the kernel's arguments a_arg and
--- b_arg of nargs (for the copy engine's tensor maps).
-function M.launch(c, rows, F, D, nargs, a_arg, b_arg, gpu)
+-- The producer's launch, from named fields: c (the configuration), rows (M) of the argument named
+-- a against F rows of the argument named b, each D long (a and b: for the copy engine's tensor
+-- maps), gpu.
+function M.launch(x)
+  local c, rows, F, D, gpu = x.c, x.rows, x.F, x.D, x.gpu
   local d = loop(c).derive(c)
   local tiles = ((rows + c.bm - 1) // c.bm) * ((F + c.bn - 1) // c.bn)
-  local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, nargs, a_arg, rows, b_arg, F, D) or nil
+  local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, rows, x.b, F, D) or nil
   if c.epi == "overlap" then   -- persistent: one CTA per SM at most
     return {grid = {math.min(tiles, gpu.sm_count), 1, 1}, block = {overlap_threads(c), 1, 1},
             smem = M.overlap_smem(c), tmaps = tmaps}
@@ -184,12 +186,30 @@ function M.device(c)
 end
 
 -- The kernel body. Expects in scope: A (rows x K), B (N x K), packed, pool, pool_counter,
--- pool_capacity, M, N, K.
+-- pool_capacity, M, N, K (M.aliases names them after the TwELL arguments).
 function M.body(c)
   if c.epi == "overlap" then return M.overlap_body(c) end
   local l = loop(c)
   return text.lines({l.cta_prologue(c), l.mainloop(c), epilogue.twell_pack(l.derive(c), c)})
 end
+
+-- The main loops' names for the TwELL arguments: A = X, B = Wg, N = F, K = D.
+M.aliases = [[
+    const sp_bf16 *__restrict__ A = X, *__restrict__ B = Wg;
+    const int N = F, K = D;
+    (void)A; (void)B; /* the copy engine's loaders read them through the tensor maps */]]
+
+-- The producer's arguments (twell-d2t's whole list; twell-ffn's adds the up and down weights and Y).
+M.args = {
+  X = {name = "X", type = "bf16", role = "input", shape = {"M", "D"}},
+  Wg = {name = "Wg", type = "bf16", role = "input", shape = {"F", "D"}, doc = "row j: neuron j's gate weights"},
+  packed = {name = "packed", type = "u32", role = "workspace", shape = {"M", "cdiv(F, bn)", "slots + 1"},
+            doc = "the packed gate (runtime/sp_twell.h)"},
+  pool = {name = "pool", type = "u32", role = "workspace", shape = {"pool_capacity"}, doc = "overflow pool"},
+  pool_counter = {name = "pool_counter", type = "u64", role = "workspace", shape = {1},
+                  doc = "zeroed before each call; ends holding the pool words needed"},
+  pool_capacity = {name = "pool_capacity", type = "u64", role = "scalar", doc = "pool words"},
+}
 
 function M.threads(c) return c.epi == "overlap" and overlap_threads(c) or loop(c).derive(c).threads end
 

@@ -13,6 +13,7 @@
 --          shuffles and their Wd rows gathered with 16-byte loads.
 -- Any D: a D % 8 != 0 or unaligned pointer takes element-wise loops (correct, slower).
 local text = require("lib.text")
+local args = require("lib.args")
 
 local M = {}
 
@@ -254,30 +255,24 @@ __device__ __forceinline__ void sp_twell_down(float *acc, const sp_bf16 *__restr
 ]], {load = M.load16(c.ldg, "q", "src"), unroll = c.unroll, dots = c.dots or 4, dunroll = c.dunroll or 1})
 end
 
--- The consumer kernels' signature and the opening brace: gated (packed, pool, X, Wu, Wd, Y, M,
--- F, D, T, S), non-gated (packed, pool, Wd, Y, M, F, D, T, S), or, with ffn = {T = ..., S = ...},
--- twell-ffn's argument list (T and S then constants).
-function M.signature(name, gated, ffn)
-  return ffn and text.fill([[
-${name}(const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wg, const sp_bf16 *__restrict__ Wu,
-        const sp_bf16 *__restrict__ Wd, sp_bf16 *__restrict__ Y, const sp_u32 *__restrict__ packed,
-        const sp_u32 *__restrict__ pool, unsigned long long *__restrict__ pool_counter,
-        unsigned long long pool_capacity, int M, int F, int D)
-{
-    const int T = ${T}, S = ${S}; /* the producer's tile width and slots */]], {name = name, T = ffn.T, S = ffn.S})
-    or text.fill([[
-${name}(const sp_u32 *__restrict__ packed, const sp_u32 *__restrict__ pool, ${xargs}const sp_bf16 *__restrict__ Wd,
-        sp_bf16 *__restrict__ Y, int M, int F, int D, int T, int S)
-{]], {name = name, xargs = gated and "const sp_bf16 *__restrict__ X, const sp_bf16 *__restrict__ Wu, " or ""})
+-- A consumer kernel's signature (the op's declared arguments, lib/args.lua) and the opening
+-- brace; consts = {T = ..., S = ...} makes the tile width and slots constants (twell-ffn, whose
+-- producer fixes them and writes the packed gate the consumer only reads).
+function M.signature(name, ARGS, consts)
+  local head = name .. "(" .. args.params(ARGS, nil, consts and {packed = true, pool = true}) .. ")\n{"
+  if consts then
+    head = head .. "\n    const int T = " .. consts.T .. ", S = " .. consts.S .. "; /* the producer's tile width and slots */"
+  end
+  return head
 end
 
 -- The kernel: `split` warps per token row (c.warps / c.split rows per CTA). Each warp of a row
 -- takes every split-th entry of each batch into its own fp32 output row; the row's warps then add
 -- their rows together. split > 1 shortens the longest row's chain of gathers (a dense row has
 -- thousands of entries) at the price of shared memory and a reduction.
-function M.kernel(name, c, gated, ffn)
+function M.kernel(name, c, gated, ARGS, consts)
   local threads = 32 * c.warps
-  local sig = M.signature(name, gated, ffn)
+  local sig = M.signature(name, ARGS, consts)
   return text.fill([[
 extern "C" __global__ void __launch_bounds__(${threads})
 ${sig}

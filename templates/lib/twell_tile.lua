@@ -88,7 +88,7 @@ __device__ __forceinline__ void sp_mma4(float *d, sp_u32 a0, sp_u32 a1, sp_u32 a
 ]]
 end
 
-function M.kernel(name, gated_ffn)
+function M.kernel(name, ARGS, consts)
   return text.fill([[
 extern "C" __global__ void __launch_bounds__(${maxthreads}, 1)
 ${sig}
@@ -240,7 +240,7 @@ ${sig}
                 if (r0 + t < M && d < D) Y[(size_t)(r0 + t) * D + d] = sp_f32_to_bf16(acc[hh * 8 + jj][c]);
             }
 }
-]], {maxthreads = 32 * M.warps(M.MAX_D), sig = row.signature(name, true, gated_ffn)})
+]], {maxthreads = 32 * M.warps(M.MAX_D), sig = row.signature(name, ARGS, consts)})
 end
 
 return M

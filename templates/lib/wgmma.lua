@@ -150,13 +150,12 @@ function M.kernel_params(c)
   return ",\n        const __grid_constant__ sp_tmap sp_tmA, const __grid_constant__ sp_tmap sp_tmB"
 end
 
--- The launch's tmaps (sp_tmaps) for A = argument a_arg (rows x K) and B = argument b_arg
--- (cols x K) after nargs ordinary arguments; nil without tma.
-function M.tmaps(c, nargs, a_arg, rows, b_arg, cols, K)
+-- The launch's tmaps for A = the argument named a (rows x K) and B = the argument named b
+-- (cols x K); nil without tma.
+function M.tmaps(c, a, rows, b, cols, K)
   if c.load ~= "tma" then return nil end
-  return {nargs = nargs,
-          {arg = a_arg, rows = rows, cols = K, box_rows = c.bm, box_cols = M.BK, swizzle = 128},
-          {arg = b_arg, rows = cols, cols = K, box_rows = c.bn, box_cols = M.BK, swizzle = 128}}
+  return {{arg = a, rows = rows, cols = K, box_rows = c.bm, box_cols = M.BK, swizzle = 128},
+          {arg = b, rows = cols, cols = K, box_rows = c.bn, box_cols = M.BK, swizzle = 128}}
 end
 
 -- Kernel body start: tile order (lib/cuda.lua) and the warpgroup coordinates.
