@@ -16,7 +16,8 @@ local function kernel_name(c) return text.kernel_name("sp_gemm", c, params) end
 
 local ARGS = {
   {name = "A", type = "bf16", role = "input", shape = {"M", "K"}},
-  {name = "B", type = "bf16", role = "input", shape = {"N", "K"}, doc = "row n: output column n, as nn.Linear keeps its weight"},
+  {name = "B", type = "bf16", role = "input", shape = {"N", "K"},
+   doc = "row n: output column n, as nn.Linear keeps its weight"},
   {name = "C", type = "bf16", role = "output", shape = {"M", "N"}},
   {name = "M", type = "i32", role = "dim"},
   {name = "N", type = "i32", role = "dim"},

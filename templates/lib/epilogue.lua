@@ -9,9 +9,9 @@ local acts = {
   relu = function(x) return "fmaxf(" .. x .. ", 0.0f)" end,
 }
 
--- Row-major bf16 store of acc (layout in lib/mma_sync.lua, lib/wgmma.lua: d.acc_row, d.acc_col) to C (M x N, leading dimension N),
--- optionally through an elementwise activation. Pairs of columns go out as one 32-bit store
--- when N is even; tails are bounds-checked.
+-- Row-major bf16 store of acc (layout in lib/mma_sync.lua, lib/wgmma.lua: d.acc_row, d.acc_col)
+-- to C (M x N, leading dimension N), optionally through an elementwise activation. Pairs of
+-- columns go out as one 32-bit store when N is even; tails are bounds-checked.
 function M.store_bf16(d, opts)
   local act = acts[(opts and opts.act) or "none"]
   if not act then error("epilogue.store_bf16: unknown activation " .. tostring(opts.act), 2) end

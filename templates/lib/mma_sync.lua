@@ -105,13 +105,15 @@ function M.load_operand(c, d, v)
             const sp_u32 dst = ${smem} + (sp_u32)((stage) * ${stage_elems} + ${off}) * 2u;
             if (vec) {
                 const bool in = g < ${limit} && gk < K;
-                sp_cp_async16(dst, in ? (const void *)(${ptr} + (size_t)g * K + gk) : (const void *)${ptr}, in ? 16 : 0);
+                sp_cp_async16(dst, in ? (const void *)(${ptr} + (size_t)g * K + gk) : (const void *)${ptr},
+                              in ? 16 : 0);
             } else {
                 sp_u32 w[4];
                 #pragma unroll
                 for (int e = 0; e < 4; ++e) {
                     const sp_u32 lo = (g < ${limit} && gk + 2 * e < K) ? ${ptr}[(size_t)g * K + gk + 2 * e] : 0u;
-                    const sp_u32 hi = (g < ${limit} && gk + 2 * e + 1 < K) ? ${ptr}[(size_t)g * K + gk + 2 * e + 1] : 0u;
+                    const sp_u32 hi = (g < ${limit} && gk + 2 * e + 1 < K)
+                                      ? ${ptr}[(size_t)g * K + gk + 2 * e + 1] : 0u;
                     w[e] = lo | (hi << 16);
                 }
                 sp_st_shared_v4(dst, w[0], w[1], w[2], w[3]);
@@ -136,7 +138,8 @@ local function frag_loads_a(c, d, buf, ks)
             for (int i = 0; i < ${mt}; ++i) {
                 const int ra = warp_m * ${wm} + i * 16 + (lane & 15);
                 const int ca = (${ks}) * 2 + (lane >> 4);
-                sp_ldmatrix_x4(a_base + (sp_u32)${off_a} * 2u, af${buf}[i][0], af${buf}[i][1], af${buf}[i][2], af${buf}[i][3]);
+                sp_ldmatrix_x4(a_base + (sp_u32)${off_a} * 2u,
+                               af${buf}[i][0], af${buf}[i][1], af${buf}[i][2], af${buf}[i][3]);
             }]], {mt = d.mt, wm = c.wm, ks = ks, buf = buf, off_a = off(c, "ra", "ca")})
 end
 
@@ -146,7 +149,8 @@ local function frag_loads_b(c, d, buf, ks)
             for (int j = 0; j < ${nt}; j += 2) {
                 const int rb = warp_n * ${wn} + j * 8 + (lane & 7) + ((lane >> 4) << 3);
                 const int cb = (${ks}) * 2 + ((lane >> 3) & 1);
-                sp_ldmatrix_x4(b_base + (sp_u32)${off_b} * 2u, bf${buf}[j][0], bf${buf}[j][1], bf${buf}[j + 1][0], bf${buf}[j + 1][1]);
+                sp_ldmatrix_x4(b_base + (sp_u32)${off_b} * 2u,
+                               bf${buf}[j][0], bf${buf}[j][1], bf${buf}[j + 1][0], bf${buf}[j + 1][1]);
             }]], {nt = d.nt, wn = c.wn, ks = ks, buf = buf, off_b = off(c, "rb", "cb")})
 end
 

@@ -16,7 +16,8 @@ M.params = {{name = "mainloop", values = {"mma", "wgmma"}, default = "mma",
 for _, p in ipairs(mma.params) do M.params[#M.params + 1] = p end
 for _, p in ipairs(wgmma.params) do M.params[#M.params + 1] = p end
 M.params[#M.params + 1] = {name = "epi", values = {"inline", "overlap"}, default = "inline",
-  doc = "packing: by the whole CTA after its main loop, or (wgmma + tma) by packer warps of a persistent CTA while the next tile's main loop runs"}
+  doc = "packing: by the whole CTA after its main loop, or (wgmma + tma) by packer warps of a persistent CTA"
+    .. " while the next tile's main loop runs"}
 M.params[#M.params + 1] = {name = "group_m", values = {1, 8}, default = 8,
                            doc = "CTA rows walked together along M before moving along N (L2 reuse)"}
 M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 31,
@@ -155,7 +156,8 @@ ${rows}
      pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, mma_threads = 32 * d.mma_warps,
      pack_threads = 32 * PACKERS, group_m = c.group_m,
      issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn),
-     acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1"), stage = epilogue.twell_stage(d, c),
+     acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1"),
+     stage = epilogue.twell_stage(d, c),
      rows = epilogue.twell_pack_rows(c, "pw", PACKERS)})
 end
 

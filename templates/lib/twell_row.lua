@@ -36,7 +36,8 @@ M.params = {
 -- The gated consumers' own parameters (after M.params).
 M.gated_params = {
   {name = "consumer", values = {"row", "tile"}, default = "row",
-   doc = "gated: one warp per token row on CUDA cores (row), or 16-token tiles whose union of active neurons runs on tensor cores (tile)"},
+   doc = "gated: one warp per token row on CUDA cores (row), or 16-token tiles whose union of active neurons"
+     .. " runs on tensor cores (tile)"},
   {name = "dots", values = {4, 8}, default = 4,
    doc = "gated: entries whose Wu rows are read together (more bytes in flight, more registers)"},
   {name = "dunroll", values = {1, 2}, default = 1,
@@ -261,7 +262,8 @@ end
 function M.signature(name, ARGS, consts)
   local head = name .. "(" .. args.params(ARGS, nil, consts and {packed = true, pool = true}) .. ")\n{"
   if consts then
-    head = head .. "\n    const int T = " .. consts.T .. ", S = " .. consts.S .. "; /* the producer's tile width and slots */"
+    head = head .. "\n    const int T = " .. consts.T .. ", S = " .. consts.S
+      .. "; /* the producer's tile width and slots */"
   end
   return head
 end

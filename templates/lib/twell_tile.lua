@@ -103,12 +103,14 @@ ${sig}
     int *list = (int *)(Hs + 512);
     unsigned *mask = (unsigned *)(list + T);
     int *nU = (int *)(mask + 32);
-    const bool vec = (D % 8 == 0) && ((((unsigned long long)X) | ((unsigned long long)Wu) | ((unsigned long long)Wd)) & 15ull) == 0;
+    const bool vec = (D % 8 == 0)
+                     && ((((unsigned long long)X) | ((unsigned long long)Wu) | ((unsigned long long)Wd)) & 15ull) == 0;
     const sp_u32x4 zero4 = {0u, 0u, 0u, 0u};
     /* the tile's x rows, zero past M and D */
     for (int i = tid; i < 16 * (Dp / 8); i += blockDim.x) {
         const int t = i / (Dp / 8), d = (i % (Dp / 8)) * 8;
-        *(sp_u32x4 *)(Xs + t * Dp + d) = (r0 + t < M && d < D) ? sp_tile_ld8(X + (size_t)(r0 + t) * D + d, D - d, vec) : zero4;
+        *(sp_u32x4 *)(Xs + t * Dp + d) = (r0 + t < M && d < D)
+                                         ? sp_tile_ld8(X + (size_t)(r0 + t) * D + d, D - d, vec) : zero4;
     }
     float acc[16][4];
     #pragma unroll
@@ -163,7 +165,8 @@ ${sig}
             #pragma unroll
             for (int p = 0; p < 4; ++p) {
                 const int d = base + 32 * p + q * 8;
-                const sp_u32x4 xa = *(const sp_u32x4 *)(Xs + g * Dp + d), xb = *(const sp_u32x4 *)(Xs + (g + 8) * Dp + d);
+                const sp_u32x4 xa = *(const sp_u32x4 *)(Xs + g * Dp + d),
+                               xb = *(const sp_u32x4 *)(Xs + (g + 8) * Dp + d);
                 const sp_u32x4 va = d < D ? sp_tile_ld8(wa + d, D - d, vec) : zero4;
                 const sp_u32x4 vb = d < D ? sp_tile_ld8(wb + d, D - d, vec) : zero4;
                 sp_mma4(cu[0], xa.x, xb.x, xa.y, xb.y, va.x, va.y);

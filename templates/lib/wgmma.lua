@@ -50,7 +50,8 @@ end
 M.params = {
   {name = "wgs", values = {1, 2}, default = 2, doc = "wgmma: consumer warpgroups per CTA (each bm/wgs rows)"},
   {name = "load", values = {"tma", "cpasync"}, default = "tma",
-   doc = "wgmma: tiles loaded by the copy engine from one producer warp (mbarrier pipeline), or by every thread with cp.async"},
+   doc = "wgmma: tiles loaded by the copy engine from one producer warp (mbarrier pipeline), or by every thread"
+     .. " with cp.async"},
 }
 
 M.constraints = {
@@ -91,12 +92,18 @@ __device__ __forceinline__ unsigned long long sp_wgmma_desc(sp_u32 addr)
     return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
 }
 __device__ __forceinline__ void sp_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void sp_wgmma_commit(void) { asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory"); }
+__device__ __forceinline__ void sp_wgmma_commit(void)
+{
+    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
 template <int N> __device__ __forceinline__ void sp_wgmma_wait(void)
 {
     asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
 }
-__device__ __forceinline__ void sp_fence_proxy_async(void) { asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory"); }
+__device__ __forceinline__ void sp_fence_proxy_async(void)
+{
+    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
 /* d[64 x ${n}] += A(64 x 16, smem) * B(${n} x 16, smem)^T */
 __device__ __forceinline__ void sp_wgmma_m64n${n}(float (&d)[${nt}][4], unsigned long long da, unsigned long long db)
 {
@@ -106,7 +113,8 @@ __device__ __forceinline__ void sp_wgmma_m64n${n}(float (&d)[${nt}][4], unsigned
                  : ${outs}
                  : "l"(da), "l"(db), "r"(1));
 }
-]], {n = n, nt = n // 8, list = table.concat(ops, ", "), ia = regs, ib = regs + 1, ip = regs + 2, outs = table.concat(outs, ", ")})
+]], {n = n, nt = n // 8, list = table.concat(ops, ", "), ia = regs, ib = regs + 1, ip = regs + 2,
+     outs = table.concat(outs, ", ")})
     .. (c.load == "tma" and M.tma_device or "")
 end
 
@@ -118,7 +126,10 @@ __device__ __forceinline__ void sp_mbar_init(sp_u32 bar, sp_u32 count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
 }
-__device__ __forceinline__ void sp_fence_mbar_init(void) { asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory"); }
+__device__ __forceinline__ void sp_fence_mbar_init(void)
+{
+    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+}
 __device__ __forceinline__ void sp_mbar_expect_tx(sp_u32 bar, sp_u32 bytes)
 {
     asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
@@ -192,7 +203,8 @@ function M.tile(c, d)
             for (int i = 0; i < ${mt}; ++i)
                 sp_wgmma_m64n${bn}(acc[i], sp_wgmma_desc(a_base + (sp_u32)(i * 64 * ${bk} * 2) + ks * 32), db);
         }
-        sp_wgmma_commit();]], {a_stage = d.a_stage, b_stage = d.b_stage, rows_wg = d.rows_wg, bk = M.BK, mt = d.mt, bn = c.bn})
+        sp_wgmma_commit();]], {a_stage = d.a_stage, b_stage = d.b_stage, rows_wg = d.rows_wg, bk = M.BK, mt = d.mt,
+                               bn = c.bn})
 end
 
 -- Warp-specialised: the last warp's lane 0 streams k-tiles through the copy engine; the
@@ -225,7 +237,8 @@ ${issue}
 ${consume}
     }
 ]], {stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage, bk = M.BK, mma_warps = d.mma_warps,
-     acc = M.acc_decl(d), consume = M.consume(c, d, "kt", "", "KT - 1"), issue = M.tma_issue(c, d, "kt", "kt", "m0", "n0")})
+     acc = M.acc_decl(d), consume = M.consume(c, d, "kt", "", "KT - 1"),
+     issue = M.tma_issue(c, d, "kt", "kt", "m0", "n0")})
 end
 
 -- The accumulator warps' loop over one tile's k-tiles (it: the k-tile count over the kernel's life,

@@ -18,7 +18,8 @@ local ARGS = {a.X, a.Wg, a.packed, a.pool, a.pool_counter, a.pool_capacity,
 return {
   name = "twell-d2t",
   family = "twell",
-  description = "TwELL producer: relu(X Wg^T) on tensor cores (mma.sync or wgmma), packed to TwELL in the epilogue (exact, overflow pool)",
+  description = "TwELL producer: relu(X Wg^T) on tensor cores (mma.sync or wgmma), packed to TwELL in the epilogue"
+    .. " (exact, overflow pool)",
   args = ARGS,
   dims = {"M", "D", "F", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with (benchmarks)
   params = produce.params,
@@ -26,7 +27,9 @@ return {
 
   kernel = function(c, gpu) return kernel_name(c) end,
 
-  launch = function(c, p, gpu) return produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu} end,
+  launch = function(c, p, gpu)
+    return produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}
+  end,
 
   emit = function(c, p, gpu)
     return text.fill([[

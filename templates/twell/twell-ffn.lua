@@ -49,7 +49,8 @@ end
 local a = produce.args
 local ARGS = {a.X, a.Wg,
               {name = "Wu", type = "bf16", role = "input", shape = {"F", "D"}, doc = "row j: neuron j's up weights"},
-              {name = "Wd", type = "bf16", role = "input", shape = {"F", "D"}, doc = "row j: what neuron j adds to the output"},
+              {name = "Wd", type = "bf16", role = "input", shape = {"F", "D"},
+               doc = "row j: what neuron j adds to the output"},
               {name = "Y", type = "bf16", role = "output", shape = {"M", "D"}},
               a.packed, a.pool, a.pool_counter, a.pool_capacity,
               {name = "M", type = "i32", role = "dim"}, {name = "F", type = "i32", role = "dim"},
@@ -58,7 +59,8 @@ local ARGS = {a.X, a.Wg,
 return {
   name = "twell-ffn",
   family = "twell",
-  description = "TwELL gated FFN layer: packed gate from the gate GEMM's epilogue, then up and down for active neurons only",
+  description = "TwELL gated FFN layer: packed gate from the gate GEMM's epilogue, then up and down for active"
+    .. " neurons only",
   args = ARGS,
   dims = {"M", "D", "F", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with (benchmarks)
   params = params,

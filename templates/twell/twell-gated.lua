@@ -18,14 +18,17 @@ end
 local constraints = {row.constraints[1]}
 for _, k in ipairs(tile.constraints(row.params, function(c, p) return p.T end)) do constraints[#constraints + 1] = k end
 constraints[#constraints + 1] = row.shape_constraint
-constraints[#constraints + 1] = row.smem_constraint("the rows (fp32 output per warp, bf16 x per row) fit in shared memory",
+constraints[#constraints + 1] = row.smem_constraint(
+  "the rows (fp32 output per warp, bf16 x per row) fit in shared memory",
   true, function(c) return c.consumer == "tile" end)
 
 local function kernel_name(c) return text.kernel_name("sp_twell_gated", c, params) end
 
 local ARGS = {
-  {name = "packed", type = "u32", role = "input", shape = {"M", "cdiv(F, T)", "S + 1"}, doc = "the packed gate (runtime/sp_twell.h)"},
-  {name = "pool", type = "u32", role = "input", shape = {"?"}, doc = "its overflow pool, as long as the packing needed"},
+  {name = "packed", type = "u32", role = "input", shape = {"M", "cdiv(F, T)", "S + 1"},
+   doc = "the packed gate (runtime/sp_twell.h)"},
+  {name = "pool", type = "u32", role = "input", shape = {"?"},
+   doc = "its overflow pool, as long as the packing needed"},
   {name = "X", type = "bf16", role = "input", shape = {"M", "D"}},
   {name = "Wu", type = "bf16", role = "input", shape = {"F", "D"}, doc = "row j: neuron j's up weights"},
   {name = "Wd", type = "bf16", role = "input", shape = {"F", "D"}, doc = "row j: what neuron j adds to the output"},
@@ -38,7 +41,8 @@ local ARGS = {
 return {
   name = "twell-gated",
   family = "twell",
-  description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only: one warp per row on CUDA cores, or token tiles on tensor cores",
+  description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only: one warp per row on"
+    .. " CUDA cores, or token tiles on tensor cores",
   args = ARGS,
   dims = {"M", "F", "D", "T", "S", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with
   params = params,

@@ -19,8 +19,10 @@ for _, q in ipairs(row.params) do params[#params + 1] = q end
 local function kernel_name(c) return text.kernel_name("sp_twell_t2d", c, params) end
 
 local ARGS = {
-  {name = "packed", type = "u32", role = "input", shape = {"M", "cdiv(F, T)", "S + 1"}, doc = "TwELL activations (runtime/sp_twell.h)"},
-  {name = "pool", type = "u32", role = "input", shape = {"?"}, doc = "their overflow pool, as long as the packing needed"},
+  {name = "packed", type = "u32", role = "input", shape = {"M", "cdiv(F, T)", "S + 1"},
+   doc = "TwELL activations (runtime/sp_twell.h)"},
+  {name = "pool", type = "u32", role = "input", shape = {"?"},
+   doc = "their overflow pool, as long as the packing needed"},
   {name = "Wd", type = "bf16", role = "input", shape = {"F", "D"}, doc = "row j: what neuron j adds to the output"},
   {name = "Y", type = "bf16", role = "output", shape = {"M", "D"}},
   {name = "M", type = "i32", role = "dim"}, {name = "F", type = "i32", role = "dim"},
@@ -128,7 +130,8 @@ ${name}(${params})
             if (vec && d + 8 <= D) {
                 asm volatile("st.global.v4.u32 [%0], {%1, %2, %3, %4};" :: "l"(out),
                              "r"(sp_pack_bf16x2(acc[u][0], acc[u][1])), "r"(sp_pack_bf16x2(acc[u][2], acc[u][3])),
-                             "r"(sp_pack_bf16x2(acc[u][4], acc[u][5])), "r"(sp_pack_bf16x2(acc[u][6], acc[u][7])) : "memory");
+                             "r"(sp_pack_bf16x2(acc[u][4], acc[u][5])), "r"(sp_pack_bf16x2(acc[u][6], acc[u][7]))
+                             : "memory");
             } else {
                 #pragma unroll
                 for (int x = 0; x < 8; ++x)
