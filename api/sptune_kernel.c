@@ -34,6 +34,7 @@ struct sptune_kernel {
     kernel_arg arg[SP_MAX_ARGS];
     sptune_origin origin;
     char detail[1024];
+    double ms, baseline_ms;   /* of the recorded result served; -1 none */
     sp_kernel_src src;
     sp_cubin cubin;
     sp_kernel loaded;     /* loaded.module is NULL until the first launch */
@@ -66,7 +67,9 @@ static double distance(const sp_problem *a, const sp_problem *b)
 {
     double d = 0;
     for (int i = 0; i < a->n && i < b->n; i++) {
-        if (strcmp(a->name[i], b->name[i]) != 0 || !(a->v[i] > 0) || !(b->v[i] > 0)) return INFINITY;
+        if (strcmp(a->name[i], b->name[i]) != 0) return INFINITY;
+        if (a->v[i] == b->v[i]) continue; /* equal, zeros included (a flag such as fp16=0) */
+        if (!(a->v[i] > 0) || !(b->v[i] > 0)) return INFINITY;
         d += fabs(log2(a->v[i] / b->v[i]));
     }
     return a->n == b->n ? d : INFINITY;
@@ -208,6 +211,8 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
                         : c->other_gpu ? SPTUNE_ORIGIN_SAME_ARCH : SPTUNE_ORIGIN_NEAREST;
             char speed[64] = "";
             if (c->baseline_ms > 0) snprintf(speed, sizeof speed, " (%.2fx the baseline)", c->baseline_ms / c->median_ms);
+            k->ms = c->median_ms;
+            k->baseline_ms = c->baseline_ms > 0 ? c->baseline_ms : -1;
             snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s", c->problem, c->gpu,
                      c->median_ms, speed, c->other_gpu ? ", a GPU of the same architecture" : "",
                      c->other_version ? ", with an earlier version of the template" : "",
@@ -267,6 +272,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     sptune_kernel *k = calloc(1, sizeof *k);
     sp_cache *cache = NULL;
     if (!k) { sp_template_free(t); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
+    k->ms = k->baseline_ms = -1;
     sp_problem want;
     sp_config cfg;
     int found = 0, ok = 0;
@@ -312,6 +318,14 @@ sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail)
 {
     if (detail) *detail = k ? k->detail : "";
     return k ? k->origin : SPTUNE_ORIGIN_DEFAULT;
+}
+
+sptune_status sptune_kernel_expected(const sptune_kernel *k, double *ms, double *baseline_ms)
+{
+    if (!k) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_expected: no kernel");
+    if (ms) *ms = k->ms;
+    if (baseline_ms) *baseline_ms = k->baseline_ms;
+    return SPTUNE_OK;
 }
 
 int sptune_kernel_arg_count(const sptune_kernel *k) { return k ? k->nargs : 0; }

@@ -23,6 +23,10 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     const char *detail = NULL;
     sptune_origin o = sptune_kernel_origin(k, &detail);
     printf("%s %s: %s (%s: %s)\n", pos[0], shape, sptune_kernel_config(k), origins[o], detail);
+    double ms = -1, base = -1;
+    sptune_kernel_expected(k, &ms, &base);
+    if (ms > 0 && base > 0 && base < ms)
+        printf("  the dense baseline is faster here: %.4f ms against %.4f ms (%.2fx): run it instead\n", base, ms, base / ms);
     if (*sptune_kernel_args(k)) printf("  arguments: %s\n", sptune_kernel_args(k));
     for (int i = 0; i < sptune_kernel_count(k); i++) {
         unsigned grid[3], block[3], smem;

@@ -3,6 +3,7 @@
 #include "sp_cache.h"
 #include "sp_eval.h"
 #include "sp_status.h"
+#include "sp_str.h"
 #include "sp_tune.h"
 
 #include <math.h>
@@ -13,7 +14,7 @@ typedef struct problem_summary {
     const char *op;
     char problem[128];
     char best[512];
-    double best_ms, base_ms, best_err, flops;
+    double best_ms, base_ms, best_err, flops, best_bytes;
     int ok, failed[SP_OUTCOME__COUNT];
 } problem_summary;
 
@@ -56,16 +57,20 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
             if (e.timing.median_ms < sum->best_ms) {
                 sum->best_ms = e.timing.median_ms;
                 sum->best_err = e.timing.rel_error;
+                sum->best_bytes = sp_case_bytes(&kase);
                 snprintf(sum->best, sizeof sum->best, "%s", text ? text : "?");
             }
         } else {
             sum->failed[e.outcome]++;
         }
         if (verbose) {
+            double bytes = sp_case_bytes(&kase);
+            char gbs[32] = "";
+            if (bytes > 0) snprintf(gbs, sizeof gbs, "%6.0f GB/s  ", bytes / e.timing.median_ms * 1e-6);
             if (e.outcome == SP_OUTCOME_OK)
-                printf("  %3lld/%lld ok   %8.4f ms  %6.1f TFLOP/s  %5.2fx  err %.1e  regs %3d  %s\n", i + 1, cs->n,
-                       e.timing.median_ms, sum->flops / e.timing.median_ms * 1e-9, base.median_ms / e.timing.median_ms,
-                       e.timing.rel_error, e.res.registers, text ? text : "?");
+                printf("  %3lld/%lld ok   %8.4f ms  %6.1f TFLOP/s  %s%5.2fx  err %.1e  regs %3d  %s\n", i + 1, cs->n,
+                       e.timing.median_ms, sum->flops / e.timing.median_ms * 1e-9, gbs,
+                       base.median_ms / e.timing.median_ms, e.timing.rel_error, e.res.registers, text ? text : "?");
             else
                 printf("  %3lld/%lld %s  %s\n      %s\n", i + 1, cs->n, sp_outcome_name(e.outcome), text ? text : "?", e.detail);
             fflush(stdout);
@@ -96,8 +101,10 @@ static void print_summary(const sp_bench *b, const problem_summary *s)
         printf("%-6s %-8s %-24s no variant passed (%d failed)\n", b->gpu.info.profile, op, s->problem, failed);
         return;
     }
-    printf("%-6s %-8s %-24s %9.4f %9.4f %7.2fx %7.1f %7.1e %3d/%-3d %s\n", b->gpu.info.profile, op, s->problem,
-           s->best_ms, s->base_ms, s->base_ms / s->best_ms, s->flops / s->best_ms * 1e-9, s->best_err,
+    char gbs[32] = "-";
+    if (s->best_bytes > 0) snprintf(gbs, sizeof gbs, "%.0f", s->best_bytes / s->best_ms * 1e-6);
+    printf("%-6s %-8s %-24s %9.4f %9.4f %7.2fx %7.1f %6s %7.1e %3d/%-3d %s\n", b->gpu.info.profile, op, s->problem,
+           s->best_ms, s->base_ms, s->base_ms / s->best_ms, s->flops / s->best_ms * 1e-9, gbs, s->best_err,
            failed, s->ok + failed, s->best);
     for (int o = 1; o < SP_OUTCOME__COUNT; o++)
         if (s->failed[o]) printf("%-6s   %d %s\n", "", s->failed[o], sp_outcome_name((sp_outcome)o));
@@ -113,15 +120,41 @@ static int summary_passed(const problem_summary *s)
 
 static void print_header(void)
 {
-    printf("%-6s %-8s %-24s %9s %9s %8s %7s %7s %7s %s\n", "gpu", "op", "problem", "best ms", "cuBLAS",
-           "speedup", "TFLOP/s", "err", "failed", "best configuration");
+    printf("%-6s %-8s %-24s %9s %9s %8s %7s %6s %7s %7s %s\n", "gpu", "op", "problem", "best ms", "cuBLAS",
+           "speedup", "TFLOP/s", "GB/s", "err", "failed", "best configuration");
+}
+
+/* The configurations --config lists (';'-separated) that are valid for problem p; those that are not
+ * are said and skipped. A list where none is valid is a usage error. */
+static int listed_configs(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
+                          const char *shape, sp_configs *cs)
+{
+    char *list = sp_strdup(cli_get(cmd, "config"));
+    if (!list) return cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
+    int rc = CLI_OK;
+    char *save = NULL;
+    for (char *text = strtok_r(list, ";", &save); text && rc == CLI_OK; text = strtok_r(NULL, ";", &save)) {
+        sp_config c;
+        int ok = 0;
+        char *why = NULL;
+        sptune_status st = sp_config_parse(t, text, &c);
+        if (st == SPTUNE_OK) st = sp_template_check(t, &c, gpu, p, &ok, &why);
+        if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
+        else if (!ok) fprintf(stderr, "sptune %s: %s is not valid for %s on %s (skipped): %s\n", cmd->name, text, shape,
+                              gpu->info.profile, why ? why : "constraint failed");
+        else if (sp_configs_push(cs, &c)) rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
+        free(why);
+    }
+    free(list);
+    if (rc == CLI_OK && cs->n == 0)
+        rc = cli_usage_error(cmd->name, "no configuration of --config is valid for %s", shape);
+    return rc;
 }
 
 int cmd_check(cli_cmd *cmd, int npos, char **pos)
 {
     sp_gpu_profile gpu;
     sp_template *t = NULL;
-    sp_problem prob;
     int ordinal, rc;
     (void)npos;
     /* Options first, so that a usage error reads as one with or without the GPU. */
@@ -131,37 +164,53 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
     if (runs > 100000) return cli_usage_error(cmd->name, "--runs %lld is more than 100000", runs);
     if (cli_get(cmd, "config") && (cli_get(cmd, "sample") || cli_get(cmd, "all")))
         return cli_usage_error(cmd->name, "choose one of --config, --sample N, --all");
-    const char *shape = cli_get(cmd, "shape");
-    if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
+    const char *shapes = cli_get(cmd, "shape");
+    if (!shapes) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
     if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
     if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
-    sp_configs cs = {0};
     sp_db *db = NULL;
     sp_cache *cache = NULL;
     sp_bench b = {0};
     sptune_status st;
-    if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    if (cli_get(cmd, "config")) {
-        sp_config c;
-        if ((rc = cli_pick_config(cmd, t, &gpu, &prob, &c))) goto out;
-        if ((st = sp_configs_one(&cs, &c)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    } else {
-        if ((rc = cli_collect_space(cmd->name, t, &gpu, &prob, &cs))) goto out;
-        if (!cli_get(cmd, "all")) sp_space_sample(&cs, t, sample, (unsigned long long)seed);
+    char *list = sp_strdup(shapes), *save = NULL;
+    problem_summary *sums = NULL;
+    int nsum = 0, opened = 0;
+    if (!list) { rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory")); goto out; }
+    /* several problems, ';'-separated, measured one after the other in this process */
+    for (char *shape = strtok_r(list, ";", &save); shape && rc == CLI_OK; shape = strtok_r(NULL, ";", &save)) {
+        sp_problem prob;
+        sp_configs cs = {0};
+        if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); break; }
+        if (cli_get(cmd, "config")) {
+            rc = listed_configs(cmd, t, &gpu, &prob, shape, &cs);
+        } else if ((rc = cli_collect_space(cmd->name, t, &gpu, &prob, &cs)) == CLI_OK && !cli_get(cmd, "all")) {
+            sp_space_sample(&cs, t, sample, (unsigned long long)seed);
+        }
+        if (rc == CLI_OK && !opened && (rc = cli_open_measurement(cmd, pos[0], &gpu, ordinal, &db, &cache, &b)) == CLI_OK)
+            opened = 1;
+        problem_summary *grown = rc == CLI_OK ? realloc(sums, (size_t)(nsum + 1) * sizeof *sums) : NULL;
+        if (rc == CLI_OK && !grown) rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
+        if (rc == CLI_OK) {
+            sums = grown;
+            rc = measure_problem(cmd->name, &b, t, &prob, &cs, db, cache, 1, &sums[nsum]);
+            sums[nsum++].op = sp_template_name(t);
+        }
+        sp_configs_free(&cs);
     }
-    if ((rc = cli_open_measurement(cmd, pos[0], &gpu, ordinal, &db, &cache, &b))) goto out;
-    problem_summary sum;
-    rc = measure_problem(cmd->name, &b, t, &prob, &cs, db, cache, 1, &sum);
-    printf("\n");
-    print_header();
-    sum.op = sp_template_name(t);
-    print_summary(&b, &sum);
-    if (rc == CLI_OK && !summary_passed(&sum)) rc = CLI_FAIL;
+    if (nsum > 0) {
+        printf("\n");
+        print_header();
+        for (int i = 0; i < nsum; i++) {
+            print_summary(&b, &sums[i]);
+            if (rc == CLI_OK && !summary_passed(&sums[i])) rc = CLI_FAIL;
+        }
+    }
 out:
+    free(sums);
+    free(list);
     sp_bench_close(&b);
     sp_cache_close(cache);
     sp_db_close(db);
-    sp_configs_free(&cs);
     sp_template_free(t);
     return rc;
 }

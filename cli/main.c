@@ -33,8 +33,8 @@ static cli_opt compile_opts[] = {
     {NULL, NULL, NULL, NULL}};
 static cli_opt check_opts[] = {
     {"gpu", "G", "GPU: auto or a profile present on this machine (required)", NULL},
-    {"shape", "S", "problem, e.g. M=4096,N=4096,K=4096 (required)", NULL},
-    {"config", "K=V,...", "check only this configuration", NULL},
+    {"shape", "S[;S...]", "problem, e.g. M=4096,N=4096,K=4096 (required); several, separated by ;, are measured in turn", NULL},
+    {"config", "K=V,...[;...]", "check only these configurations (those not valid for a problem are skipped)", NULL},
     {"sample", "N", "check N configurations of the valid space (default 16)", NULL},
     {"all", NULL, "check every valid configuration", NULL},
     {"seed", "S", "seed for --sample (default 1)", NULL},

@@ -102,6 +102,12 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
  * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". */
 const char *sptune_kernel_config(const sptune_kernel *k);
 sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail);
+/* The measurement behind the kernel's configuration: its median time and that of the dense baseline
+ * (cuBLAS, the same problem in the same run), in milliseconds; both -1 when nothing was measured
+ * (a template default). When *baseline_ms < *ms the dense baseline is the faster choice for this
+ * problem (a sparse op at a large token count, say): the application should run that instead.
+ * The times are those of the recorded problem, which may be the nearest one (sptune_kernel_origin). */
+sptune_status sptune_kernel_expected(const sptune_kernel *k, double *ms, double *baseline_ms);
 /* The op's argument list, in launch order, as one line of text ("" when its template declares none). */
 const char *sptune_kernel_args(const sptune_kernel *k);
 

@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct op_cases { const char *op; const char *shapes[6]; const char *const *always[3]; } op_cases;
+typedef struct op_cases { const char *op; const char *shapes[8]; const char *const *always[3]; } op_cases;
 
 /* The producer's wgmma main loop (sm_90a), checked at every shape wherever it is valid: a sample
  * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
@@ -40,6 +40,14 @@ static const char *const wgmma_d2t_configs[] = {
     "mainloop=wgmma,bm=64,bn=64,bk=64,stages=5,wgs=1,group_m=1",
     "mainloop=wgmma,bm=64,bn=128,bk=64,stages=3,wgs=1,epi=overlap,group_m=1", NULL};
 
+/* slotfill-spmm: both decoders, split-K through clusters, no filling, every window, narrow
+ * copies, wide token tiles (each wherever valid for the shape and data type). */
+static const char *const slotfill_configs[] = {
+    "decode=list,dbits=6", "split=2", "split=4,decode=list,dbits=6", "split=8,bn=8", "fill=0,dbits=5", "window=64,dbits=7",
+    "window=256,dbits=9,warps=2", "window=64,dbits=5,ecap=32", "vec=8,stages=2", "bn=32,warps=8", "bn=64,warps=2,stages=2",
+    "dtype=f16", "dtype=f16,decode=list,dbits=6,split=2", "ecap=128,window=256,dbits=6,warps=2",
+    "decode=list,window=64,dbits=7,ecap=32", "decode=list,window=256,dbits=5,warps=2", "decode=list,fill=0,dbits=6", NULL};
+
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
  * the paper's shape at ~40 nonzeros per row; 90 % sparse. twell-t2d and twell-gated: gates from
@@ -59,6 +67,15 @@ static const op_cases cases[] = {
                      "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}, {gated_configs, NULL, NULL}},
     {"twell-ffn", {"M=300,D=200,F=1000,nnz=100", "M=77,D=61,F=130,nnz=30", "M=256,D=2048,F=5632,nnz=17",
                    "M=128,D=4096,F=14336,nnz=72", NULL, NULL}, {wgmma_configs, gated_configs, ffn_tile_configs}},
+    /* slotfill-spmm: tails in M and K, one token, magnitude-pruned W; K % 8 != 0 (element-wise X
+     * loads) in fp16; exactly 2:4 (no filled slot, no residual); per-row pruning at 40 %; the hard
+     * rows (90 % dense, empty, a dense column: residual beyond the staged words); K = 1; a
+     * Llama-sized square at 50 % with 8 tokens; 70 % sparse, 333 tokens. */
+    {"slotfill-spmm", {"M=1000,K=1000,N=1,sparsity=50,fp16=0,dist=1", "M=77,K=61,N=13,sparsity=70,fp16=1,dist=0",
+                       "M=256,K=4096,N=16,sparsity=50,fp16=0,dist=3", "M=512,K=2048,N=64,sparsity=40,fp16=0,dist=2",
+                       "M=300,K=1500,N=24,sparsity=50,fp16=0,dist=4", "M=96,K=1,N=5,sparsity=50,fp16=1,dist=0",
+                       "M=4096,K=4096,N=8,sparsity=50,fp16=0,dist=1", "M=640,K=768,N=333,sparsity=70,fp16=0,dist=1"},
+     {slotfill_configs, NULL, NULL}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
 #define PER_SHAPE 8
@@ -82,7 +99,7 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
     sp_template *t = NULL;
     CHECK_ST(sp_template_load(oc->op, &t), SPTUNE_OK);
     if (!t) return;
-    for (int s = 0; s < 6 && oc->shapes[s]; s++) {
+    for (int s = 0; s < 8 && oc->shapes[s]; s++) {
         sp_problem p;
         sp_configs pk;
         CHECK_ST(sp_problem_parse(t, oc->shapes[s], &p), SPTUNE_OK);
@@ -172,7 +189,7 @@ int main(void)
     if (sptune_gpu_count(&count) != SPTUNE_OK) {
         int n = 0;
         for (int o = 0; o < NOPS; o++)
-            for (int s = 0; s < 6; s++) n += cases[o].shapes[s] != NULL;
+            for (int s = 0; s < 8; s++) n += cases[o].shapes[s] != NULL;
         printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI, sptune_last_error());
         return sp_test_skip("test_gpu_ops", "no GPU");
     }

@@ -148,6 +148,48 @@ unsigned short sp_float_to_bf16(float f)
     return (unsigned short)(u >> 16);
 }
 
+float sp_f16_to_float(unsigned short h)
+{
+    unsigned s = (unsigned)(h >> 15) << 31, e = (h >> 10) & 31u, m = h & 0x3ffu, u;
+    if (e == 31) {
+        u = s | 0x7f800000u | (m << 13);            /* Inf, NaN */
+    } else if (e == 0) {
+        if (m == 0) {
+            u = s;                                   /* +-0 */
+        } else {                                     /* subnormal: normalise */
+            int k = -1;
+            do { m <<= 1; k++; } while (!(m & 0x400u));
+            u = s | (unsigned)(112 - k) << 23 | (m & 0x3ffu) << 13;
+        }
+    } else {
+        u = s | (e + 112) << 23 | m << 13;
+    }
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+unsigned short sp_float_to_f16(float f)
+{
+    unsigned u;
+    memcpy(&u, &f, sizeof u);
+    unsigned s = (u >> 16) & 0x8000u;
+    if (isnan(f)) return (unsigned short)(s | 0x7e00u);
+    float a = fabsf(f);
+    if (a >= 65520.0f) return (unsigned short)(s | 0x7c00u);          /* rounds to Inf */
+    if (a < 0x1p-14f) {                                               /* subnormal: a multiple of 2^-24 */
+        float q = rintf(a * 0x1p24f);
+        return (unsigned short)(s | (unsigned)q);
+    }
+    unsigned e = ((u >> 23) & 0xffu) - 112, m = u & 0x7fffffu;
+    unsigned r = (e << 10) | (m >> 13), rem = m & 0x1fffu;
+    if (rem > 0x1000u || (rem == 0x1000u && (r & 1u))) r++;           /* nearest even */
+    return (unsigned short)(s | r);
+}
+
+float sp_half_to_float(unsigned short h, int f16) { return f16 ? sp_f16_to_float(h) : sp_bf16_to_float(h); }
+unsigned short sp_float_to_half(float f, int f16) { return f16 ? sp_float_to_f16(f) : sp_float_to_bf16(f); }
+
 sptune_status sp_bench_upload(CUdeviceptr dst, const void *host, size_t bytes)
 {
     const sp_cuda_api *cu;

@@ -51,8 +51,13 @@ sptune_status sp_bench_upload(CUdeviceptr dst, const void *host, size_t bytes);
 /* Fills host and device buffers with bf16 values uniform in [-scale, scale) from the bench RNG. */
 sptune_status sp_bench_random_bf16(sp_bench *b, CUdeviceptr dst, unsigned short *host, size_t n, float scale);
 
-/* bf16 <-> float on the host (round to nearest even). */
+/* bf16 and fp16 <-> float on the host (round to nearest even); the _half forms take f16 != 0 for
+ * fp16, else bf16. */
 float sp_bf16_to_float(unsigned short h);
 unsigned short sp_float_to_bf16(float f);
+float sp_f16_to_float(unsigned short h);
+unsigned short sp_float_to_f16(float f);
+float sp_half_to_float(unsigned short h, int f16);
+unsigned short sp_float_to_half(float f, int f16);
 
 #endif

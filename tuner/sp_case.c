@@ -7,7 +7,7 @@
 #include <string.h>
 
 static const sp_case_ops *const all_ops[] = {&sp_case_gemm, &sp_case_twell_d2t, &sp_case_twell_t2d,
-                                             &sp_case_twell_gated, &sp_case_twell_ffn};
+                                             &sp_case_twell_gated, &sp_case_twell_ffn, &sp_case_slotfill_spmm};
 
 const sp_case_ops *sp_case_find(const char *op)
 {
@@ -94,6 +94,15 @@ long long sp_config_int(const sp_template *t, const sp_config *c, const char *na
     return -1;
 }
 
+const char *sp_config_text(const sp_template *t, const sp_config *c, const char *name)
+{
+    for (int i = 0; i < sp_template_nparams(t) && i < c->nparams; i++) {
+        const sp_param *p = sp_template_param(t, i);
+        if (strcmp(p->name, name) == 0) return p->values[c->idx[i]].text;
+    }
+    return NULL;
+}
+
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t)
 {
     if (c->nargv == 0) return sp_fail(SPTUNE_ERR_INVALID, "%s: no arguments bound (sp_case_bind first)", c->ops->op);
@@ -113,6 +122,7 @@ sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t)
 }
 
 double sp_case_flops(const sp_case *c) { return c->ops->flops(&c->problem); }
+double sp_case_bytes(const sp_case *c) { return c->ops->bytes ? c->ops->bytes(c->state) : 0; }
 
 int sp_problem_int(const sp_problem *p, const char *name, int *out)
 {
@@ -129,6 +139,12 @@ int sp_problem_int(const sp_problem *p, const char *name, int *out)
 void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t ncols, int relu_ref,
                      double *rel_err, char *detail, size_t len)
 {
+    sp_compare_half(out, 0, ref, n, ncols, relu_ref, rel_err, detail, len);
+}
+
+void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, size_t ncols, int relu_ref,
+                     double *rel_err, char *detail, size_t len)
+{
     double num = 0, den = 0;
     size_t bad = 0, first = 0;
     for (size_t i = 0; i < n; i++) {
@@ -138,7 +154,7 @@ void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t nco
     const double slack = 1e-3 * sqrt(den / (double)(n ? n : 1)) + 1e-6;
     for (size_t i = 0; i < n; i++) {
         double r = relu_ref && ref[i] < 0 ? 0 : ref[i];
-        double o = sp_bf16_to_float(out[i]), d = o - r;
+        double o = sp_half_to_float(out[i], f16), d = o - r;
         if (!isfinite(o) || fabs(d) > 0x1p-7 * fabs(r) + slack) {
             if (!bad++) first = i;
             continue;
@@ -149,7 +165,7 @@ void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t nco
     if (bad) {
         *rel_err = fmax(*rel_err, 1.0);
         snprintf(detail, len, "%zu of %zu outputs wrong, unwritten or not finite (first at row %zu, col %zu: %g vs %g)",
-                 bad, n, first / ncols, first % ncols, sp_bf16_to_float(out[first]), (double)ref[first]);
+                 bad, n, first / ncols, first % ncols, sp_half_to_float(out[first], f16), (double)ref[first]);
     }
 }
 
@@ -188,13 +204,19 @@ double sp_problem_flops(const sp_problem *p, double factor, const char *a, const
 sptune_status sp_check_reference(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
                                  const uint16_t *B, int b_kmajor, int samples)
 {
+    return sp_check_reference_half(ref, rows, cols, k, A, B, b_kmajor, samples, 0);
+}
+
+sptune_status sp_check_reference_half(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
+                                      const uint16_t *B, int b_kmajor, int samples, int f16)
+{
     const size_t n = rows * cols;
     for (int s = 0; s < samples && n > 0; s++) {
         size_t idx = ((size_t)s * 2654435761u) % n, i = idx / cols, j = idx % cols;
         double dot = 0, mag = 0;
         for (size_t t = 0; t < k; t++) {
-            double b = sp_bf16_to_float(b_kmajor ? B[j * k + t] : B[t * cols + j]);
-            double v = (double)sp_bf16_to_float(A[i * k + t]) * b;
+            double b = sp_half_to_float(b_kmajor ? B[j * k + t] : B[t * cols + j], f16);
+            double v = (double)sp_half_to_float(A[i * k + t], f16) * b;
             dot += v;
             mag += fabs(v);
         }

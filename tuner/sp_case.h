@@ -33,6 +33,9 @@ typedef struct sp_case_ops {
     sptune_status (*baseline)(void *state, CUstream s);
     /* Floating-point operations of one run (for TFLOP/s in tables). */
     double (*flops)(const sp_problem *p);
+    /* Optional: bytes the bound configuration must read and write at least (its weights as
+     * encoded, inputs, outputs), for GB/s in tables; 0 when unknown. */
+    double (*bytes)(void *state);
     void (*destroy)(void *state);
     double tolerance;           /* largest accepted rel_err */
 } sp_case_ops;
@@ -73,6 +76,9 @@ int sp_problem_int(const sp_problem *p, const char *name, int *out);
  * and describe the first bad element in detail. */
 void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t ncols, int relu_ref,
                      double *rel_err, char *detail, size_t len);
+/* The same for bf16 (f16 == 0) or fp16 outputs. */
+void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, size_t ncols, int relu_ref,
+                     double *rel_err, char *detail, size_t len);
 /* The harnesses' shared steps. sp_poison_bf16: bf16 NaN over n elements at out (what a kernel
  * that skips an element leaves behind). sp_verify_bf16: the bf16 output (rows x cols, device)
  * copied into host and compared with ref as sp_compare_bf16 does. sp_fetch_f32: waits for s,
@@ -87,11 +93,17 @@ double sp_problem_flops(const sp_problem *p, double factor, const char *a, const
  * `samples` spread-out entries: A is rows x k; B is cols x k (b_kmajor) or k x cols. */
 sptune_status sp_check_reference(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
                                  const uint16_t *B, int b_kmajor, int samples);
+/* The same for bf16 (f16 == 0) or fp16 A and B. */
+sptune_status sp_check_reference_half(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
+                                      const uint16_t *B, int b_kmajor, int samples, int f16);
 /* An integer parameter's value in configuration c (-1 when absent or not an integer). */
 long long sp_config_int(const sp_template *t, const sp_config *c, const char *name);
+/* A parameter's value in configuration c as text (NULL when absent). */
+const char *sp_config_text(const sp_template *t, const sp_config *c, const char *name);
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t);
 sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t);
 double sp_case_flops(const sp_case *c);
+double sp_case_bytes(const sp_case *c); /* 0 when the op does not say */
 
 /* Dense M x F gate activations (bf16, values in (0, 1]) drawn as in trained ReLU FFNs: 30 %
  * dead neurons, heavy-tailed firing rates with a mean of nnz per row, the first 8 tokens 4x
@@ -139,5 +151,6 @@ extern const sp_case_ops sp_case_twell_d2t;
 extern const sp_case_ops sp_case_twell_t2d;
 extern const sp_case_ops sp_case_twell_gated;
 extern const sp_case_ops sp_case_twell_ffn;
+extern const sp_case_ops sp_case_slotfill_spmm;
 
 #endif

@@ -65,12 +65,13 @@ sptune_status sp_cublas_set_stream(sp_cublas *h, CUstream s)
  * op(B)^T * A^T with A as stored (K x M column-major); B as stored is K x N column-major (B is
  * N x K row-major, b_kmajor: transposed) or N x K column-major (B is K x N row-major). */
 static sptune_status gemm(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B, int b_kmajor,
-                          CUdeviceptr C, int c_fp32)
+                          CUdeviceptr C, int c_fp32, int f16)
 {
     const float one = 1.0f, zero = 0.0f;
+    const cudaDataType_t in = f16 ? CUDA_R_16F : CUDA_R_16BF;
     return check(h->GemmEx(h->handle, b_kmajor ? CUBLAS_OP_T : CUBLAS_OP_N, CUBLAS_OP_N, N, M, K, &one,
-                           (const void *)B, CUDA_R_16BF, b_kmajor ? K : N, (const void *)A, CUDA_R_16BF, K,
-                           &zero, (void *)C, c_fp32 ? CUDA_R_32F : CUDA_R_16BF, N, CUBLAS_COMPUTE_32F,
+                           (const void *)B, in, b_kmajor ? K : N, (const void *)A, in, K,
+                           &zero, (void *)C, c_fp32 ? CUDA_R_32F : in, N, CUBLAS_COMPUTE_32F,
                            CUBLAS_GEMM_DEFAULT),
                  "cublasGemmEx");
 }
@@ -78,13 +79,19 @@ static sptune_status gemm(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUde
 sptune_status sp_cublas_gemm_nt(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
                                 CUdeviceptr C, int c_fp32)
 {
-    return gemm(h, M, N, K, A, B, 1, C, c_fp32);
+    return gemm(h, M, N, K, A, B, 1, C, c_fp32, 0);
+}
+
+sptune_status sp_cublas_gemm_nt_half(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
+                                     CUdeviceptr C, int c_fp32, int f16)
+{
+    return gemm(h, M, N, K, A, B, 1, C, c_fp32, f16);
 }
 
 sptune_status sp_cublas_gemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
                                 CUdeviceptr C, int c_fp32)
 {
-    return gemm(h, M, N, K, A, B, 0, C, c_fp32);
+    return gemm(h, M, N, K, A, B, 0, C, c_fp32, 0);
 }
 
 sptune_status sp_cublas_sgemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B, CUdeviceptr C)

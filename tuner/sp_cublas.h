@@ -17,6 +17,9 @@ sptune_status sp_cublas_set_stream(sp_cublas *h, CUstream s);
  * (c_fp32 == 0) or fp32 (c_fp32 != 0, used as the verification reference). */
 sptune_status sp_cublas_gemm_nt(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
                                 CUdeviceptr C, int c_fp32);
+/* The same with fp16 (f16 != 0) or bf16 A and B, and C of that type unless c_fp32. */
+sptune_status sp_cublas_gemm_nt_half(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
+                                     CUdeviceptr C, int c_fp32, int f16);
 /* Row-major C[M,N] = A[M,K] * B[K,N] (both plain row-major), bf16 in, fp32 accumulation. */
 sptune_status sp_cublas_gemm_nn(sp_cublas *h, int M, int N, int K, CUdeviceptr A, CUdeviceptr B,
                                 CUdeviceptr C, int c_fp32);

@@ -1,0 +1,128 @@
+/* Slot-Filling: a weight matrix at moderate unstructured sparsity (~50 %) stored in three layers so
+ * that sparse tensor cores do most of the work and the product stays exact.
+ *
+ * W is M x K (rows = output features, as nn.Linear keeps its weight), 16-bit floats (bf16 or fp16;
+ * the encoder only looks at bits): an element whose bits are 0x0000 is pruned, anything else
+ * (-0, NaN and Inf included) is a value and is kept. The product computed with it is
+ * Y[N x M] = X[N x K] * W^T (op slotfill-spmm), the layout inference engines use.
+ *
+ * Rows are taken 16 at a time (a tile, the m16 of mma.sp) and columns `window` at a time (a chunk);
+ * each (tile, chunk) is one warp's unit of work and is stored as:
+ *
+ *  - Sparse-TC layer: every group of 4 columns of a row keeps up to 2 values (the first two
+ *    nonzeros) in its two slots with their 2-bit column indices, in the register order of
+ *    mma.sp.m16n8k32 (values: per k32 step, lane l holds 4 words: row g = l / 4 (+8 for words 1
+ *    and 3), groups t = l % 4 (+4 for words 2 and 3) of the step, each word slot 0 | slot 1 << 16;
+ *    metadata: per pair of k32 steps, lane l holds the word the sparsity selector (l / 2) % 2 of
+ *    step (l / 2) % 2 reads: bits 0-15 row g, bits 16-31 row g + 8, the 4 groups 4 (l % 2) .. +3,
+ *    4 bits each: idx0 | idx1 << 2, idx0 < idx1). A group with fewer than 2 nonzeros points its
+ *    free slots at columns that are zero in W.
+ *  - Slot-Filling layer: a nonzero that overflows its group (the 3rd and 4th) is put into a free
+ *    slot of the same row and chunk, and its true column is recorded as a differential distance
+ *    d = column - slot's group column + 2^(dbits-1), in dbits bits. Slots are assigned greedily,
+ *    overflows in column order, each to the leftmost free slot within reach (which maximises the
+ *    filled count for intervals of equal length). Two layouts (sp_sf_layout): a per-lane mask in
+ *    the record (bit 8 s + 2 w + h: step s, word w, half h) with the distances after it in the
+ *    extras, in the order lanes 0..31, each lane's slots in mask order, packed LSB first, so that a
+ *    warp finds each lane's first distance with a prefix sum of the masks' popcounts; or a count
+ *    word and 16-bit entries (half-word index of the value in the record << dbits | distance).
+ *  - Residual layer: whatever found no slot, as words value << 16 | row << 8 | column (row within
+ *    the tile, column within the chunk), after the distances, so nothing is dropped.
+ *
+ * Memory: one buffer (sp_slotfill.image), a 256-byte header and three sections:
+ *   records   tiles x chunks fixed-size records of 19 * window bytes (18 in the list layout):
+ *             values (16 window), metadata (2 window), masks (window; mask layout), tile-major (a
+ *             tile's chunks follow each other);
+ *   xoff      tiles x chunks + 1 words: chunk (i, c)'s extras start at 16-byte unit xoff[i*chunks+c]
+ *             and end where the next start;
+ *   extras    distances (or the count and list entries) then residual words per chunk, zero-padded to 16 bytes (a zero word is
+ *             padding: no residual value has bits 0x0000), and 16 zero bytes at the end.
+ * The same bytes are the file format (`sptune encode`), versioned and checksummed (SHA-256 of the
+ * sections), and what the kernel reads once uploaded. */
+#ifndef SP_SLOTFILL_H
+#define SP_SLOTFILL_H
+
+#include "sptune.h"
+#include <stddef.h>
+#include <stdint.h>
+
+#define SP_SF_MAGIC "SPTUNESF"
+#define SP_SF_VERSION 1
+#define SP_SF_HEADER 256
+
+typedef enum sp_sf_dtype { SP_SF_BF16 = 0, SP_SF_F16 = 1 } sp_sf_dtype;
+
+/* How the Slot-Filling layer records which slots it filled. */
+typedef enum sp_sf_layout {
+    SP_SF_MASK = 0, /* a bit per slot in the record, distances packed in lane order (a warp prefix sum finds each
+                       lane's first): fewest bytes */
+    SP_SF_LIST = 1  /* a list of 16-bit entries per chunk (count word first): the value's half-word index in the
+                       record's values, then the distance in the remaining bits: decoded evenly by every lane */
+} sp_sf_layout;
+
+/* Encoding parameters (part of slotfill-spmm's tuning space). */
+typedef struct sp_sf_params {
+    int window;   /* chunk width: 64, 128 or 256 */
+    int dbits;    /* bits of a filler's distance: 3 .. log2(window) + 1 (reach: +-2^(dbits-1) columns);
+                     the list layout takes sp_sf_list_dbits(window) */
+    int fill;     /* 0: no Slot-Filling layer (2:4 plus residual only) */
+    int layout;   /* sp_sf_layout */
+} sp_sf_params;
+
+/* The distance bits a list entry leaves next to its slot index: 16 - log2(8 * window). */
+static inline int sp_sf_list_dbits(int window) { return window == 64 ? 7 : window == 128 ? 6 : 5; }
+
+/* Checks p (SPTUNE_ERR_INVALID naming the bad field). */
+sptune_status sp_sf_params_check(const sp_sf_params *p);
+
+typedef struct sp_sf_stats {
+    long long nonzeros;      /* values of W (bits != 0) */
+    long long tc;            /* in the Sparse-TC layer */
+    long long filled;        /* in the Slot-Filling layer */
+    long long residual;      /* in the Residual layer */
+    long long max_chunk_extras; /* largest extras of one chunk, bytes */
+    /* bytes of each layer (the records' values and metadata; masks and distances; residual words
+     * and padding; the offsets) and of the dense matrix */
+    long long bytes_tc, bytes_fill, bytes_residual, bytes_index, bytes_dense;
+} sp_sf_stats;
+
+typedef struct sp_slotfill {
+    unsigned char *image;    /* header + sections: what the kernel reads and the file holds */
+    size_t size;
+    /* from the header */
+    sp_sf_dtype dtype;
+    sp_sf_params params;
+    long long M, K;
+    long long tiles, chunks;  /* ceil(M / 16), ceil(K / window) */
+    size_t rec_off, rec_bytes, xoff_off, xoff_bytes, extra_off, extra_bytes; /* sections, in image */
+    sp_sf_stats stats;
+} sp_slotfill;
+
+/* Encodes W (M x K, row-major, 16-bit elements, ld = the row stride in elements, >= K). */
+sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long long ld, sp_sf_dtype dtype,
+                           const sp_sf_params *p, sp_slotfill *out);
+/* Rebuilds the dense W (M x K, ld >= K) bit for bit, validating every field on the way: an image
+ * from a file or a faulty encoder is refused with SPTUNE_ERR_INVALID naming the first bad
+ * (tile, chunk) instead of read out of bounds. */
+sptune_status sp_sf_decode(const sp_slotfill *m, uint16_t *w, long long ld);
+void sp_sf_free(sp_slotfill *m);
+
+/* The image as a file and back. Reading checks the magic ("not an sptune Slot-Filling matrix"),
+ * the version ("written by a newer sptune"), the header's fields and section bounds, and the
+ * checksum ("damaged"), before anything is used. */
+sptune_status sp_sf_write(const sp_slotfill *m, const char *path);
+sptune_status sp_sf_read(const char *path, sp_slotfill *out);
+/* The same checks on an image in memory (takes ownership of image on success and on failure). */
+sptune_status sp_sf_adopt(unsigned char *image, size_t size, const char *name, sp_slotfill *out);
+
+/* Writes the checksum of the sections into the header (the encoder's last step; tests use it to
+ * build images that are damaged but sealed). */
+void sp_sf_seal(unsigned char *image, size_t size);
+
+/* Bytes of one record: values and metadata, and the masks in the mask layout. */
+static inline size_t sp_sf_record_bytes(const sp_sf_params *p)
+{
+    return (size_t)(p->layout == SP_SF_LIST ? 18 : 19) * (size_t)p->window;
+}
+
+#endif

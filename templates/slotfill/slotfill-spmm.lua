@@ -1,0 +1,462 @@
+-- slotfill-spmm: Y[N x M] = X[N x K] * W^T for a weight matrix W (M x K, nn.Linear's layout) at
+-- moderate unstructured sparsity, stored in the three Slot-Filling layers (runtime/sp_slotfill.h:
+-- the format, its encoder and its CPU decoder). X and Y are token-major (N tokens of K and of M
+-- features), as inference engines keep activations; fp32 accumulation; bf16 or fp16.
+--
+-- A CTA takes `warps` 16-row tiles of W (one per warp) and `bn` tokens; its K range (all of it, or
+-- a 1/split share when a cluster of `split` CTAs splits K) is walked `window` columns at a time
+-- through a cp.async pipeline of `stages` stages. Each stage holds every warp's fixed-size record
+-- (2:4 values and metadata in mma.sp register order, the filled-slot masks) and the first `ecap`
+-- words of its extras (distances, residual), and the X chunk (bn x window). Per chunk, a warp:
+--   1. decodes the Slot-Filling and Residual entries on CUDA cores and scatters them into the
+--      warp's 16 x window correction tile (`decode`, which also picks the encoding's layout:
+--      `owner`, each lane its own filled slots from the record's masks, its first distance found
+--      by a warp prefix sum of the masks' popcounts; `list`, 16-bit entries spread evenly over the
+--      lanes, the masks rebuilt in shared memory with atomic ORs);
+--   2. runs mma.sp (sparse tensor cores) over the 2:4 layer with the filled slots masked out, and
+--      mma.sync over the touched 16 x 16 blocks of the correction tile (whose values sit at their
+--      true columns), both into the same fp32 accumulators, then clears the touched blocks.
+-- With split > 1 the cluster's CTAs add their partial tiles through distributed shared memory,
+-- each CTA writing a slice of the output: no second pass over global memory.
+-- Any M, N, K: tails are zero (the encoder pads W; X is loaded with zero fill; K % 8 != 0 or an
+-- unaligned X takes element-wise loads). sm_80+ (mma.sp, cp.async); split needs clusters (sm_90+).
+local text = require("lib.text")
+local args = require("lib.args")
+local cuda = require("lib.cuda")
+
+local params = {
+  {name = "dtype", values = {"bf16", "f16"}, default = "bf16",
+   doc = "16-bit float format of W, X and Y (the problem's fp16 chooses it)"},
+  {name = "window", values = {64, 128, 256}, default = 128,
+   doc = "encoding: columns per chunk, the k depth of a pipeline stage (fillers stay in their chunk)"},
+  {name = "dbits", values = {5, 6, 7, 8, 9}, default = 8,
+   doc = "encoding: bits of a filler's distance (reach +-2^(dbits-1) columns): fewer bits, more residual"},
+  {name = "fill", values = {1, 0}, default = 1,
+   doc = "encoding: overflow nonzeros go into free 2:4 slots (1) or all to the residual (0)"},
+  {name = "warps", values = {2, 4, 8}, default = 4, doc = "warps per CTA, a 16-row tile each (block tile M = 16 warps)"},
+  {name = "bn", values = {8, 16, 32, 64}, default = 8, doc = "block tile N: tokens per CTA"},
+  {name = "stages", values = {2, 3, 4, 6}, default = 4, doc = "cp.async pipeline depth"},
+  {name = "split", values = {1, 2, 4, 8}, default = 1,
+   doc = "split-K over a thread-block cluster, reduced through distributed shared memory (sm_90+)"},
+  {name = "decode", values = {"owner", "list"}, default = "owner",
+   doc = "encoding and decoder of the filled slots: a mask per lane, each lane decoding its own slots after a "
+      .. "warp prefix sum (fewest bytes), or a list of 16-bit entries decoded evenly by all lanes"},
+  {name = "ecap", values = {32, 64, 128}, default = 64,
+   doc = "extras words staged per warp and 64 columns of a chunk; more are read from global memory"},
+  {name = "vec", values = {16, 8}, default = 16, doc = "bytes per cp.async of the weight records"},
+}
+
+local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
+
+local ARGS = {
+  {name = "W", type = "u8", role = "input", shape = {"?"},
+   doc = "the encoded weight matrix: an sp_slotfill image (runtime/sp_slotfill.h) made with this configuration's window, dbits and fill"},
+  {name = "X", type = "x16", role = "input", shape = {"N", "K"}, doc = "activations, token-major"},
+  {name = "Y", type = "x16", role = "output", shape = {"N", "M"}, doc = "X W^T, token-major"},
+  {name = "M", type = "i32", role = "dim"},
+  {name = "N", type = "i32", role = "dim"},
+  {name = "K", type = "i32", role = "dim"},
+}
+
+local function log2(n) local l = 0; while (1 << l) < n do l = l + 1 end; return l end
+local function list_dbits(window) return 16 - log2(8 * window) end
+
+-- Shared-memory layout (bytes), per configuration and problem (the X chunk rows are padded by
+-- 16 bytes against ldmatrix bank conflicts).
+local function layout(c, K)
+  local l = {}
+  l.rec = (c.decode == "list" and 18 or 19) * c.window
+  l.ecap = c.ecap * c.window // 64                          -- words
+  l.warp_stage = l.rec + 4 * l.ecap
+  l.xrow = c.window + 8                                     -- elements per X row in shared memory
+  l.x = c.bn * l.xrow * 2
+  l.stage = c.warps * l.warp_stage + l.x
+  l.corr_row = c.window + 8
+  l.corr = c.warps * 16 * l.corr_row * 2
+  l.pref = c.decode == "list" and c.warps * 32 * (c.window == 256 and 8 or 4) or 0  -- the rebuilt masks
+  l.red = c.split > 1 and c.warps * 16 * c.bn * 4 or 0
+  l.pipe = math.max(c.stages * l.stage, l.red)
+  -- last, sized by the problem (the source does not depend on it): each warp's chunk offsets
+  local chunks = K and (K + c.window - 1) // c.window or 1
+  l.xoff = c.warps * ((chunks + c.split - 1) // c.split + 1) * 4
+  l.total = l.pipe + l.corr + l.pref + l.xoff
+  return l
+end
+
+local constraints = {
+  {why = "the data's format: fp16=1 takes dtype=f16, fp16=0 dtype=bf16",
+   check = function(c, gpu, p) return p == nil or (p.fp16 == 1) == (c.dtype == "f16") end},
+  {why = "the distance fits the window (dbits <= log2(window) + 1)",
+   check = function(c) return c.dbits <= log2(c.window) + 1 end},
+  {why = "without filling the distance width is unused (dbits stays 5, or the list's own)",
+   check = function(c) return c.fill == 1 or c.dbits == (c.decode == "list" and list_dbits(c.window) or 5) end},
+  {why = "a list entry holds the slot and the distance in 16 bits: dbits = 16 - log2(8 window)",
+   check = function(c) return c.decode ~= "list" or c.dbits == list_dbits(c.window) end},
+  {why = "sparse tensor cores (mma.sp) and cp.async: sm_80 or newer",
+   check = function(c, gpu) return gpu.mma_sp and gpu.cp_async end},
+  {why = "split-K reduces through a cluster: sm_90 or newer",
+   check = function(c, gpu) return c.split == 1 or gpu.cluster end},
+  {why = "bn covers the tokens without idle n8 tiles beyond the first (bn <= max(8, N rounded up to 8))",
+   check = function(c, gpu, p) return p == nil or c.bn <= math.max(8, (p.N + 7) // 8 * 8) end},
+  {why = "each split has at least one chunk",
+   check = function(c, gpu, p) return p == nil or c.split == 1 or (p.K + c.window - 1) // c.window >= c.split end},
+  {why = "shared memory fits",
+   check = function(c, gpu, p)
+     local need = layout(c, p and p.K).total
+     if need > gpu.smem_per_block then return false, string.format("%d bytes > %d", need, gpu.smem_per_block) end
+     return true
+   end},
+}
+
+local OWNER = [==[
+/* Filled slots from the record's masks: each lane decodes its own, its first distance found by a
+ * warp prefix sum of the masks' popcounts; then the residual words, spread over the lanes. */
+template <bool FAST> __device__ __forceinline__ void sp_decode(const unsigned char *rec, const sp_u32 *staged,
+    const sp_u32 *gex, int nwords, int lane, unsigned short *corr, sp_mask_t *msk, sp_mask_t &mine, unsigned &touched)
+{
+    mine = SP_MASK_LOAD(rec + 18 * SP_W + lane * (SP_W / 32));
+    const int cnt = __popcll((unsigned long long)mine);
+    int excl = cnt;
+    #pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(SP_FULL, excl, o);
+        if (lane >= o) excl += v;
+    }
+    const int total = __shfl_sync(SP_FULL, excl, 31);
+    int e = (excl - cnt) * SP_DBITS;
+    const unsigned char *vbase = rec + lane * 16;
+    const int g = lane >> 2, t4 = 4 * (lane & 3);
+    for (sp_mask_t m = mine; m; m &= m - 1, e += SP_DBITS) {
+        const int b = __ffsll((unsigned long long)m) - 1, s = b >> 3;
+        const sp_u32 lo = sp_ex<FAST>(staged, gex, e >> 5), hi = sp_ex<FAST>(staged, gex, (e >> 5) + 1);
+        const int d = (int)(__funnelshift_r(lo, hi, e & 31) & ((1u << SP_DBITS) - 1u));
+        sp_put(corr, g + 8 * ((b >> 1) & 1), 32 * s + t4 + 16 * ((b >> 2) & 1) + d - SP_REACH,
+               *(const unsigned short *)(vbase + s * 512 + (b & 7) * 2), touched);
+    }
+    for (int j = (total * SP_DBITS + 31) / 32 + lane; j < nwords; j += 32) {
+        const sp_u32 x = sp_ex<FAST>(staged, gex, j);
+        if (x) sp_put(corr, (int)(x >> 8), (int)(x & 0xffu), (unsigned short)(x >> 16), touched);
+    }
+    (void)msk;
+}
+]==]
+local LIST = [==[
+/* Filled slots from the chunk's list (a count word, then 16-bit entries: the value's half-word
+ * index in the record << dbits | distance), spread evenly over the lanes; the masks the sparse
+ * tensor cores need are rebuilt in shared memory with atomic ORs. Then the residual words. */
+template <bool FAST> __device__ __forceinline__ void sp_decode(const unsigned char *rec, const sp_u32 *staged,
+    const sp_u32 *gex, int nwords, int lane, unsigned short *corr, sp_mask_t *msk, sp_mask_t &mine, unsigned &touched)
+{
+    msk[lane] = 0;
+    __syncwarp();
+    const int n = min((int)sp_ex<FAST>(staged, gex, 0), 2 * nwords);
+    for (int e = lane; e < n; e += 32) {
+        const sp_u32 word = sp_ex<FAST>(staged, gex, 1 + (e >> 1));
+        const unsigned ent = (e & 1) ? word >> 16 : word & 0xffffu;
+        const unsigned slot = (ent >> SP_DBITS) & (8u * SP_W - 1u), l = (slot >> 3) & 31u;
+        atomicOr(&msk[l], (sp_mask_t)1 << ((slot >> 8) * 8 + (slot & 7u)));
+        sp_put(corr, (int)((l >> 2) + 8 * ((slot >> 1) & 1u)),
+               (int)(32 * (slot >> 8) + 4 * (l & 3u) + 16 * ((slot >> 2) & 1u) + (ent & ((1u << SP_DBITS) - 1u))) - SP_REACH,
+               *(const unsigned short *)(rec + 2 * slot), touched);
+    }
+    for (int j = 1 + (n + 1) / 2 + lane; j < nwords; j += 32) {
+        const sp_u32 x = sp_ex<FAST>(staged, gex, j);
+        if (x) sp_put(corr, (int)(x >> 8), (int)(x & 0xffu), (unsigned short)(x >> 16), touched);
+    }
+    __syncwarp();
+    mine = msk[lane];
+}
+]==]
+
+local function kernel(c)
+  local l = layout(c, nil)
+  local f16 = c.dtype == "f16"
+  local steps = c.window // 32
+  local nbt = c.bn // 8
+  local mma_sp = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
+  local mma_d = "mma.sync.aligned.m16n8k16.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
+  local maskt = c.window == 256 and "unsigned long long" or "unsigned int"
+  return text.fill([[
+#define SP_W ${window}
+#define SP_STEPS ${steps}
+#define SP_DBITS ${dbits}
+#define SP_REACH ${reach}
+#define SP_WARPS ${warps}
+#define SP_BN ${bn}
+#define SP_NBT ${nbt}
+#define SP_STAGES ${stages}
+#define SP_SPLIT ${split}
+#define SP_REC ${rec}
+#define SP_ECAP ${ecap}
+#define SP_WSTAGE ${warp_stage}
+#define SP_XROW ${xrow}
+#define SP_STAGE ${stage}
+#define SP_CROW ${corr_row}
+#define SP_FULL 0xffffffffu
+typedef ${maskt} sp_mask_t;
+/* a lane's mask in the record: W / 32 bytes (a 16-bit load for a window of 64) */
+#define SP_MASK_LOAD(p) ${maskload}
+
+__device__ __forceinline__ void sp_cp_async8(sp_u32 dst, const void *src, int bytes)
+{
+    asm volatile("cp.async.ca.shared.global [%0], [%1], 8, %2;\n" :: "r"(dst), "l"(src), "r"(bytes) : "memory");
+}
+__device__ __forceinline__ void sp_ldsm_x4(sp_u32 addr, sp_u32 *r)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
+}
+template <int SEL> __device__ __forceinline__ void sp_mma_sp(float *d, const sp_u32 *a, const sp_u32 *b, sp_u32 e)
+{
+    asm volatile("${mma_sp} {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e), "n"(SEL));
+}
+__device__ __forceinline__ void sp_mma_dense(float *d, const sp_u32 *a, sp_u32 b0, sp_u32 b1)
+{
+    asm volatile("${mma_d} {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
+                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+}
+__device__ __forceinline__ unsigned short sp_out16(float x)
+{
+${cvt}
+}
+/* A word of the chunk's extras: staged in shared memory, or past the cap from global memory
+ * (FAST: the whole chunk is staged). */
+template <bool FAST> __device__ __forceinline__ sp_u32 sp_ex(const sp_u32 *staged, const sp_u32 *global, int j)
+{
+    return (FAST || j < SP_ECAP) ? staged[j] : global[j];
+}
+/* Writes one entry into the correction tile and marks its 16-column block touched. */
+__device__ __forceinline__ void sp_put(unsigned short *corr, int row, int col, unsigned short v, unsigned &touched)
+{
+    col &= SP_W - 1;
+    corr[(row & 15) * SP_CROW + col] = v;
+    touched |= 1u << (col >> 4);
+}
+/* Slot b of a lane (mask bit 8 s + 2 w + h: step s, word w, half h) lies in row g + 8 (w & 1) of
+ * the tile; its value is half-word 8 (32 s + lane) + b % 8 of the record; its group starts at
+ * column 32 s + 4 (lane % 4) + 16 (w >> 1) of the chunk. */
+${decode_fn}
+extern "C" __global__ void __launch_bounds__(${threads})
+${name}(${params})
+{
+    extern __shared__ __align__(128) unsigned char sp_smem[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const int g = lane >> 2, t = lane & 3;
+    const int tiles = (M + 15) >> 4, chunks = (K + SP_W - 1) / SP_W;
+    const int tile = blockIdx.x * SP_WARPS + warp, n0 = blockIdx.y * SP_BN;
+    const bool live = tile < tiles;
+    /* the image's sections (runtime/sp_slotfill.h) */
+    const size_t rec_bytes = (size_t)tiles * chunks * SP_REC;
+    const size_t xoff_at = 256 + ((rec_bytes + 255) & ~(size_t)255);
+    const unsigned char *recs = W + 256;
+    const sp_u32 *xoff = (const sp_u32 *)(W + xoff_at);
+    const sp_u32 *extras = (const sp_u32 *)(W + xoff_at + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255));
+    /* this CTA's share of K */
+    const int per = (chunks + SP_SPLIT - 1) / SP_SPLIT;
+    const int c0 = (int)blockIdx.z * per, c1 = min(chunks, c0 + per), nch = max(0, c1 - c0);
+    unsigned char *pipe = sp_smem;
+    unsigned short *corr = (unsigned short *)(sp_smem + SP_PIPE) + warp * 16 * SP_CROW;
+${pref_decl}
+    sp_u32 *xo = (sp_u32 *)(sp_smem + SP_PIPE + SP_CORR + SP_PREF) + warp * (per + 1);
+    /* the correction tile starts zero; the warp's chunk offsets are read once */
+    for (int i = lane; i < 16 * SP_CROW / 8; i += 32) ((uint4 *)corr)[i] = make_uint4(0u, 0u, 0u, 0u);
+    if (live)
+        for (int i = lane; i <= nch; i += 32) xo[i] = xoff[(size_t)tile * chunks + c0 + i];
+    const bool xvec = (K % 8 == 0) && (((unsigned long long)X & 15ull) == 0);
+
+    auto load = [&](int it) {
+        const int c = c0 + it, k0 = c * SP_W;
+        unsigned char *st = pipe + (it % SP_STAGES) * SP_STAGE;
+        if (live) {
+            const unsigned char *rec = recs + ((size_t)tile * chunks + c) * SP_REC;
+            const sp_u32 dst = sp_smem_u32(st + warp * SP_WSTAGE);
+            for (int p = lane; p < SP_REC / ${vec}; p += 32)
+                ${copy_rec}
+            const int units = min((int)(xo[it + 1] - xo[it]), SP_ECAP / 4);
+            const sp_u32 *ex = extras + (size_t)xo[it] * 4;
+            for (int p = lane; p < units; p += 32) sp_cp_async16(dst + SP_REC + p * 16, ex + p * 4, 16);
+        }
+        /* the X chunk: bn rows of W columns, zero past N and K */
+        unsigned short *xs = (unsigned short *)(st + SP_WARPS * SP_WSTAGE);
+        for (int p = tid; p < SP_BN * (SP_W / 8); p += SP_WARPS * 32) {
+            const int n = p / (SP_W / 8), k = (p % (SP_W / 8)) * 8;
+            const bool in = n0 + n < N && k0 + k < K;
+            const unsigned short *src = X + (size_t)(n0 + n) * K + k0 + k;
+            if (xvec) {
+                sp_cp_async16(sp_smem_u32(xs + n * SP_XROW + k), in ? (const void *)src : (const void *)X, in ? 16 : 0);
+            } else {
+                unsigned short v[8];
+                #pragma unroll
+                for (int e = 0; e < 8; ++e) v[e] = (in && k0 + k + e < K) ? src[e] : (unsigned short)0;
+                sp_st_shared_v4(sp_smem_u32(xs + n * SP_XROW + k), v[0] | (sp_u32)v[1] << 16, v[2] | (sp_u32)v[3] << 16,
+                                v[4] | (sp_u32)v[5] << 16, v[6] | (sp_u32)v[7] << 16);
+            }
+        }
+    };
+
+    /* three accumulator sets (2:4 layer; correction blocks of even and of odd 16-column steps), so
+     * that consecutive mma of a chunk do not wait on each other; added at the end */
+    float acc[SP_NBT][4], acc1[SP_NBT][4], acc2[SP_NBT][4];
+    #pragma unroll
+    for (int j = 0; j < SP_NBT; ++j)
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] = acc1[j][e] = acc2[j][e] = 0.0f;
+
+    __syncthreads(); /* xo and the zeroed tiles */
+    #pragma unroll
+    for (int s = 0; s < SP_STAGES - 1; ++s) {
+        if (s < nch) load(s);
+        sp_cp_async_commit();
+    }
+    for (int it = 0; it < nch; ++it) {
+        sp_cp_async_wait<SP_STAGES - 2>();
+        __syncthreads();
+        if (it + SP_STAGES - 1 < nch) load(it + SP_STAGES - 1);
+        sp_cp_async_commit();
+        if (!live) continue;
+        const unsigned char *st = pipe + (it % SP_STAGES) * SP_STAGE;
+        const unsigned char *rec = st + warp * SP_WSTAGE;
+        const sp_u32 *staged = (const sp_u32 *)(rec + SP_REC);
+        const sp_u32 *gex = extras + (size_t)xo[it] * 4;
+        const int nwords = (int)(xo[it + 1] - xo[it]) * 4;
+        const sp_u32 xs = sp_smem_u32(st + SP_WARPS * SP_WSTAGE);
+        /* 1. decode the filled slots and the residual into the correction tile (all from shared
+         *    memory when the chunk's extras were staged whole) */
+        sp_mask_t mine;
+        unsigned touched = 0;
+        if (nwords <= SP_ECAP) sp_decode<true>(rec, staged, gex, nwords, lane, corr, msk, mine, touched);
+        else sp_decode<false>(rec, staged, gex, nwords, lane, corr, msk, mine, touched);
+        /* a butterfly, not __reduce_or_sync: redux.sync.or after this divergent loop returned
+         * partial masks on the H200 (sm_90a, CUDA 13.0), dropping corrections */
+        #pragma unroll
+        for (int o = 16; o > 0; o >>= 1) touched |= __shfl_xor_sync(SP_FULL, touched, o);
+        __syncwarp();
+        /* 2. sparse tensor cores over the 2:4 layer (filled slots masked out), dense ones over the
+         *    touched blocks of the correction tile */
+        const sp_u32 cbase = sp_smem_u32(corr) + ((lane & 15) * SP_CROW + 8 * (lane >> 4)) * 2;
+        #pragma unroll
+        for (int s = 0; s < SP_STEPS; ++s) {
+            const uint4 q = *(const uint4 *)(rec + (s * 32 + lane) * 16);
+            sp_u32 a[4] = {q.x, q.y, q.z, q.w};
+            const unsigned m8 = (unsigned)(mine >> (8 * s)) & 0xffu;
+            #pragma unroll
+            for (int w = 0; w < 4; ++w) {
+                const unsigned two = (m8 >> (2 * w)) & 3u;
+                a[w] &= ((two & 1u) ? 0xffff0000u : 0xffffffffu) & ((two & 2u) ? 0x0000ffffu : 0xffffffffu);
+            }
+            const sp_u32 e = *(const sp_u32 *)(rec + 16 * SP_W + ((s >> 1) * 32 + lane) * 4);
+            sp_u32 c0a[4], c1a[4];
+            const bool t0 = (touched >> (2 * s)) & 1u, t1 = (touched >> (2 * s + 1)) & 1u;
+            if (t0) sp_ldsm_x4(cbase + (s * 32) * 2, c0a);
+            if (t1) sp_ldsm_x4(cbase + (s * 32 + 16) * 2, c1a);
+            #pragma unroll
+            for (int j = 0; j < SP_NBT; ++j) {
+                sp_u32 b[4];
+                sp_ldsm_x4(xs + ((j * 8 + (lane & 7)) * SP_XROW + s * 32 + 8 * (lane >> 3)) * 2, b);
+                if (s & 1) sp_mma_sp<1>(acc[j], a, b, e);
+                else sp_mma_sp<0>(acc[j], a, b, e);
+                if (t0) sp_mma_dense(acc1[j], c0a, b[0], b[1]);
+                if (t1) sp_mma_dense(acc2[j], c1a, b[2], b[3]);
+            }
+        }
+        __syncwarp();
+        /* the touched blocks back to zero: 16 rows x 16 columns, 16 bytes a lane */
+        #pragma unroll
+        for (int blk = 0; blk < SP_W / 16; ++blk)
+            if ((touched >> blk) & 1u)
+                *(uint4 *)(corr + (lane >> 1) * SP_CROW + blk * 16 + (lane & 1) * 8) = make_uint4(0u, 0u, 0u, 0u);
+    }
+    sp_cp_async_wait<0>();
+    #pragma unroll
+    for (int j = 0; j < SP_NBT; ++j)
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] += acc1[j][e] + acc2[j][e];
+${epilogue}
+}
+]], {window = c.window, steps = steps, dbits = c.dbits, reach = 1 << (c.dbits - 1), warps = c.warps, bn = c.bn,
+     nbt = nbt, stages = c.stages, split = c.split, rec = l.rec, ecap = l.ecap, warp_stage = l.warp_stage,
+     xrow = l.xrow, stage = l.stage, corr_row = l.corr_row, maskt = maskt,
+     maskload = c.window == 64 and "((sp_mask_t) * (const unsigned short *)(p))" or "(*(const sp_mask_t *)(p))", mma_sp = mma_sp, mma_d = mma_d,
+     cvt = f16 and [[
+    unsigned short r;
+    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
+    return r;]] or "    return sp_f32_to_bf16(x);",
+     threads = 32 * c.warps, name = kernel_name(c), params = args.params(ARGS),
+     vec = c.vec,
+     copy_rec = c.vec == 16 and "sp_cp_async16(dst + p * 16, rec + p * 16, 16);"
+                or "sp_cp_async8(dst + p * 8, rec + p * 8, 8);",
+     pref_decl = "    sp_mask_t *msk = (sp_mask_t *)(sp_smem + SP_PIPE + SP_CORR) + warp * 32; /* list: rebuilt masks */",
+     decode_fn = c.decode == "owner" and OWNER or LIST,
+     epilogue = c.split == 1 and [[
+    if (!live) return;
+    #pragma unroll
+    for (int j = 0; j < SP_NBT; ++j)
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) {
+            const int m = tile * 16 + g + 8 * (e >> 1), n = n0 + j * 8 + 2 * t + (e & 1);
+            if (m < M && n < N) Y[(size_t)n * M + m] = sp_out16(acc[j][e]);
+        }]] or [[
+    /* split-K: the cluster's partial tiles added through distributed shared memory; CTA r of the
+     * cluster writes every SP_SPLIT-th output row of the CTA's tile, starting at r */
+    __syncthreads();
+    float *red = (float *)sp_smem;  /* [16 * SP_WARPS rows][SP_BN], the pipeline's space */
+    #pragma unroll
+    for (int j = 0; j < SP_NBT; ++j)
+        #pragma unroll
+        for (int e = 0; e < 4; ++e)
+            red[(warp * 16 + g + 8 * (e >> 1)) * SP_BN + j * 8 + 2 * t + (e & 1)] = acc[j][e];
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+    sp_u32 rank;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;" : "=r"(rank));
+    const sp_u32 base = sp_smem_u32(red);
+    for (int i = tid; i < 16 * SP_WARPS * SP_BN; i += SP_WARPS * 32) {
+        const int r = i / SP_BN, n = i % SP_BN;
+        if (r % SP_SPLIT != (int)rank) continue;
+        float sum = 0.0f;
+        #pragma unroll
+        for (int q = 0; q < SP_SPLIT; ++q) {
+            sp_u32 remote;
+            float v;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(base + (sp_u32)i * 4u), "r"(q));
+            asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+            sum += v;
+        }
+        const int m = (int)blockIdx.x * SP_WARPS * 16 + r, nn = n0 + n;
+        if (m < M && nn < N) Y[(size_t)nn * M + m] = sp_out16(sum);
+    }
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");]]})
+end
+
+return {
+  name = "slotfill-spmm",
+  family = "slotfill",
+  description = "Slot-Filling SpMM Y = X W^T: W at ~50% unstructured sparsity on sparse tensor cores plus filled slots and a residual decoded on CUDA cores (exact)",
+  args = ARGS,
+  dims = {"M", "K", "N", "sparsity", "fp16", "dist"}, -- sparsity (percent) and dist (0 uniform, 1 magnitude-pruned,
+                                                      -- 2 per-row): how benchmarks draw W
+  params = params,
+  constraints = constraints,
+
+  kernel = function(c, gpu) return kernel_name(c) end,
+
+  launch = function(c, p, gpu)
+    local l = layout(c, p.K)
+    local tiles = (p.M + 15) // 16
+    return {grid = {(tiles + c.warps - 1) // c.warps, (p.N + c.bn - 1) // c.bn, c.split},
+            block = {32 * c.warps, 1, 1}, smem = l.total, cluster = {1, 1, c.split}}
+  end,
+
+  emit = function(c, p, gpu)
+    local l = layout(c, nil)
+    return text.fill([[
+${prelude}
+#define SP_PIPE ${pipe}
+#define SP_CORR ${corr}
+#define SP_PREF ${pref}
+${kernel}
+]], {prelude = cuda.prelude, pipe = l.pipe, corr = l.corr, pref = l.pref, kernel = kernel(c)})
+  end,
+}

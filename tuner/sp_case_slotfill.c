@@ -1,0 +1,341 @@
+/* GPU harness of slotfill-spmm: Y[N x M] = X[N x K] W^T with W encoded in the Slot-Filling layers
+ * (runtime/sp_slotfill.h), bf16 or fp16 (problem dimension fp16).
+ *
+ * Data shaped like pruned LLM weights (problem dimension dist):
+ *   0  uniform: each element kept with probability 1 - sparsity, values N(0, 1);
+ *   1  magnitude-pruned (the default of the benchmarks): W = N(0, 1) scaled per row (log-normal,
+ *      sigma 0.3) and per input column (log-normal, sigma 0.6: outlier channels), the smallest
+ *      magnitudes of the whole matrix removed: rows and columns end up unevenly dense;
+ *   2  per-row (as Wanda and SparseGPT prune): every row keeps exactly its share, chosen by
+ *      |w| times its column's scale;
+ *   3  exactly 2:4 (two of every four, sparsity ignored): only the Sparse-TC layer is used;
+ *   4  the hard cases together: every 7th row 90 % dense, every 11th empty, one column dense, the
+ *      rest uniform (the residual overflows what a stage holds; the tests use it).
+ * X: N(0, 1) with 1 % of the feature columns 8x larger (activation outliers).
+ * Reference: cuBLAS fp32 output from the pruned dense W (spot-checked in fp64 on the host);
+ * baseline: the same dense product by cuBLAS with a 16-bit output, what an engine runs today. The
+ * encoding follows the configuration's window, dbits and fill (bind); encodings are kept, so that
+ * a search switching between them encodes each once. */
+#include "sp_case.h"
+#include "sp_cublas.h"
+#include "sp_cuda.h"
+#include "sp_slotfill.h"
+#include "sp_status.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define KEEP 3 /* encodings kept */
+
+/* The last weight matrix drawn and its encodings, kept for the life of the process: benchmarks run
+ * one W with several token counts and configurations in one process (which is single-threaded, as
+ * the command line and the measurement worker are). */
+static struct weight_cache {
+    int M, K, f16, dist;
+    double sparsity;
+    uint64_t seed;
+    unsigned short *hW;
+    sp_slotfill enc[KEEP];             /* encodings, the most recent first */
+    int nenc;
+} wc;
+
+typedef struct sf_state {
+    sp_bench *b;
+    sp_cublas *blas;
+    int M, N, K, f16, dist;
+    double sparsity;
+    unsigned short *hW, *hX, *hY;      /* hW: the cache's */
+    float *hRef;
+    CUdeviceptr W, X, Y, Ybase, Wdense, Yref;
+    size_t wcap;                       /* bytes allocated at W */
+    const sp_slotfill *bound;          /* the encoding on the device */
+    double encode_s;                   /* seconds the last new encoding took */
+} sf_state;
+
+/* Standard normal deviates, two per Box-Muller step (the second kept for the next call). */
+typedef struct normals { uint64_t *rng; int have; double next; } normals;
+static double normal(normals *n)
+{
+    if (n->have) { n->have = 0; return n->next; }
+    double u = sp_rng_unit(n->rng), v = sp_rng_unit(n->rng), r = sqrt(-2.0 * log(u + 1e-300));
+    n->next = r * sin(6.283185307179586 * v);
+    n->have = 1;
+    return r * cos(6.283185307179586 * v);
+}
+
+static int cmp_float(const void *a, const void *b)
+{
+    float x = *(const float *)a, y = *(const float *)b;
+    return (x > y) - (x < y);
+}
+
+/* The k-th smallest of n floats (quickselect; v is reordered). */
+static float select_kth(float *v, long long n, long long k)
+{
+    long long lo = 0, hi = n - 1;
+    while (lo < hi) {
+        float pivot = v[lo + (hi - lo) / 2];
+        long long i = lo, j = hi;
+        while (i <= j) {
+            while (v[i] < pivot) i++;
+            while (v[j] > pivot) j--;
+            if (i <= j) { float t = v[i]; v[i] = v[j]; v[j] = t; i++; j--; }
+        }
+        if (k <= j) hi = j;
+        else if (k >= i) lo = i;
+        else return v[k];
+    }
+    return v[k];
+}
+
+/* W (M x K) as described at the top; fails only on memory. */
+static sptune_status make_weights(uint64_t *rng, int M, int K, double sparsity, int dist, int f16, unsigned short *W)
+{
+    normals nrm = {rng, 0, 0};
+    const size_t n = (size_t)M * K;
+    float *cs = malloc((size_t)K * sizeof *cs), *row = malloc((size_t)K * sizeof *row);
+    if (!cs || !row) { free(cs); free(row); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W"); }
+    for (int c = 0; c < K; c++) cs[c] = (float)exp(0.6 * normal(&nrm));
+    float thresh = 0;
+    if (dist == 1) {
+        /* the global magnitude threshold, from a sample of the same distribution */
+        enum { S = 1 << 18 };
+        float *smp = malloc(S * sizeof *smp);
+        if (!smp) { free(cs); free(row); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W"); }
+        for (int i = 0; i < S; i++)
+            smp[i] = (float)fabs(normal(&nrm) * exp(0.3 * normal(&nrm)) * cs[sp_rng_below(rng, (uint64_t)K)]);
+        qsort(smp, S, sizeof *smp, cmp_float);
+        thresh = smp[(long long)(sparsity * (S - 1))];
+        free(smp);
+    }
+    for (int r = 0; r < M; r++) {
+        unsigned short *w = W + (size_t)r * K;
+        const double rs = exp(0.3 * normal(&nrm));
+        if (dist == 3) {
+            for (int q = 0; q < K; q += 4) {
+                int a = (int)sp_rng_below(rng, 4), b2 = (a + 1 + (int)sp_rng_below(rng, 3)) % 4;
+                for (int e = 0; e < 4 && q + e < K; e++)
+                    w[q + e] = (e == a || e == b2) ? sp_float_to_half((float)(normal(&nrm) * rs), f16) : 0;
+            }
+            continue;
+        }
+        for (int c = 0; c < K; c++) {
+            double v = normal(&nrm) * (dist == 0 ? 1.0 : rs * cs[c]);
+            row[c] = (float)v;
+        }
+        float cut = thresh;
+        if (dist == 2) {
+            /* this row's share by |w| * column scale */
+            float *score = malloc((size_t)K * sizeof *score);
+            if (!score) { free(cs); free(row); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W"); }
+            for (int c = 0; c < K; c++) score[c] = fabsf(row[c]) * cs[c];
+            long long k = (long long)(sparsity * K);
+            cut = k > 0 ? select_kth(score, K, k - 1) : -1.0f;
+            for (int c = 0; c < K; c++) row[c] = fabsf(row[c]) * cs[c] > cut ? row[c] : 0.0f;
+            free(score);
+        }
+        const double keep_p = dist == 4 ? (r % 7 == 0 ? 0.9 : r % 11 == 0 ? 0.0 : 1.0 - sparsity) : 1.0 - sparsity;
+        for (int c = 0; c < K; c++) {
+            int keep = dist == 0 || dist == 4 ? sp_rng_unit(rng) < keep_p || (dist == 4 && c == K / 3)
+                       : dist == 1 ? fabsf(row[c]) > cut : row[c] != 0.0f;
+            w[c] = keep ? sp_float_to_half(row[c], f16) : 0;
+        }
+    }
+    (void)n;
+    free(cs);
+    free(row);
+    return SPTUNE_OK;
+}
+
+static void weight_cache_clear(void)
+{
+    for (int i = 0; i < wc.nenc; i++) sp_sf_free(&wc.enc[i]);
+    free(wc.hW);
+    memset(&wc, 0, sizeof wc);
+}
+
+/* W for the problem: the cached one when it was drawn the same way, else a new one. */
+static sptune_status weights_for(sf_state *g, uint64_t seed, unsigned short **out)
+{
+    if (wc.hW && wc.M == g->M && wc.K == g->K && wc.f16 == g->f16 && wc.dist == g->dist &&
+        wc.sparsity == g->sparsity && wc.seed == seed) {
+        *out = wc.hW;
+        return SPTUNE_OK;
+    }
+    weight_cache_clear();
+    wc.hW = malloc((size_t)g->M * g->K * 2);
+    if (!wc.hW) return sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for W (%d x %d)", g->M, g->K);
+    uint64_t s = seed;
+    sptune_status st = make_weights(&s, g->M, g->K, g->sparsity, g->dist, g->f16, wc.hW);
+    if (st != SPTUNE_OK) { weight_cache_clear(); return st; }
+    wc.M = g->M; wc.K = g->K; wc.f16 = g->f16; wc.dist = g->dist; wc.sparsity = g->sparsity; wc.seed = seed;
+    *out = wc.hW;
+    return SPTUNE_OK;
+}
+
+static void sf_destroy(void *p)
+{
+    sf_state *g = p;
+    if (!g) return;
+    CUdeviceptr *d[] = {&g->W, &g->X, &g->Y, &g->Ybase, &g->Wdense, &g->Yref};
+    for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) sp_bench_free(*d[i]);
+    free(g->hX); free(g->hY); free(g->hRef);
+    sp_cublas_destroy(g->blas);
+    free(g);
+}
+
+static sptune_status sf_create(sp_bench *b, const sp_problem *p, void **out)
+{
+    sf_state *g = calloc(1, sizeof *g);
+    if (!g) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    g->b = b;
+    int sp = 0, f16 = 0, dist = 0;
+    if (!sp_problem_int(p, "M", &g->M) || !sp_problem_int(p, "K", &g->K) || !sp_problem_int(p, "N", &g->N)) {
+        free(g);
+        return sp_fail(SPTUNE_ERR_INVALID, "slotfill-spmm needs positive integers M, K, N");
+    }
+    for (int i = 0; i < p->n; i++) {
+        if (strcmp(p->name[i], "sparsity") == 0) sp = (int)p->v[i];
+        if (strcmp(p->name[i], "fp16") == 0) f16 = (int)p->v[i];
+        if (strcmp(p->name[i], "dist") == 0) dist = (int)p->v[i];
+    }
+    if (sp < 0 || sp > 99 || (f16 != 0 && f16 != 1) || dist < 0 || dist > 4) {
+        free(g);
+        return sp_fail(SPTUNE_ERR_INVALID, "slotfill-spmm: sparsity is a percentage (0-99), fp16 0 or 1, dist 0-4");
+    }
+    g->sparsity = sp / 100.0;
+    g->f16 = f16;
+    g->dist = dist;
+    size_t mk = (size_t)g->M * g->K, nk = (size_t)g->N * g->K, nm = (size_t)g->N * g->M;
+    sptune_status st;
+    g->hX = malloc(nk * 2); g->hY = malloc(nm * 2); g->hRef = malloc(nm * 4);
+    if (!g->hX || !g->hY || !g->hRef) {
+        st = sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for slotfill-spmm M=%d K=%d N=%d", g->M, g->K, g->N);
+        goto fail;
+    }
+    if ((st = weights_for(g, b->rng ^ 0x51f111ull, &g->hW)) != SPTUNE_OK) goto fail;
+    uint64_t s = b->rng ^ 0x7e57ull;
+    normals xn = {&s, 0, 0};
+    for (int c = 0; c < g->K; c++) {
+        const float scale = sp_rng_below(&s, 100) == 0 ? 8.0f : 1.0f;
+        for (int n = 0; n < g->N; n++) g->hX[(size_t)n * g->K + c] = sp_float_to_half((float)normal(&xn) * scale, f16);
+    }
+    if ((st = sp_bench_alloc(b, mk * 2, &g->Wdense)) || (st = sp_bench_alloc(b, nk * 2, &g->X)) ||
+        (st = sp_bench_alloc(b, nm * 2, &g->Y)) || (st = sp_bench_alloc(b, nm * 2, &g->Ybase)) ||
+        (st = sp_bench_alloc(b, nm * 4, &g->Yref)))
+        goto fail;
+    if ((st = sp_bench_upload(g->Wdense, g->hW, mk * 2)) || (st = sp_bench_upload(g->X, g->hX, nk * 2))) goto fail;
+    if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream))) goto fail;
+    if ((st = sp_cublas_gemm_nt_half(g->blas, g->N, g->M, g->K, g->X, g->Wdense, g->Yref, 1, f16)) ||
+        (st = sp_fetch_f32(b->stream, g->Yref, g->hRef, nm)))
+        goto fail;
+    if ((st = sp_check_reference_half(g->hRef, (size_t)g->N, (size_t)g->M, (size_t)g->K, g->hX, g->hW, 1, 128, f16)))
+        goto fail;
+    *out = g;
+    return SPTUNE_OK;
+fail:
+    sf_destroy(g);
+    return st;
+}
+
+static void *sf_arg(void *p, const char *name)
+{
+    sf_state *g = p;
+    const sp_case_named v[] = {{"W", &g->W}, {"X", &g->X}, {"Y", &g->Y}, {"M", &g->M}, {"N", &g->N}, {"K", &g->K}};
+    return sp_case_arg_find(name, v, sizeof v / sizeof v[0]);
+}
+
+/* The encoding for configuration c (encoded now if it is not kept), uploaded to W. */
+static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
+{
+    sf_state *g = p;
+    const char *decode = sp_config_text(t, c, "decode");
+    sp_sf_params want = {(int)sp_config_int(t, c, "window"), (int)sp_config_int(t, c, "dbits"),
+                         (int)sp_config_int(t, c, "fill"), decode && strcmp(decode, "list") == 0 ? SP_SF_LIST : SP_SF_MASK};
+    int at = -1;
+    for (int i = 0; i < wc.nenc && at < 0; i++)
+        if (memcmp(&wc.enc[i].params, &want, sizeof want) == 0) at = i;
+    if (at == 0 && g->bound == &wc.enc[0]) return SPTUNE_OK; /* already on the device */
+    sp_slotfill e;
+    if (at >= 0) {
+        e = wc.enc[at];
+        memmove(&wc.enc[1], &wc.enc[0], (size_t)at * sizeof e);
+    } else {
+        struct timespec t0, t1;
+        clock_gettime(CLOCK_MONOTONIC, &t0);
+        sptune_status st = sp_sf_encode(g->hW, g->M, g->K, g->K, g->f16 ? SP_SF_F16 : SP_SF_BF16, &want, &e);
+        if (st != SPTUNE_OK) return st;
+        clock_gettime(CLOCK_MONOTONIC, &t1);
+        g->encode_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        if ((double)g->M * g->K >= 1e7) /* the encoder's speed, for the benchmark logs */
+            fprintf(stderr, "slotfill-spmm: encoded %d x %d (window %d, dbits %d, fill %d, %s) in %.2f s on one core\n",
+                    g->M, g->K, want.window, want.dbits, want.fill, want.layout ? "list" : "mask", g->encode_s);
+        if (wc.nenc == KEEP) sp_sf_free(&wc.enc[--wc.nenc]);
+        memmove(&wc.enc[1], &wc.enc[0], (size_t)wc.nenc * sizeof e);
+        wc.nenc++;
+    }
+    wc.enc[0] = e;
+    g->bound = NULL;
+    if (e.size > g->wcap) {
+        sp_bench_free(g->W);
+        g->W = 0;
+        g->wcap = 0;
+        sptune_status st = sp_bench_alloc(g->b, e.size, &g->W);
+        if (st != SPTUNE_OK) return st;
+        g->wcap = e.size;
+    }
+    sptune_status st = sp_bench_upload(g->W, e.image, e.size);
+    if (st == SPTUNE_OK) g->bound = &wc.enc[0];
+    return st;
+}
+
+static sptune_status sf_poison(void *p, CUstream s)
+{
+    sf_state *g = p;
+    return sp_poison_bf16(g->Y, (size_t)g->N * g->M, s); /* 0xffff: NaN in bf16 and in fp16 */
+}
+
+static sptune_status sf_verify(void *p, double *rel_err, char *detail, size_t len)
+{
+    sf_state *g = p;
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK || (st = SP_CU(cu->MemcpyDtoH(g->hY, g->Y, (size_t)g->N * g->M * 2))) != SPTUNE_OK) return st;
+    sp_compare_half(g->hY, g->f16, g->hRef, (size_t)g->N * g->M, (size_t)g->M, 0, rel_err, detail, len);
+    return SPTUNE_OK;
+}
+
+static sptune_status sf_baseline(void *p, CUstream s)
+{
+    sf_state *g = p;
+    (void)s; /* the handle is bound to the bench stream */
+    return sp_cublas_gemm_nt_half(g->blas, g->N, g->M, g->K, g->X, g->Wdense, g->Ybase, 0, g->f16);
+}
+
+/* The bound encoding, X and Y: the least a run moves. */
+static double sf_bytes(void *p)
+{
+    sf_state *g = p;
+    return g->bound ? (double)g->bound->size + 2.0 * g->N * ((double)g->K + g->M) : 0;
+}
+
+/* Dense-equivalent, so that TFLOP/s reads against the baseline's. */
+static double sf_flops(const sp_problem *p) { return sp_problem_flops(p, 2.0, "M", "N", "K"); }
+
+const sp_case_ops sp_case_slotfill_spmm = {
+    .op = "slotfill-spmm",
+    .baseline_name = "cuBLAS dense GEMM (same precision)",
+    .create = sf_create,
+    .arg = sf_arg,
+    .poison = sf_poison,
+    .verify = sf_verify,
+    .bind = sf_bind,
+    .baseline = sf_baseline,
+    .flops = sf_flops,
+    .bytes = sf_bytes,
+    .destroy = sf_destroy,
+    .tolerance = 1e-2,
+};
