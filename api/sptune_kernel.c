@@ -51,6 +51,46 @@ typedef struct candidate {
     double median_ms, baseline_ms;
 } candidate;
 
+/* Parameters a request fixes ("window=128,decode=owner"): each as (parameter index, value index). */
+typedef struct fixed_params {
+    int n;
+    int param[SP_MAX_PARAMS], value[SP_MAX_PARAMS];
+} fixed_params;
+
+static sptune_status parse_fixed(const sp_template *t, const char *text, fixed_params *f)
+{
+    f->n = 0;
+    if (!text || !*text) return SPTUNE_OK;
+    char item[256];
+    for (const char *s = text; *s;) {
+        const char *comma = strchr(s, ',');
+        size_t len = comma ? (size_t)(comma - s) : strlen(s);
+        if (len >= sizeof item) return sp_fail(SPTUNE_ERR_INVALID, "fixed parameters: '%.40s...' is too long", s);
+        memcpy(item, s, len);
+        item[len] = 0;
+        const char *eq = strchr(item, '=');
+        sp_config one;
+        sptune_status st = eq ? sp_config_parse(t, item, &one) : SPTUNE_ERR_INVALID;
+        if (st != SPTUNE_OK) return sp_wrap(eq ? st : sp_fail(st, "'%s' is not name=value", item), "fixed parameters");
+        for (int i = 0; i < sp_template_nparams(t); i++)
+            if (strncmp(sp_template_param(t, i)->name, item, (size_t)(eq - item)) == 0 &&
+                sp_template_param(t, i)->name[eq - item] == 0 && f->n < SP_MAX_PARAMS) {
+                f->param[f->n] = i;
+                f->value[f->n++] = one.idx[i];
+            }
+        if (!comma) break;
+        s = comma + 1;
+    }
+    return SPTUNE_OK;
+}
+
+static int takes_fixed(const sp_config *c, const fixed_params *f)
+{
+    for (int i = 0; i < f->n; i++)
+        if (c->idx[f->param[i]] != f->value[i]) return 0;
+    return 1;
+}
+
 typedef struct scan {
     const char *op, *profile, *arch, *hash;
     const sp_template *t;
@@ -59,6 +99,7 @@ typedef struct scan {
     size_t n, cap;
     int oom;
     int shipped;          /* the rows visited now are the shipped ones */
+    const fixed_params *fixed; /* results whose configuration does not take these are passed over */
     char last_profile[32];/* another GPU profile seen last, and whether it shares the architecture */
     int last_same_arch;
 } scan;
@@ -94,6 +135,12 @@ static int visit(const sp_result *r, void *ud)
 {
     scan *s = ud;
     if (r->outcome != SP_OUTCOME_OK || strcmp(r->template_name, s->op) != 0) return 0;
+    if (s->fixed->n > 0) {
+        sp_config c;
+        int ok = sp_config_parse(s->t, r->config, &c) == SPTUNE_OK && takes_fixed(&c, s->fixed);
+        sp_clear_error();
+        if (!ok) return 0;
+    }
     int other_gpu = strcmp(r->env->gpu_profile, s->profile) != 0;
     if (other_gpu) {
         /* the other profile's architecture, looked up once per run of rows of that profile */
@@ -166,14 +213,15 @@ static sptune_status scan_shipped(scan *s)
 
 /* The best recorded configuration valid for the wanted problem, if any (*found). */
 static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *want,
-                            const sptune_kernel_request *req, sptune_kernel *k, sp_config *cfg, int *found)
+                            const sptune_kernel_request *req, const fixed_params *fixed, sptune_kernel *k,
+                            sp_config *cfg, int *found)
 {
     char path[4096], none[512] = "";
     const char *db_path = req->db_path;
     sptune_status st = SPTUNE_OK;
     *found = 0;
     scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0, 0,
-              "", 0};
+              fixed, "", 0};
     if (db_path && !*db_path) {
         snprintf(none, sizeof none, "no database of the user's");
     } else {
@@ -199,7 +247,7 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     for (size_t i = 0; st == SPTUNE_OK && !*found && i < s.n; i++) {
         const candidate *c = &s.c[i];
         int ok = 0;
-        if (sp_config_parse(t, c->config, cfg) == SPTUNE_OK) {
+        if (sp_config_parse(t, c->config, cfg) == SPTUNE_OK && takes_fixed(cfg, fixed)) {
             char *why = NULL;
             st = sp_template_check(t, cfg, gpu, want, &ok, &why);
             free(why);
@@ -277,11 +325,14 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     sp_config cfg;
     int found = 0, ok = 0;
     char *why = NULL;
+    fixed_params fixed;
     if ((st = sp_problem_parse(t, req->problem, &want)) != SPTUNE_OK) goto fail;
-    if ((st = lookup(t, &gpu, &want, req, k, &cfg, &found)) != SPTUNE_OK) goto fail;
+    if ((st = parse_fixed(t, req->fixed, &fixed)) != SPTUNE_OK) goto fail;
+    if ((st = lookup(t, &gpu, &want, req, &fixed, k, &cfg, &found)) != SPTUNE_OK) goto fail;
     if (!found) {
         k->origin = SPTUNE_ORIGIN_DEFAULT;
         sp_config_default(t, &cfg);
+        for (int i = 0; i < fixed.n; i++) cfg.idx[fixed.param[i]] = fixed.value[i];
         if ((st = sp_template_check(t, &cfg, &gpu, &want, &ok, &why)) != SPTUNE_OK) goto fail;
         if (!ok) {
             st = sp_fail(SPTUNE_ERR_UNSUPPORTED, "%s: nothing recorded for %s on %s, and the default configuration "

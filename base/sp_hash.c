@@ -89,3 +89,34 @@ void sp_hex(const uint8_t *bytes, size_t n, char *out)
     out[2 * n] = 0;
 }
 
+#define P1 0x9e3779b185ebca87ull
+#define P2 0xc2b2ae3d27d4eb4full
+#define P3 0x165667b19e3779f9ull
+static uint64_t rotl64(uint64_t x, int r) { return (x << r) | (x >> (64 - r)); }
+static uint64_t lane(uint64_t h, uint64_t k) { return rotl64(h + k * P2, 31) * P1; }
+
+uint64_t sp_checksum64(const void *data, size_t n)
+{
+    const unsigned char *p = data;
+    uint64_t h[4] = {P1 + P2, P2, 0, 0 - P1}, k;
+    const uint64_t len = n;
+    while (n >= 32) {
+        for (int i = 0; i < 4; i++) {
+            memcpy(&k, p + 8 * i, 8);
+            h[i] = lane(h[i], k);
+        }
+        p += 32;
+        n -= 32;
+    }
+    uint64_t r = rotl64(h[0], 1) + rotl64(h[1], 7) + rotl64(h[2], 12) + rotl64(h[3], 18) + len;
+    for (; n >= 8; p += 8, n -= 8) {
+        memcpy(&k, p, 8);
+        r = rotl64(r ^ lane(0, k), 27) * P1 + P3;
+    }
+    for (; n > 0; p++, n--) r = rotl64(r ^ (*p * P3), 11) * P1;
+    r ^= r >> 33;
+    r *= P2;
+    r ^= r >> 29;
+    r *= P3;
+    return r ^ (r >> 32);
+}

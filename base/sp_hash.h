@@ -1,4 +1,4 @@
-/* SHA-256, for content hashes (templates, kernel cache keys). */
+/* SHA-256, for content hashes (templates, kernel cache keys), and a fast checksum for large images. */
 #ifndef SP_HASH_H
 #define SP_HASH_H
 
@@ -18,5 +18,9 @@ void sp_sha256_update(sp_sha256 *s, const void *data, size_t n);
 void sp_sha256_field(sp_sha256 *s, const void *data, size_t n);
 void sp_sha256_final(sp_sha256 *s, uint8_t out[32]);
 void sp_hex(const uint8_t *bytes, size_t n, char *out); /* out holds 2n+1 */
+
+/* A fast 64-bit checksum (not cryptographic: it detects damage, not tampering), several GB/s on
+ * one core: for large binary images such as encoded weight matrices. */
+uint64_t sp_checksum64(const void *data, size_t n);
 
 #endif

@@ -109,5 +109,6 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos);
 int cmd_db(cli_cmd *cmd, int npos, char **pos);
 int cmd_auto(cli_cmd *cmd, int npos, char **pos);
 int cmd_best(cli_cmd *cmd, int npos, char **pos);
+int cmd_encode(cli_cmd *cmd, int npos, char **pos);
 
 #endif

@@ -66,6 +66,7 @@ static cli_opt best_opts[] = {
     {"db", "PATH", "results to consult (default: $SPTUNE_DB or the XDG data folder)", NULL},
     {"no-db", NULL, "leave out the user's results", NULL},
     {"no-shipped", NULL, "leave out the results shipped with sptune", NULL},
+    {"fixed", "K=V,...", "parameters the configuration must take (what the data was prepared for)", NULL},
     {"cache-dir", "DIR", "kernel cache folder", NULL},
     {NULL, NULL, NULL, NULL}};
 static cli_opt db_opts[] = {
@@ -89,6 +90,16 @@ static cli_opt auto_opts[] = {
     {"json", NULL, "instead of the table, one JSON object per problem and line (as 'tune --json')", NULL},
     {NULL, NULL, NULL, NULL}};
 
+static cli_opt encode_opts[] = {
+    {"out", "FILE", "where the encoded matrix goes (required)", NULL},
+    {"tensor", "NAME", "the tensor to read from a safetensors checkpoint (e.g. model.layers.0.mlp.up_proj.weight)", NULL},
+    {"shape", "RxC", "rows x columns of a raw file (a check for .npy and safetensors)", NULL},
+    {"dtype", "T", "bf16 or fp16: the elements of a raw file or of a 2-byte .npy (a check otherwise)", NULL},
+    {"config", "K=V,...", "a slotfill-spmm configuration whose encoding to use (window, dbits, fill, decode; "
+                          "default: the template's default; sptune best shows the tuned one)", NULL},
+    {"no-verify", NULL, "skip decoding the result back and comparing it with the input", NULL},
+    {"json", NULL, "print a JSON summary", NULL},
+    {NULL, NULL, NULL, NULL}};
 static cli_cmd commands[] = {
     {"info", "", "Show the GPUs, driver, NVRTC, database and kernel cache of this machine.",
      "Without an NVIDIA GPU or driver it prints what needs none (version, NVRTC, paths), then one line\n"
@@ -113,6 +124,13 @@ static cli_cmd commands[] = {
                    "where it came from (exact, nearest recorded problem, default) and its launches.",
      "The same lookup as sptune_kernel_get() in include/sptune.h; the kernel is compiled (through the cache).",
      1, 1, best_opts, cmd_best},
+    {"encode", "INPUT", "Encode a pruned weight matrix (zeros are the pruned weights) in the Slot-Filling layers "
+                        "for slotfill-spmm and write it as a checked file an application loads "
+                        "(sptune_slotfill_read).",
+     "INPUT: a safetensors checkpoint (with --tensor), a .npy file (2-D, C order, <f2 or 2-byte with --dtype), or\n"
+     "raw little-endian 16-bit floats (with --shape and --dtype). W is rows = output features x columns = input\n"
+     "features, as nn.Linear stores it. Prints where the nonzeros went and the bytes of each layer against dense.",
+     1, 1, encode_opts, cmd_encode},
     {"db", "ACTION [FILE]", "Tuning databases: info; export [FILE|-] (reviewable text); import FILE|-; merge OTHER.db.",
      "Imported and merged results are checked against the local templates (op, problem, configuration, GPU\n"
      "profile) and rejected otherwise; a malformed file is refused whole. A result never replaces a newer one\n"

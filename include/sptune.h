@@ -87,6 +87,9 @@ typedef struct sptune_kernel_request {
     const char *db_path;   /* NULL: the default database; "": no database of the user's */
     const char *cache_dir; /* NULL: the default kernel cache; "": compile without caching */
     int ignore_shipped;    /* 1: leave out the results shipped with sptune (measured on real GPUs) */
+    const char *fixed;     /* NULL, or parameters the configuration must take ("window=128,decode=owner"): those
+                              its data was prepared for (sptune_slotfill_fixed); recorded results with other values
+                              are passed over, and the default takes these */
 } sptune_kernel_request;
 
 typedef struct sptune_kernel sptune_kernel;
@@ -148,6 +151,46 @@ sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned
  * which must stay the current context for later launches. Checks the launches, not completion. */
 sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
 void sptune_kernel_free(sptune_kernel *k);
+
+/* ---- Slot-Filling weights (op slotfill-spmm) --------------------------------------------------- */
+
+/* A weight matrix W (M x K, as nn.Linear keeps it; zeros are the pruned weights) encoded in the
+ * Slot-Filling layers for slotfill-spmm, Y[N x M] = X[N x K] W^T. Encode once (or read a file that
+ * `sptune encode` wrote), copy the image to the device, get a kernel whose configuration reads it,
+ * and launch that with the image's device pointer as the first argument:
+ *
+ *     sptune_slotfill *w;   sptune_slotfill_encode(host_w, M, K, 0, NULL, &w);   // bf16, default encoding
+ *     req.op = "slotfill-spmm"; req.fixed = sptune_slotfill_fixed(w); sptune_kernel_get(&req, &k);
+ *     size_t n; const void *img = sptune_slotfill_image(w, &n);   cuMemcpyHtoD(dW, img, n);
+ *     void *args[] = {&dW, &dX, &dY, &M, &N, &K};   sptune_kernel_launch(k, stream, args);
+ *
+ * Or encode for an already chosen kernel: sptune_slotfill_encode(..., sptune_kernel_config(k), ...). */
+typedef struct sptune_slotfill sptune_slotfill;
+
+/* Encodes w (M x K 16-bit floats, row-major; fp16 != 0: fp16, else bf16). config: NULL for the
+ * default encoding, or a configuration of slotfill-spmm (only its window, dbits, fill and decode
+ * are read). On one core, a 28672 x 8192 matrix takes about a second. */
+sptune_status sptune_slotfill_encode(const void *w, long long M, long long K, int fp16, const char *config,
+                                     sptune_slotfill **out);
+/* Reads and checks (magic, version, shape, offsets, checksum) an encoded matrix file. */
+sptune_status sptune_slotfill_read(const char *path, sptune_slotfill **out);
+sptune_status sptune_slotfill_write(const sptune_slotfill *m, const char *path);
+/* The bytes to copy to the device, as they are (the kernel reads them there). */
+const void *sptune_slotfill_image(const sptune_slotfill *m, size_t *bytes);
+/* The configuration parameters the encoding fixes ("window=128,dbits=8,fill=1,decode=owner,dtype=bf16"),
+ * for sptune_kernel_request.fixed. Valid while m lives. */
+const char *sptune_slotfill_fixed(const sptune_slotfill *m);
+
+typedef struct sptune_slotfill_info {
+    long long M, K;
+    int fp16;
+    long long nonzeros, in_tc, in_slots, in_residual;   /* where W's nonzeros went */
+    long long bytes_tc, bytes_slots, bytes_residual, bytes_index, bytes_dense; /* per layer, and dense W */
+} sptune_slotfill_info;
+sptune_status sptune_slotfill_info_get(const sptune_slotfill *m, sptune_slotfill_info *info);
+/* Rebuilds the dense W (M x K, row-major, bit for bit) from the encoding. */
+sptune_status sptune_slotfill_decode(const sptune_slotfill *m, void *w);
+void sptune_slotfill_free(sptune_slotfill *m);
 
 #ifdef __cplusplus
 }

@@ -4,6 +4,8 @@
 #include "sp_status.h"
 
 #include <errno.h>
+#include <pthread.h>
+#include <sys/mman.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -14,7 +16,7 @@
 enum {
     H_MAGIC = 0, H_VERSION = 8, H_HEADER = 12, H_DTYPE = 16, H_WINDOW = 20, H_DBITS = 24, H_FILL = 28,
     H_M = 32, H_K = 40, H_REC = 48, H_XOFF = 56, H_EXTRA = 64,
-    H_NNZ = 72, H_TC = 80, H_FILLED = 88, H_RESID = 96, H_MAXX = 104, H_SHA = 112, H_LAYOUT = 144, H_END = 148
+    H_NNZ = 72, H_TC = 80, H_FILLED = 88, H_RESID = 96, H_MAXX = 104, H_SUM = 112, H_LAYOUT = 144, H_END = 148
 };
 
 static void put32(unsigned char *p, uint32_t v) { for (int i = 0; i < 4; i++) p[i] = (unsigned char)(v >> (8 * i)); }
@@ -83,10 +85,7 @@ static void write_header(sp_slotfill *m)
 
 void sp_sf_seal(unsigned char *image, size_t size)
 {
-    sp_sha256 s;
-    sp_sha256_init(&s);
-    sp_sha256_update(&s, image + SP_SF_HEADER, size - SP_SF_HEADER);
-    sp_sha256_final(&s, image + H_SHA);
+    put64(image + H_SUM, sp_checksum64(image + SP_SF_HEADER, size - SP_SF_HEADER));
 }
 
 /* The per-layer byte counts, from the shape and the extras (also for images read back). */
@@ -118,7 +117,41 @@ typedef struct row_chunk {
     int *ovf_col;       /* overflow columns (within the chunk) */
     uint16_t *ovf_val;
     int *free_slot;     /* free slots, in column order */
+    int nfilled;        /* slots filled */
 } row_chunk;
+
+/* What a group of 4 with nonzero pattern nz (bit e: column e) keeps in its two slots: the column
+ * indices i0 < i1 of the slots (a free slot points at a column that is zero in W), which slots
+ * hold a kept value, and the columns that overflow (the 3rd and 4th nonzero). */
+typedef struct group_pattern {
+    uint8_t i0, i1, kept0, kept1, novf, ovf[2], nonzeros;
+} group_pattern;
+static group_pattern patterns[16];
+
+static void init_patterns(void)
+{
+    for (unsigned nz = 0; nz < 16; nz++) {
+        group_pattern *g = &patterns[nz];
+        int kept[2], nk = 0;
+        memset(g, 0, sizeof *g);
+        for (int e = 0; e < 4; e++) {
+            if (!(nz >> e & 1)) continue;
+            if (nk < 2) kept[nk++] = e;
+            else g->ovf[g->novf++] = (uint8_t)e;
+        }
+        int z = 0;
+        while (nz >> z & 1) z++;
+        int z2 = z + 1;
+        while (nz >> z2 & 1) z2++;
+        int i0 = nk == 2 ? kept[0] : nk == 1 ? (kept[0] < z ? kept[0] : z) : z;
+        int i1 = nk == 2 ? kept[1] : nk == 1 ? (kept[0] < z ? z : kept[0]) : z2;
+        g->i0 = (uint8_t)i0;
+        g->i1 = (uint8_t)i1;
+        g->kept0 = (uint8_t)(nz >> i0 & 1);
+        g->kept1 = (uint8_t)(nz >> i1 & 1);
+        g->nonzeros = (uint8_t)(nk + g->novf);
+    }
+}
 
 /* Lays out row r (global row `row`, may be past M) of chunk c, filling slots from its overflows. */
 static void encode_row_chunk(const uint16_t *w, long long M, long long K, long long ld, const sp_sf_params *p,
@@ -126,53 +159,34 @@ static void encode_row_chunk(const uint16_t *w, long long M, long long K, long l
 {
     const int W = p->window, G = W / 4, R = 1 << (p->dbits - 1);
     int novf = 0, nfree = 0;
+    long long nnz = 0, tc = 0;
     rc->nresid = 0;
-    const uint16_t *src = row < M ? w + row * ld : NULL;
+    rc->nfilled = 0;
+    const uint16_t *src = row < M ? w + row * ld + c * W : NULL;
+    const long long left = K - c * W; /* columns of this chunk inside W */
     for (int q = 0; q < G; q++) {
-        long long c0 = c * W + 4 * q;
         uint16_t v[4] = {0, 0, 0, 0};
-        unsigned nz = 0;
-        if (src)
-            for (int e = 0; e < 4 && c0 + e < K; e++)
-                if ((v[e] = src[c0 + e]) != 0) nz |= 1u << e;
-        int kept[2], nk = 0;
-        for (int e = 0; e < 4; e++) {
-            if (!(nz >> e & 1)) continue;
-            st->nonzeros++;
-            if (nk < 2) {
-                kept[nk++] = e;
-            } else {
-                rc->ovf_col[novf] = 4 * q + e;
-                rc->ovf_val[novf++] = v[e];
-            }
-        }
-        st->tc += nk;
-        int i0, i1; /* the slots' column indices, i0 < i1 (ordered metadata) */
-        if (nk == 2) {
-            i0 = kept[0]; i1 = kept[1];
-        } else {
-            /* free slots point at zero columns of W (the first ones not kept) */
-            int z = 0;
-            while (nz >> z & 1) z++;
-            int z2 = z + 1;
-            while (nz >> z2 & 1) z2++;
-            if (nk == 1) {
-                i0 = kept[0] < z ? kept[0] : z;
-                i1 = kept[0] < z ? z : kept[0];
-            } else {
-                i0 = z; i1 = z2;
-            }
-        }
-        rc->idx[2 * q] = (uint8_t)i0;
-        rc->idx[2 * q + 1] = (uint8_t)i1;
-        for (int h = 0; h < 2; h++) {
-            int col = h ? i1 : i0;
-            int is_kept = nz >> col & 1;
-            rc->val[2 * q + h] = is_kept ? v[col] : 0;
-            rc->filler[2 * q + h] = 0;
-            if (!is_kept) rc->free_slot[nfree++] = 2 * q + h;
+        if (src && 4 * q + 4 <= left) memcpy(v, src + 4 * q, 8);
+        else if (src)
+            for (int e = 0; e < 4 && 4 * q + e < left; e++) v[e] = src[4 * q + e];
+        const unsigned nz = (v[0] != 0) | (v[1] != 0) << 1 | (v[2] != 0) << 2 | (v[3] != 0) << 3;
+        const group_pattern *g = &patterns[nz];
+        nnz += g->nonzeros;
+        tc += g->kept0 + g->kept1;
+        rc->idx[2 * q] = g->i0;
+        rc->idx[2 * q + 1] = g->i1;
+        rc->val[2 * q] = g->kept0 ? v[g->i0] : 0;
+        rc->val[2 * q + 1] = g->kept1 ? v[g->i1] : 0;
+        rc->filler[2 * q] = rc->filler[2 * q + 1] = 0;
+        if (!g->kept0) rc->free_slot[nfree++] = 2 * q;
+        if (!g->kept1) rc->free_slot[nfree++] = 2 * q + 1;
+        for (int o = 0; o < g->novf; o++) {
+            rc->ovf_col[novf] = 4 * q + g->ovf[o];
+            rc->ovf_val[novf++] = v[g->ovf[o]];
         }
     }
+    st->nonzeros += nnz;
+    st->tc += tc;
     /* overflows in column order, each into the leftmost free slot within reach */
     int f = 0;
     for (int o = 0; o < novf; o++) {
@@ -185,6 +199,7 @@ static void encode_row_chunk(const uint16_t *w, long long M, long long K, long l
             rc->val[s] = rc->ovf_val[o];
             rc->filler[s] = 1;
             rc->dist[s] = (uint16_t)(kc - 4 * (s / 2) + R);
+            rc->nfilled++;
             st->filled++;
         } else {
             rc->resid[rc->nresid++] = (uint32_t)rc->ovf_val[o] << 16 | (uint32_t)r << 8 | (uint32_t)kc;
@@ -214,6 +229,8 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     if (dtype != SP_SF_BF16 && dtype != SP_SF_F16) return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: bad dtype %d", dtype);
     const int W = p->window, S = W / 2, steps = W / 32, list = p->layout == SP_SF_LIST;
     const size_t rb = sp_sf_record_bytes(p);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_patterns);
     out->dtype = dtype;
     out->params = *p;
     out->M = M;
@@ -223,8 +240,18 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     /* extras are built in a growing buffer (words), then copied behind the records */
     size_t xcap = 1 << 16, xlen = 0; /* words */
     uint32_t *xw = calloc(xcap, 4);
-    uint32_t *xoff = malloc((size_t)(nrec + 1) * 4);
-    unsigned char *rec = malloc(out->rec_bytes);
+    /* the records and offsets are written in place in the image, allocated with room for extras of a
+     * quarter of the records (grown if the matrix needs more); extras are gathered separately */
+    size_t room = out->rec_bytes / 4 / 16;
+    layout(out, room);
+    out->image = malloc(out->size);
+    if (out->image && out->size >= (8u << 20)) {
+        /* large pages for the image: a few hundred faults instead of ~10^5 on first touch */
+        uintptr_t a = ((uintptr_t)out->image + 4095) & ~(uintptr_t)4095;
+        madvise((void *)a, out->size - (a - (uintptr_t)out->image), MADV_HUGEPAGE);
+    }
+    unsigned char *rec = out->image ? out->image + out->rec_off : NULL;
+    uint32_t *xoff = out->image ? (uint32_t *)(out->image + out->xoff_off) : NULL;
     row_chunk rc[16];
     memset(rc, 0, sizeof rc);
     int oom = !xw || !xoff || !rec;
@@ -276,8 +303,7 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
                 }
             /* extras: the distances in lane order, each lane's slots in mask order; then residual */
             long long npos = 0;
-            for (int r = 0; r < 16; r++)
-                for (int s2 = 0; s2 < S; s2++) npos += rc[r].filler[s2];
+            for (int r = 0; r < 16; r++) npos += rc[r].nfilled;
             long long nres = 0;
             for (int r = 0; r < 16; r++) nres += rc[r].nresid;
             size_t need = (size_t)(list ? 1 + (npos + 1) / 2 : (npos * p->dbits + 31) / 32) + (size_t)nres + 8;
@@ -319,12 +345,19 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
         }
     }
     xoff[nrec] = (uint32_t)(xlen / 4);
+    if (xlen / 4 > room) {
+        layout(out, xlen / 4);
+        unsigned char *grown = realloc(out->image, out->size);
+        if (!grown) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory for a %zu-byte Slot-Filling image", out->size); goto done; }
+        out->image = grown;
+    }
     layout(out, xlen / 4);
-    out->image = calloc(1, out->size);
-    if (!out->image) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory for a %zu-byte Slot-Filling image", out->size); goto done; }
-    memcpy(out->image + out->rec_off, rec, out->rec_bytes);
-    memcpy(out->image + out->xoff_off, xoff, out->xoff_bytes);
+    /* the padding between sections and after the extras is zero (a file compares byte for byte) */
+    memset(out->image, 0, SP_SF_HEADER);
+    memset(out->image + out->rec_off + out->rec_bytes, 0, out->xoff_off - out->rec_off - out->rec_bytes);
+    memset(out->image + out->xoff_off + out->xoff_bytes, 0, out->extra_off - out->xoff_off - out->xoff_bytes);
     memcpy(out->image + out->extra_off, xw, xlen * 4);
+    memset(out->image + out->extra_off + xlen * 4, 0, out->size - out->extra_off - xlen * 4);
     byte_stats(out);
     write_header(out);
 done:
@@ -333,8 +366,6 @@ done:
         free(rc[r].ovf_col); free(rc[r].ovf_val); free(rc[r].free_slot);
     }
     free(xw);
-    free(xoff);
-    free(rec);
     if (st != SPTUNE_OK) sp_sf_free(out);
     return st;
 }
@@ -503,12 +534,7 @@ sptune_status sp_sf_adopt(unsigned char *image, size_t size, const char *name, s
                      out->size);
         goto fail;
     }
-    unsigned char sum[32];
-    sp_sha256 s;
-    sp_sha256_init(&s);
-    sp_sha256_update(&s, image + SP_SF_HEADER, size - SP_SF_HEADER);
-    sp_sha256_final(&s, sum);
-    if (memcmp(sum, h + H_SHA, 32) != 0) {
+    if (sp_checksum64(image + SP_SF_HEADER, size - SP_SF_HEADER) != get64(h + H_SUM)) {
         st = sp_fail(SPTUNE_ERR_INVALID, "%s: checksum mismatch: the matrix is damaged", name);
         goto fail;
     }

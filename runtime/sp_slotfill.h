@@ -37,8 +37,9 @@
  *             and end where the next start;
  *   extras    distances (or the count and list entries) then residual words per chunk, zero-padded to 16 bytes (a zero word is
  *             padding: no residual value has bits 0x0000), and 16 zero bytes at the end.
- * The same bytes are the file format (`sptune encode`), versioned and checksummed (SHA-256 of the
- * sections), and what the kernel reads once uploaded. */
+ * The same bytes are the file format (`sptune encode`), versioned and checksummed (a 64-bit
+ * checksum of the sections, against damage; like any file it is validated, never trusted), and
+ * what the kernel reads once uploaded. */
 #ifndef SP_SLOTFILL_H
 #define SP_SLOTFILL_H
 

@@ -136,7 +136,7 @@ static void run_api(sp_bench *b, const char *cache_dir)
 {
     for (int i = 0; i < NAPI; i++) {
         const char *op = api_cases[i][0], *shape = api_cases[i][1];
-        sptune_kernel_request req = {op, shape, b->gpu.info.profile, "", cache_dir, 1};
+        sptune_kernel_request req = {op, shape, b->gpu.info.profile, "", cache_dir, 1, NULL};
         sptune_kernel *k = NULL;
         CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
         sp_template *t = NULL;

@@ -58,7 +58,7 @@ static int same_config(const char *op, const char *a, const char *b)
 static sptune_kernel *get(const char *db, const char *cache, const char *op, const char *problem, const char *gpu,
                           sptune_origin want_origin, const char *want_config, const char *want_detail)
 {
-    sptune_kernel_request req = {op, problem, gpu, db, cache, 1}; /* the shipped results: below */
+    sptune_kernel_request req = {op, problem, gpu, db, cache, 1, NULL}; /* the shipped results: below */
     sptune_kernel *k = NULL;
     sptune_status st = sptune_kernel_get(&req, &k);
     CHECK_MSG(st == SPTUNE_OK, "%s %s on %s: %s", op, problem, gpu, sptune_last_error());
@@ -157,7 +157,7 @@ int main(void)
         sptune_kernel_free(k);
     }
     /* Rows this wide fit no recorded configuration and not the default: a clear refusal. */
-    sptune_kernel_request wide = {"twell-ffn", "M=64,D=14336,F=4096,nnz=40", "h100", db_path, cache, 1};
+    sptune_kernel_request wide = {"twell-ffn", "M=64,D=14336,F=4096,nnz=40", "h100", db_path, cache, 1, NULL};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&wide, &k), SPTUNE_ERR_UNSUPPORTED);
     CHECK(k == NULL && strstr(sptune_last_error(), "does not fit") != NULL);
@@ -165,7 +165,7 @@ int main(void)
     /* The shipped results (db/data/h200.tsv, measured on an H200): an application with no
      * database of its own gets the H200's tuned twell-ffn, and an H100 gets them as the same
      * architecture's; the user's own result for the problem wins over the shipped one. */
-    sptune_kernel_request shipped = {"twell-ffn", "M=16384,D=2048,F=5632,nnz=40", "h200", "", cache, 0};
+    sptune_kernel_request shipped = {"twell-ffn", "M=16384,D=2048,F=5632,nnz=40", "h200", "", cache, 0, NULL};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&shipped, &k), SPTUNE_OK);
     if (k) {
@@ -201,7 +201,7 @@ int main(void)
     /* Errors: a broken database, an unknown op, a bad problem, a missing field. */
     FILE *f = fopen(junk, "w");
     if (f) { fputs("this is not a database, but long enough to look like a file header........", f); fclose(f); }
-    sptune_kernel_request req = {"gemm", "M=64,N=64,K=64", "h100", junk, cache, 0};
+    sptune_kernel_request req = {"gemm", "M=64,N=64,K=64", "h100", junk, cache, 0, NULL};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_DB);
     CHECK(k == NULL && *sptune_last_error());

@@ -1,0 +1,113 @@
+/* The public API of Slot-Filling weights: encode, read, write, describe, and what configuration of
+ * slotfill-spmm reads an encoding. */
+#include "sp_slotfill.h"
+#include "sp_status.h"
+#include "sp_template.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+struct sptune_slotfill {
+    sp_slotfill m;
+    char fixed[160];
+};
+
+static void describe(sptune_slotfill *s)
+{
+    const sp_sf_params *p = &s->m.params;
+    snprintf(s->fixed, sizeof s->fixed, "window=%d,dbits=%d,fill=%d,decode=%s,dtype=%s", p->window, p->dbits, p->fill,
+             p->layout == SP_SF_LIST ? "list" : "owner", s->m.dtype == SP_SF_F16 ? "f16" : "bf16");
+}
+
+/* The encoding parameters of a slotfill-spmm configuration (text), through the template. */
+static sptune_status params_of(const char *config, sp_sf_params *p)
+{
+    sp_template *t = NULL;
+    sptune_status st = sp_template_load("slotfill-spmm", &t);
+    if (st != SPTUNE_OK) return st;
+    sp_config c;
+    if (config) st = sp_config_parse(t, config, &c);
+    else sp_config_default(t, &c);
+    if (st == SPTUNE_OK) {
+        *p = (sp_sf_params){0};
+        for (int i = 0; i < sp_template_nparams(t); i++) {
+            const sp_param *q = sp_template_param(t, i);
+            const sp_value *v = &q->values[c.idx[i]];
+            if (strcmp(q->name, "window") == 0) p->window = (int)v->i;
+            else if (strcmp(q->name, "dbits") == 0) p->dbits = (int)v->i;
+            else if (strcmp(q->name, "fill") == 0) p->fill = (int)v->i;
+            else if (strcmp(q->name, "decode") == 0) p->layout = strcmp(v->text, "list") == 0 ? SP_SF_LIST : SP_SF_MASK;
+        }
+    }
+    sp_template_free(t);
+    return st;
+}
+
+sptune_status sptune_slotfill_encode(const void *w, long long M, long long K, int fp16, const char *config,
+                                     sptune_slotfill **out)
+{
+    if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_encode: no output");
+    *out = NULL;
+    sp_sf_params p;
+    sptune_status st = params_of(config, &p);
+    if (st != SPTUNE_OK) return st;
+    sptune_slotfill *s = calloc(1, sizeof *s);
+    if (!s) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    if ((st = sp_sf_encode(w, M, K, K, fp16 ? SP_SF_F16 : SP_SF_BF16, &p, &s->m)) != SPTUNE_OK) {
+        free(s);
+        return st;
+    }
+    describe(s);
+    *out = s;
+    return SPTUNE_OK;
+}
+
+sptune_status sptune_slotfill_read(const char *path, sptune_slotfill **out)
+{
+    if (!out || !path) return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_read: no path or output");
+    *out = NULL;
+    sptune_slotfill *s = calloc(1, sizeof *s);
+    if (!s) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    sptune_status st = sp_sf_read(path, &s->m);
+    if (st != SPTUNE_OK) { free(s); return st; }
+    describe(s);
+    *out = s;
+    return SPTUNE_OK;
+}
+
+sptune_status sptune_slotfill_write(const sptune_slotfill *m, const char *path)
+{
+    if (!m || !path) return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_write: no matrix or path");
+    return sp_sf_write(&m->m, path);
+}
+
+const void *sptune_slotfill_image(const sptune_slotfill *m, size_t *bytes)
+{
+    if (bytes) *bytes = m ? m->m.size : 0;
+    return m ? m->m.image : NULL;
+}
+
+const char *sptune_slotfill_fixed(const sptune_slotfill *m) { return m ? m->fixed : NULL; }
+
+sptune_status sptune_slotfill_info_get(const sptune_slotfill *m, sptune_slotfill_info *info)
+{
+    if (!m || !info) return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_info_get: no matrix or output");
+    const sp_sf_stats *s = &m->m.stats;
+    *info = (sptune_slotfill_info){m->m.M, m->m.K, m->m.dtype == SP_SF_F16, s->nonzeros, s->tc, s->filled, s->residual,
+                                   s->bytes_tc, s->bytes_fill, s->bytes_residual, s->bytes_index, s->bytes_dense};
+    return SPTUNE_OK;
+}
+
+sptune_status sptune_slotfill_decode(const sptune_slotfill *m, void *w)
+{
+    if (!m || !w) return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_decode: no matrix or output");
+    return sp_sf_decode(&m->m, w, m->m.K);
+}
+
+void sptune_slotfill_free(sptune_slotfill *m)
+{
+    if (!m) return;
+    sp_sf_free(&m->m);
+    free(m);
+}

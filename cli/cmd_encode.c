@@ -1,0 +1,85 @@
+/* sptune encode: a pruned weight matrix from a safetensors checkpoint, a .npy or a raw file, encoded
+ * in the Slot-Filling layers for slotfill-spmm and written as a checked image file. */
+#include "cli.h"
+#include "sp_status.h"
+#include "sp_tensor_file.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now(void)
+{
+    struct timespec t;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
+}
+
+int cmd_encode(cli_cmd *cmd, int npos, char **pos)
+{
+    (void)npos;
+    const char *outp = cli_get(cmd, "out"), *shape = cli_get(cmd, "shape"), *dtype = cli_get(cmd, "dtype");
+    if (!outp) return cli_usage_error(cmd->name, "--out FILE is required (where the encoded matrix goes)");
+    sp_tensor_request req = {cli_get(cmd, "tensor"), 0, 0, SP_TENSOR_UNKNOWN};
+    if (shape && (sscanf(shape, "%lldx%lld", &req.rows, &req.cols) != 2 || req.rows < 1 || req.cols < 1))
+        return cli_usage_error(cmd->name, "--shape wants ROWSxCOLS (e.g. 14336x4096), not '%s'", shape);
+    if (dtype && !sp_tensor_format_parse(dtype, &req.format))
+        return cli_usage_error(cmd->name, "--dtype wants bf16 or fp16, not '%s'", dtype);
+    sp_tensor w;
+    double t0 = now();
+    sptune_status st = sp_tensor_read(pos[0], &req, &w);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    double t1 = now();
+    sptune_slotfill *m = NULL;
+    st = sptune_slotfill_encode(w.data, w.rows, w.cols, w.format == SP_TENSOR_F16, cli_get(cmd, "config"), &m);
+    double t2 = now();
+    int rc = CLI_OK;
+    if (st != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    if (!cli_get(cmd, "no-verify")) {
+        /* the CPU decoder rebuilds W bit for bit, or nothing is written */
+        void *back = malloc((size_t)(w.rows * w.cols) * 2);
+        if (!back) { rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory")); goto out; }
+        st = sptune_slotfill_decode(m, back);
+        int same = st == SPTUNE_OK && memcmp(back, w.data, (size_t)(w.rows * w.cols) * 2) == 0;
+        free(back);
+        if (st != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+        if (!same) {
+            rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_WRONG_RESULT, "the encoding does not decode to the input: "
+                                              "nothing written (please report)"));
+            goto out;
+        }
+    }
+    if ((st = sptune_slotfill_write(m, outp)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    sptune_slotfill_info in;
+    sptune_slotfill_info_get(m, &in);
+    double dense = (double)in.bytes_dense, total = (double)(in.bytes_tc + in.bytes_slots + in.bytes_residual + in.bytes_index);
+    if (cli_get(cmd, "json")) {
+        printf("{\"input\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"dtype\":\"%s\",\"encoding\":\"%s\",\"nonzeros\":%lld,"
+               "\"in_tc\":%lld,\"in_slots\":%lld,\"in_residual\":%lld,\"bytes_tc\":%lld,\"bytes_slots\":%lld,"
+               "\"bytes_residual\":%lld,\"bytes_index\":%lld,\"bytes_dense\":%lld,\"encode_s\":%.3f,\"out\":\"%s\"}\n",
+               pos[0], in.M, in.K, sp_tensor_format_name(w.format), sptune_slotfill_fixed(m), in.nonzeros, in.in_tc,
+               in.in_slots, in.in_residual, in.bytes_tc, in.bytes_slots, in.bytes_residual, in.bytes_index,
+               in.bytes_dense, t2 - t1, outp);
+    } else {
+        double nz = in.nonzeros > 0 ? (double)in.nonzeros : 1;
+        printf("%s: %lld x %lld %s, %lld nonzeros (%.1f%% sparse), read in %.2f s, encoded in %.2f s (one core)\n",
+               pos[0], in.M, in.K, sp_tensor_format_name(w.format), in.nonzeros,
+               100.0 * (1.0 - (double)in.nonzeros / ((double)in.M * in.K)), t1 - t0, t2 - t1);
+        printf("  encoding   %s\n", sptune_slotfill_fixed(m));
+        printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Sparse-TC", 100.0 * in.in_tc / nz,
+               in.bytes_tc, in.bytes_tc / dense);
+        printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Slot-Filling", 100.0 * in.in_slots / nz,
+               in.bytes_slots, in.bytes_slots / dense);
+        printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Residual", 100.0 * in.in_residual / nz,
+               in.bytes_residual, in.bytes_residual / dense);
+        printf("  %-14s %21s %12lld bytes  %.3f of dense\n", "index", "", in.bytes_index, in.bytes_index / dense);
+        printf("  %-14s %21s %12.0f bytes  %.3f of dense (dense: %lld bytes)\n", "total", "", total, total / dense,
+               in.bytes_dense);
+        printf("  written to %s%s\n", outp, cli_get(cmd, "no-verify") ? "" : " (decoded back bit for bit first)");
+    }
+out:
+    sptune_slotfill_free(m);
+    sp_tensor_free(&w);
+    return rc;
+}
