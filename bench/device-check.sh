@@ -40,6 +40,8 @@ done
 run "$bin" check twell-d2t --gpu auto --shape M=16384,D=2048,F=5632,nnz=40 --sample ${TWELL_SAMPLE:-16}
 # The TwELL consumer (down projection) against the dense cuBLAS product, every variant.
 run "$bin" check twell-t2d --gpu auto --shape M=16384,F=5632,D=2048,T=256,S=31,nnz=40 --all
+# Slot-Filling at a decode shape against the dense cuBLAS product, a sample of configurations.
+run "$bin" check slotfill-spmm --gpu auto --shape M=14336,K=4096,N=8,sparsity=50,fp16=0,dist=1 --sample ${SF_SAMPLE:-16}
 # The main job: the default workload, a small sample per problem.
 run "$bin" --gpu auto --sample ${AUTO_SAMPLE:-8} --quiet
 exit $status

@@ -4,6 +4,7 @@
  * slots. Without a GPU it skips and says how many cases it did not run. */
 #include "sp_cache.h"
 #include "sp_cuda.h"
+#include "sp_rng.h"
 #include "sp_eval.h"
 #include "sp_space.h"
 #include "sp_status.h"
@@ -169,6 +170,91 @@ static void run_api(sp_bench *b, const char *cache_dir)
     }
 }
 
+/* slotfill-spmm the way an application runs it: its own pruned W (host, bf16) encoded through the
+ * public API, the image copied to the device, a kernel asked for with the encoding's fixed
+ * parameters and launched on its own buffers; Y compared with an fp64 product of X and W. */
+static void run_api_slotfill(sp_bench *b, const char *cache_dir)
+{
+    const int M = 1000, K = 520, N = 5;
+    const char *const encodings[] = {NULL, "window=64,dbits=6,fill=0,decode=list"};
+    uint64_t rng = 0x5107f111;
+    unsigned short *w = malloc(sizeof *w * M * K), *x = malloc(sizeof *x * N * K), *y = malloc(sizeof *y * N * M);
+    float *ref = malloc(sizeof *ref * N * M);
+    const sp_cuda_api *cu = NULL;
+    CHECK_ST(sp_cuda_load(&cu), SPTUNE_OK);
+    if (!w || !x || !y || !ref || !cu) goto done;
+    /* ~55% zeros, more in some rows (a magnitude-pruned layer is not uniform) */
+    for (long long i = 0; i < (long long)M * K; i++) {
+        double keep = (i / K) % 7 == 0 ? 0.2 : 0.5;
+        w[i] = sp_rng_unit(&rng) < keep ? sp_float_to_bf16((float)(sp_rng_unit(&rng) * 2 - 1)) : 0;
+    }
+    for (long long i = 0; i < (long long)N * K; i++) x[i] = sp_float_to_bf16((float)(sp_rng_unit(&rng) * 2 - 1));
+    for (int n = 0; n < N; n++)
+        for (int m = 0; m < M; m++) {
+            double acc = 0;
+            for (int k = 0; k < K; k++) acc += (double)sp_bf16_to_float(x[(size_t)n * K + k]) *
+                                               sp_bf16_to_float(w[(size_t)m * K + k]);
+            ref[(size_t)n * M + m] = (float)acc;
+        }
+    for (size_t e = 0; e < sizeof encodings / sizeof encodings[0]; e++) {
+        sptune_slotfill *enc = NULL;
+        sptune_kernel *k = NULL;
+        CUdeviceptr dW = 0, dX = 0, dY = 0;
+        CHECK_ST(sptune_slotfill_encode(w, M, K, 0, encodings[e], &enc), SPTUNE_OK);
+        if (!enc) continue;
+        char shape[96];
+        snprintf(shape, sizeof shape, "M=%d,K=%d,N=%d,sparsity=55,fp16=0,dist=1", M, K, N);
+        sptune_kernel_request req = {"slotfill-spmm", shape, b->gpu.info.profile, "", cache_dir, 1,
+                                     sptune_slotfill_fixed(enc)};
+        CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
+        size_t bytes = 0;
+        const void *img = sptune_slotfill_image(enc, &bytes);
+        CHECK(img != NULL && bytes > 0);
+        if (k && img && SP_CU(cu->MemAlloc(&dW, bytes)) == SPTUNE_OK && SP_CU(cu->MemAlloc(&dX, 2ull * N * K)) ==
+            SPTUNE_OK && SP_CU(cu->MemAlloc(&dY, 2ull * N * M)) == SPTUNE_OK) {
+            CHECK_ST(SP_CU(cu->MemcpyHtoD(dW, img, bytes)), SPTUNE_OK);
+            CHECK_ST(SP_CU(cu->MemcpyHtoD(dX, x, 2ull * N * K)), SPTUNE_OK);
+            CHECK_ST(sp_poison_bf16(dY, (size_t)N * M, b->stream), SPTUNE_OK);
+            /* the argument list by name, as the template declares it */
+            int dims[3] = {M, N, K};
+            void *argv[8] = {0};
+            int nargs = sptune_kernel_arg_count(k), bad = nargs > 8;
+            for (int i = 0; i < nargs && !bad; i++) {
+                sptune_arg a;
+                CHECK_ST(sptune_kernel_arg(k, i, &a), SPTUNE_OK);
+                if (!strcmp(a.name, "W")) argv[i] = &dW;
+                else if (!strcmp(a.name, "X")) argv[i] = &dX;
+                else if (!strcmp(a.name, "Y")) argv[i] = &dY;
+                else if (!strcmp(a.name, "M")) argv[i] = &dims[0];
+                else if (!strcmp(a.name, "N")) argv[i] = &dims[1];
+                else if (!strcmp(a.name, "K")) argv[i] = &dims[2];
+                else bad = 1;
+                CHECK_MSG(!bad, "slotfill-spmm: argument %d (%s) unexpected by this test", i, a.name);
+            }
+            if (!bad) {
+                CHECK_ST(sptune_kernel_launch(k, b->stream, argv), SPTUNE_OK);
+                double rel = 1;
+                char detail[512] = "";
+                CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
+                CHECK_ST(sp_verify_bf16(dY, y, ref, N, M, &rel, detail, sizeof detail), SPTUNE_OK);
+                CHECK_MSG(rel < 1e-2, "slotfill-spmm through the public API (%s): error %.3g (%s)",
+                          encodings[e] ? encodings[e] : "default encoding", rel, detail);
+                printf("  api slotfill-spmm %-28s err %.2e  %s\n", shape, rel, sptune_kernel_config(k));
+            }
+        }
+        if (dW) cu->MemFree(dW);
+        if (dX) cu->MemFree(dX);
+        if (dY) cu->MemFree(dY);
+        sptune_kernel_free(k);
+        sptune_slotfill_free(enc);
+    }
+done:
+    free(w);
+    free(x);
+    free(y);
+    free(ref);
+}
+
 /* Whether op is one of the comma-separated names in list. */
 static int listed(const char *list, const char *op)
 {
@@ -190,7 +276,7 @@ int main(void)
         int n = 0;
         for (int o = 0; o < NOPS; o++)
             for (int s = 0; s < 8; s++) n += cases[o].shapes[s] != NULL;
-        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI, sptune_last_error());
+        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI + 2, sptune_last_error());
         return sp_test_skip("test_gpu_ops", "no GPU");
     }
     sp_bench b;
@@ -209,6 +295,7 @@ int main(void)
         if (!only || listed(only, cases[op].op)) run_op(&b, cache, &cases[op]);
         else printf("test_gpu_ops: %s not selected (SPTUNE_TEST_OPS)\n", cases[op].op);
     if (!only || listed(only, "gemm")) run_api(&b, sp_cache_dir(cache));
+    if (!only || listed(only, "slotfill-spmm")) run_api_slotfill(&b, sp_cache_dir(cache));
     sp_cache_close(cache);
     sp_bench_close(&b);
     return sp_test_done("test_gpu_ops");

@@ -16,6 +16,10 @@ static const sp_workload_item builtin[] = {
     {"twell-t2d", "M=16384,F=5632,D=2048,T=128,S=31,nnz=40", "TwELL down projection, same layer (T=128 matches the producer's default tile)"},
     {"twell-gated", "M=16384,F=5632,D=2048,T=128,S=31,nnz=40", "TwELL gated consumer (up for active neurons, then down), same layer"},
     {"twell-ffn", "M=16384,D=2048,F=5632,nnz=40", "TwELL gated FFN layer (producer + gated consumer), same layer"},
+    {"slotfill-spmm", "M=14336,K=4096,N=8,sparsity=50,fp16=0,dist=1",
+     "Slot-Filling: Llama-3-8B gate/up projection pruned to 50% (unstructured, Wanda-like rows), 8 tokens"},
+    {"slotfill-spmm", "M=4096,K=14336,N=16,sparsity=50,fp16=0,dist=1",
+     "Slot-Filling: Llama-3-8B down projection pruned to 50%, 16 tokens"},
 };
 
 sptune_status sp_workload_default(sp_workload *w)
