@@ -21,6 +21,9 @@ has() {
 }
 
 expect 0 "--version" "$bin" --version;            has "--version" "^sptune [0-9]+\.[0-9]+\.[0-9]+"
+# The fault-injection template (tests/gpu_faults.sh, GPU only) stays loadable and bindable here.
+SPTUNE_TEMPLATES="$(dirname "$0")/fault-templates" expect 0 "ops, fault templates" "$bin" ops
+has "the fault template declares the gemm's arguments" "output +bf16\\* +C"
 expect 0 "--help" "$bin" --help;                  has "--help" "commands:"; has "--help lists compile" "compile"
 for c in info ops space gen compile check tune best db encode; do
   expect 0 "$c --help" "$bin" "$c" --help;        has "$c --help" "usage: sptune $c"

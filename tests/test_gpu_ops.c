@@ -176,7 +176,7 @@ static void run_api(sp_bench *b, const char *cache_dir)
 static void run_api_slotfill(sp_bench *b, const char *cache_dir)
 {
     const int M = 1000, K = 520, N = 5;
-    const char *const encodings[] = {NULL, "window=64,dbits=6,fill=0,decode=list"};
+    const char *const encodings[] = {NULL, "window=64,dbits=7,fill=0,decode=list"};
     uint64_t rng = 0x5107f111;
     unsigned short *w = malloc(sizeof *w * M * K), *x = malloc(sizeof *x * N * K), *y = malloc(sizeof *y * N * M);
     float *ref = malloc(sizeof *ref * N * M);
@@ -289,13 +289,13 @@ int main(void)
     CHECK_ST(sp_bench_open(0, &o, &b), SPTUNE_OK);
     CHECK_ST(sp_cache_open(sp_test_tmpdir("test_gpu_ops"), &cache), SPTUNE_OK);
     if (sp_test_failures) return sp_test_done("test_gpu_ops");
-    /* SPTUNE_TEST_OPS=op,op narrows the run (the API cases then run with gemm only) */
+    /* SPTUNE_TEST_OPS=op,op narrows the run (the API cases run with gemm or slotfill-spmm, or "api") */
     const char *only = getenv("SPTUNE_TEST_OPS");
     for (int op = 0; op < NOPS; op++)
         if (!only || listed(only, cases[op].op)) run_op(&b, cache, &cases[op]);
         else printf("test_gpu_ops: %s not selected (SPTUNE_TEST_OPS)\n", cases[op].op);
-    if (!only || listed(only, "gemm")) run_api(&b, sp_cache_dir(cache));
-    if (!only || listed(only, "slotfill-spmm")) run_api_slotfill(&b, sp_cache_dir(cache));
+    if (!only || listed(only, "gemm") || listed(only, "api")) run_api(&b, sp_cache_dir(cache));
+    if (!only || listed(only, "slotfill-spmm") || listed(only, "api")) run_api_slotfill(&b, sp_cache_dir(cache));
     sp_cache_close(cache);
     sp_bench_close(&b);
     return sp_test_done("test_gpu_ops");

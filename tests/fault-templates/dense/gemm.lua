@@ -8,6 +8,15 @@ return {
   family = "dense",
   description = "TEST ONLY: naive gemm with injected faults",
   dims = {"M", "N", "K"},
+  -- the real gemm's arguments (the harness binds them by name)
+  args = {
+    {name = "A", type = "bf16", role = "input", shape = {"M", "K"}},
+    {name = "B", type = "bf16", role = "input", shape = {"N", "K"}},
+    {name = "C", type = "bf16", role = "output", shape = {"M", "N"}},
+    {name = "M", type = "i32", role = "dim"},
+    {name = "N", type = "i32", role = "dim"},
+    {name = "K", type = "i32", role = "dim"},
+  },
   params = {
     {name = "threads", values = {64, 128, 256}, default = 128, doc = "threads per block"},
     {name = "fault", values = {"none", "oob", "trap", "spin"}, default = "none", doc = "the injected fault"},
