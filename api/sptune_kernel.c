@@ -305,6 +305,55 @@ static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const
     return SPTUNE_OK;
 }
 
+static int is_fixed(const fixed_params *f, int param)
+{
+    for (int i = 0; i < f->n; i++)
+        if (f->param[i] == param) return 1;
+    return 0;
+}
+
+/* The j-th value of parameter `param` nearest to index `from` in its list (j = 1, 2, ...: from - 1,
+ * from + 1, from - 2, ...), or -1 past the list's ends. */
+static int nth_nearest(const sp_template *t, int param, int from, int j)
+{
+    int n = sp_template_param(t, param)->nvalues;
+    for (int d = 1, seen = 0; d < n; d++)
+        for (int side = -1; side <= 1; side += 2) {
+            int v = from + side * d;
+            if (v >= 0 && v < n && ++seen == j) return v;
+        }
+    return -1;
+}
+
+/* When the default does not fit the problem (split-K deeper than a short K, say), the valid
+ * configuration nearest to it: one parameter changed, else two, the fixed ones never; parameters
+ * in the template's order, values nearest to the default's first, so the choice is the same every
+ * time. *ok stays 0 when none is found. */
+static sptune_status nearest_valid(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
+                                   const fixed_params *f, sp_config *cfg, int *ok)
+{
+    const sp_config base = *cfg;
+    const int np = sp_template_nparams(t);
+    sptune_status st = SPTUNE_OK;
+    for (int pass = 1; pass <= 2; pass++) /* 1: one parameter changed; 2: two */
+        for (int a = 0; a < np && !*ok; a++) {
+            if (is_fixed(f, a)) continue;
+            for (int ja = 1, va; !*ok && (va = nth_nearest(t, a, base.idx[a], ja)) >= 0; ja++)
+                for (int b = pass == 1 ? a : a + 1; b < (pass == 1 ? a + 1 : np) && !*ok; b++) {
+                    if (b != a && is_fixed(f, b)) continue;
+                    for (int jb = 1, vb = base.idx[b]; !*ok && (b == a ? jb == 1 : 1); jb++) {
+                        if (b != a && (vb = nth_nearest(t, b, base.idx[b], jb)) < 0) break;
+                        *cfg = base;
+                        cfg->idx[a] = va;
+                        cfg->idx[b] = b == a ? va : vb;
+                        if ((st = sp_template_check(t, cfg, gpu, p, ok, NULL)) != SPTUNE_OK) return st;
+                    }
+                }
+        }
+    if (!*ok) *cfg = base;
+    return SPTUNE_OK;
+}
+
 sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out)
 {
     if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: no output");
@@ -334,6 +383,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
         sp_config_default(t, &cfg);
         for (int i = 0; i < fixed.n; i++) cfg.idx[fixed.param[i]] = fixed.value[i];
         if ((st = sp_template_check(t, &cfg, &gpu, &want, &ok, &why)) != SPTUNE_OK) goto fail;
+        if (!ok && (st = nearest_valid(t, &gpu, &want, &fixed, &cfg, &ok)) != SPTUNE_OK) goto fail;
         if (!ok) {
             st = sp_fail(SPTUNE_ERR_UNSUPPORTED, "%s: nothing recorded for %s on %s, and the default configuration "
                          "does not fit it (%s); tune it first: sptune tune %s --shape %s", req->op, req->problem,

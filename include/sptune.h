@@ -75,7 +75,8 @@ sptune_status sptune_default_cache_dir(char *buf, size_t len);
 typedef enum sptune_origin {
     SPTUNE_ORIGIN_EXACT = 0,   /* the fastest recorded for this problem on this GPU profile */
     SPTUNE_ORIGIN_NEAREST = 1, /* the fastest recorded for the nearest problem of the op on this profile */
-    SPTUNE_ORIGIN_DEFAULT = 2, /* nothing usable recorded: the template's default configuration */
+    SPTUNE_ORIGIN_DEFAULT = 2, /* nothing usable recorded: the template's default configuration, or the valid
+                                  one nearest to it when the default does not fit the problem */
     SPTUNE_ORIGIN_SAME_ARCH = 3 /* nothing for this profile: the nearest result of another GPU profile of
                                    the same architecture (an H100 served from H200 results) */
 } sptune_origin;

@@ -162,6 +162,20 @@ int main(void)
     CHECK_ST(sptune_kernel_get(&wide, &k), SPTUNE_ERR_UNSUPPORTED);
     CHECK(k == NULL && strstr(sptune_last_error(), "does not fit") != NULL);
 
+    /* A default that does not fit (split-K 4 over a K of two chunks) gives way to the valid
+     * configuration nearest to it, and the fixed parameters of an encoding stay as given. */
+    sptune_kernel_request shortk = {"slotfill-spmm", "M=256,K=120,N=4,sparsity=50,fp16=0,dist=1", "h200", "", cache, 1,
+                                     "window=64,dbits=7,fill=0,decode=list"};
+    k = NULL;
+    CHECK_ST(sptune_kernel_get(&shortk, &k), SPTUNE_OK);
+    if (k) {
+        CHECK(sptune_kernel_origin(k, NULL) == SPTUNE_ORIGIN_DEFAULT);
+        CHECK_MSG(!strcmp(sptune_kernel_config(k), "dtype=bf16,window=64,dbits=7,fill=0,warps=2,bn=8,stages=2,split=2,"
+                                                    "decode=list,ecap=128,vec=8"),
+                  "%s", sptune_kernel_config(k));
+        sptune_kernel_free(k);
+    }
+
     /* The shipped results (db/data/h200.tsv, measured on an H200): an application with no
      * database of its own gets the H200's tuned twell-ffn, and an H100 gets them as the same
      * architecture's; the user's own result for the problem wins over the shipped one. */

@@ -24,26 +24,27 @@ local text = require("lib.text")
 local args = require("lib.args")
 local cuda = require("lib.cuda")
 
+-- Defaults: the best measured on an H200 at decode sizes (bench/RESULTS.md, slotfill table).
 local params = {
   {name = "dtype", values = {"bf16", "f16"}, default = "bf16",
    doc = "16-bit float format of W, X and Y (the problem's fp16 chooses it)"},
   {name = "window", values = {64, 128, 256}, default = 128,
    doc = "encoding: columns per chunk, the k depth of a pipeline stage (fillers stay in their chunk)"},
-  {name = "dbits", values = {5, 6, 7, 8, 9}, default = 8,
+  {name = "dbits", values = {5, 6, 7, 8, 9}, default = 6,
    doc = "encoding: bits of a filler's distance (reach +-2^(dbits-1) columns): fewer bits, more residual"},
-  {name = "fill", values = {1, 0}, default = 1,
+  {name = "fill", values = {1, 0}, default = 0,
    doc = "encoding: overflow nonzeros go into free 2:4 slots (1) or all to the residual (0)"},
-  {name = "warps", values = {2, 4, 8}, default = 4, doc = "warps per CTA, a 16-row tile each (block tile M = 16 warps)"},
+  {name = "warps", values = {2, 4, 8}, default = 2, doc = "warps per CTA, a 16-row tile each (block tile M = 16 warps)"},
   {name = "bn", values = {8, 16, 32, 64}, default = 8, doc = "block tile N: tokens per CTA"},
-  {name = "stages", values = {2, 3, 4, 6}, default = 4, doc = "cp.async pipeline depth"},
-  {name = "split", values = {1, 2, 4, 8}, default = 1,
+  {name = "stages", values = {2, 3, 4, 6}, default = 2, doc = "cp.async pipeline depth"},
+  {name = "split", values = {1, 2, 4, 8}, default = 4,
    doc = "split-K over a thread-block cluster, reduced through distributed shared memory (sm_90+)"},
-  {name = "decode", values = {"owner", "list"}, default = "owner",
+  {name = "decode", values = {"owner", "list"}, default = "list",
    doc = "encoding and decoder of the filled slots: a mask per lane, each lane decoding its own slots after a "
       .. "warp prefix sum (fewest bytes), or a list of 16-bit entries decoded evenly by all lanes"},
-  {name = "ecap", values = {32, 64, 128}, default = 64,
+  {name = "ecap", values = {32, 64, 128}, default = 128,
    doc = "extras words staged per warp and 64 columns of a chunk; more are read from global memory"},
-  {name = "vec", values = {16, 8}, default = 16, doc = "bytes per cp.async of the weight records"},
+  {name = "vec", values = {16, 8}, default = 8, doc = "bytes per cp.async of the weight records"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
