@@ -16,7 +16,8 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 # small N, wider token tiles as N grows. One encoding (window, dbits, fill) for all of them.
 enc="window=128,dbits=6,fill=0,decode=list,ecap=128,vec=8"
 configs="${CONFIGS:-$enc,warps=2,bn=8,stages=2,split=4;$enc,warps=2,bn=8,stages=2,split=8;\
-$enc,warps=4,bn=8,stages=3,split=1;$enc,warps=4,bn=32,stages=3,split=2;$enc,warps=4,bn=64,stages=2,split=1}"
+$enc,warps=4,bn=16,stages=2,split=4;$enc,warps=2,bn=16,stages=2,split=8;$enc,warps=2,bn=32,stages=2,split=4;\
+$enc,warps=4,bn=32,stages=3,split=2;$enc,warps=4,bn=64,stages=2,split=1}"
 rows=()
 for sp in ${SPARSITIES:-50 70}; do
   ns="${NS:-1;8;16;32;64;128;512}"
