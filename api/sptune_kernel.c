@@ -335,22 +335,25 @@ static sptune_status nearest_valid(sp_template *t, const sp_gpu_profile *gpu, co
     const sp_config base = *cfg;
     const int np = sp_template_nparams(t);
     sptune_status st = SPTUNE_OK;
-    for (int pass = 1; pass <= 2; pass++) /* 1: one parameter changed; 2: two */
-        for (int a = 0; a < np && !*ok; a++) {
-            if (is_fixed(f, a)) continue;
-            for (int ja = 1, va; !*ok && (va = nth_nearest(t, a, base.idx[a], ja)) >= 0; ja++)
-                for (int b = pass == 1 ? a : a + 1; b < (pass == 1 ? a + 1 : np) && !*ok; b++) {
-                    if (b != a && is_fixed(f, b)) continue;
-                    for (int jb = 1, vb = base.idx[b]; !*ok && (b == a ? jb == 1 : 1); jb++) {
-                        if (b != a && (vb = nth_nearest(t, b, base.idx[b], jb)) < 0) break;
-                        *cfg = base;
-                        cfg->idx[a] = va;
-                        cfg->idx[b] = b == a ? va : vb;
-                        if ((st = sp_template_check(t, cfg, gpu, p, ok, NULL)) != SPTUNE_OK) return st;
-                    }
-                }
+#define SP_TRY(a, va, b, vb)                                                      \
+    do {                                                                          \
+        *cfg = base;                                                              \
+        cfg->idx[a] = (va);                                                       \
+        cfg->idx[b] = (b) == (a) ? (va) : (vb);                                   \
+        if ((st = sp_template_check(t, cfg, gpu, p, ok, NULL)) != SPTUNE_OK) return st; \
+        if (*ok) return SPTUNE_OK;                                                \
+    } while (0)
+    for (int a = 0; a < np; a++) /* one parameter changed */
+        for (int ja = 1, va; !is_fixed(f, a) && (va = nth_nearest(t, a, base.idx[a], ja)) >= 0; ja++)
+            SP_TRY(a, va, a, va);
+    for (int a = 0; a < np; a++) /* two */
+        for (int b = a + 1; b < np; b++) {
+            if (is_fixed(f, a) || is_fixed(f, b)) continue;
+            for (int ja = 1, va; (va = nth_nearest(t, a, base.idx[a], ja)) >= 0; ja++)
+                for (int jb = 1, vb; (vb = nth_nearest(t, b, base.idx[b], jb)) >= 0; jb++) SP_TRY(a, va, b, vb);
         }
-    if (!*ok) *cfg = base;
+#undef SP_TRY
+    *cfg = base;
     return SPTUNE_OK;
 }
 

@@ -126,7 +126,7 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
                     }
                     sp_cubin_free(&cub);
                 }
-                printf("%-12s %lld variants compiled for %s, %d failed\n", w->op, cs.n - bad, named.info.arch, bad);
+                printf("%-14s %lld variants compiled for %s, %d failed\n", w->op, cs.n - bad, named.info.arch, bad);
                 if (bad) rc = CLI_FAIL;
                 sp_configs_free(&cs);
             }
