@@ -17,7 +17,7 @@ static void describe(sptune_slotfill *s)
 {
     const sp_sf_params *p = &s->m.params;
     snprintf(s->fixed, sizeof s->fixed, "window=%d,dbits=%d,fill=%d,decode=%s,dtype=%s", p->window, p->dbits, p->fill,
-             p->layout == SP_SF_LIST ? "list" : "owner", s->m.dtype == SP_SF_F16 ? "f16" : "bf16");
+             sp_sf_layout_name(p->layout), s->m.dtype == SP_SF_F16 ? "f16" : "bf16");
 }
 
 /* The encoding parameters of a slotfill-spmm configuration (text), through the template. */
@@ -30,15 +30,8 @@ static sptune_status params_of(const char *config, sp_sf_params *p)
     if (config) st = sp_config_parse(t, config, &c);
     else sp_config_default(t, &c);
     if (st == SPTUNE_OK) {
-        *p = (sp_sf_params){0};
-        for (int i = 0; i < sp_template_nparams(t); i++) {
-            const sp_param *q = sp_template_param(t, i);
-            const sp_value *v = &q->values[c.idx[i]];
-            if (strcmp(q->name, "window") == 0) p->window = (int)v->i;
-            else if (strcmp(q->name, "dbits") == 0) p->dbits = (int)v->i;
-            else if (strcmp(q->name, "fill") == 0) p->fill = (int)v->i;
-            else if (strcmp(q->name, "decode") == 0) p->layout = strcmp(v->text, "list") == 0 ? SP_SF_LIST : SP_SF_MASK;
-        }
+        *p = (sp_sf_params){(int)sp_config_int(t, &c, "window"), (int)sp_config_int(t, &c, "dbits"),
+                            (int)sp_config_int(t, &c, "fill"), sp_sf_layout_named(sp_config_text(t, &c, "decode"))};
     }
     sp_template_free(t);
     return st;

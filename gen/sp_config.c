@@ -42,6 +42,25 @@ void sp_config_default(const sp_template *t, sp_config *out)
     for (int i = 0; i < t->nparams; i++) out->idx[i] = t->params[i].default_index;
 }
 
+long long sp_config_int(const sp_template *t, const sp_config *c, const char *name)
+{
+    for (int i = 0; i < sp_template_nparams(t) && i < c->nparams; i++) {
+        const sp_param *p = sp_template_param(t, i);
+        if (strcmp(p->name, name) == 0)
+            return p->values[c->idx[i]].kind == SP_VAL_INT ? p->values[c->idx[i]].i : -1;
+    }
+    return -1;
+}
+
+const char *sp_config_text(const sp_template *t, const sp_config *c, const char *name)
+{
+    for (int i = 0; i < sp_template_nparams(t) && i < c->nparams; i++) {
+        const sp_param *p = sp_template_param(t, i);
+        if (strcmp(p->name, name) == 0) return p->values[c->idx[i]].text;
+    }
+    return NULL;
+}
+
 sptune_status sp_config_validate(const sp_template *t, const sp_config *c)
 {
     if (!c) return sp_fail(SPTUNE_ERR_INVALID, "no configuration given");

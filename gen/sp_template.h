@@ -82,6 +82,10 @@ const char *sp_template_dim(const sp_template *t, int i);
  * are SPTUNE_ERR_INVALID with the accepted values in the message. */
 sptune_status sp_config_parse(const sp_template *t, const char *text, sp_config *out);
 void sp_config_default(const sp_template *t, sp_config *out);
+/* An integer parameter's value in configuration c (-1 when absent or not an integer). */
+long long sp_config_int(const sp_template *t, const sp_config *c, const char *name);
+/* A parameter's value in configuration c as text (NULL when absent). */
+const char *sp_config_text(const sp_template *t, const sp_config *c, const char *name);
 /* "bm=128,bn=64,..." in parameter order; malloc'd (NULL on exhaustion). */
 char *sp_config_format(const sp_template *t, const sp_config *c);
 

@@ -1,5 +1,6 @@
 /* Slot-Filling encoder, decoder and file image (the format: sp_slotfill.h). */
 #include "sp_slotfill.h"
+#include "sp_file.h"
 #include "sp_hash.h"
 #include "sp_status.h"
 
@@ -590,14 +591,5 @@ sptune_status sp_sf_read(const char *path, sp_slotfill *out)
 sptune_status sp_sf_write(const sp_slotfill *m, const char *path)
 {
     if (!m || !m->image) return sp_fail(SPTUNE_ERR_INVALID, "sp_sf_write: no matrix");
-    FILE *f = fopen(path, "wb");
-    if (!f) return sp_fail(SPTUNE_ERR_IO, "cannot create %s: %s", path, strerror(errno));
-    size_t put = fwrite(m->image, 1, m->size, f);
-    int bad = put != m->size || fflush(f) != 0;
-    if (fclose(f) != 0) bad = 1;
-    if (bad) {
-        remove(path);
-        return sp_fail(SPTUNE_ERR_IO, "cannot write %s: %s", path, strerror(errno));
-    }
-    return SPTUNE_OK;
+    return sp_write_file_atomic(path, m->image, m->size); /* a file already there survives a failed write */
 }

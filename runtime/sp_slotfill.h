@@ -46,6 +46,7 @@
 #include "sptune.h"
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 #define SP_SF_MAGIC "SPTUNESF"
 #define SP_SF_VERSION 1
@@ -69,6 +70,14 @@ typedef struct sp_sf_params {
     int fill;     /* 0: no Slot-Filling layer (2:4 plus residual only) */
     int layout;   /* sp_sf_layout */
 } sp_sf_params;
+
+/* A layout by the name slotfill-spmm's `decode` parameter gives it ("owner": the mask layout, "list"),
+ * and back. */
+static inline const char *sp_sf_layout_name(int layout) { return layout == SP_SF_LIST ? "list" : "owner"; }
+static inline int sp_sf_layout_named(const char *decode)
+{
+    return decode && strcmp(decode, "list") == 0 ? SP_SF_LIST : SP_SF_MASK;
+}
 
 /* The distance bits a list entry leaves next to its slot index: 16 - log2(8 * window). */
 static inline int sp_sf_list_dbits(int window) { return window == 64 ? 7 : window == 128 ? 6 : 5; }

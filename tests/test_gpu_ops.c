@@ -217,18 +217,14 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
             CHECK_ST(sp_poison_bf16(dY, (size_t)N * M, b->stream), SPTUNE_OK);
             /* the argument list by name, as the template declares it */
             int dims[3] = {M, N, K};
+            const sp_case_named named[] = {{"W", &dW}, {"X", &dX}, {"Y", &dY}, {"M", &dims[0]}, {"N", &dims[1]},
+                                           {"K", &dims[2]}};
             void *argv[8] = {0};
             int nargs = sptune_kernel_arg_count(k), bad = nargs > 8;
             for (int i = 0; i < nargs && !bad; i++) {
                 sptune_arg a;
                 CHECK_ST(sptune_kernel_arg(k, i, &a), SPTUNE_OK);
-                if (!strcmp(a.name, "W")) argv[i] = &dW;
-                else if (!strcmp(a.name, "X")) argv[i] = &dX;
-                else if (!strcmp(a.name, "Y")) argv[i] = &dY;
-                else if (!strcmp(a.name, "M")) argv[i] = &dims[0];
-                else if (!strcmp(a.name, "N")) argv[i] = &dims[1];
-                else if (!strcmp(a.name, "K")) argv[i] = &dims[2];
-                else bad = 1;
+                bad = !(argv[i] = sp_case_arg_find(a.name, named, sizeof named / sizeof named[0]));
                 CHECK_MSG(!bad, "slotfill-spmm: argument %d (%s) unexpected by this test", i, a.name);
             }
             if (!bad) {

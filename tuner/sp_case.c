@@ -84,25 +84,6 @@ void *sp_case_arg_find(const char *name, const sp_case_named *table, size_t n)
     return NULL;
 }
 
-long long sp_config_int(const sp_template *t, const sp_config *c, const char *name)
-{
-    for (int i = 0; i < sp_template_nparams(t) && i < c->nparams; i++) {
-        const sp_param *p = sp_template_param(t, i);
-        if (strcmp(p->name, name) == 0)
-            return p->values[c->idx[i]].kind == SP_VAL_INT ? p->values[c->idx[i]].i : -1;
-    }
-    return -1;
-}
-
-const char *sp_config_text(const sp_template *t, const sp_config *c, const char *name)
-{
-    for (int i = 0; i < sp_template_nparams(t) && i < c->nparams; i++) {
-        const sp_param *p = sp_template_param(t, i);
-        if (strcmp(p->name, name) == 0) return p->values[c->idx[i]].text;
-    }
-    return NULL;
-}
-
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t)
 {
     if (c->nargv == 0) return sp_fail(SPTUNE_ERR_INVALID, "%s: no arguments bound (sp_case_bind first)", c->ops->op);

@@ -96,10 +96,6 @@ sptune_status sp_check_reference(const float *ref, size_t rows, size_t cols, siz
 /* The same for bf16 (f16 == 0) or fp16 A and B. */
 sptune_status sp_check_reference_half(const float *ref, size_t rows, size_t cols, size_t k, const uint16_t *A,
                                       const uint16_t *B, int b_kmajor, int samples, int f16);
-/* An integer parameter's value in configuration c (-1 when absent or not an integer). */
-long long sp_config_int(const sp_template *t, const sp_config *c, const char *name);
-/* A parameter's value in configuration c as text (NULL when absent). */
-const char *sp_config_text(const sp_template *t, const sp_config *c, const char *name);
 sptune_status sp_case_time(sp_case *c, const sp_kernel *k, sp_timing *t);
 sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t);
 double sp_case_flops(const sp_case *c);

@@ -95,16 +95,19 @@ static float select_kth(float *v, long long n, long long k)
 static sptune_status make_weights(uint64_t *rng, int M, int K, double sparsity, int dist, int f16, unsigned short *W)
 {
     normals nrm = {rng, 0, 0};
-    const size_t n = (size_t)M * K;
-    float *cs = malloc((size_t)K * sizeof *cs), *row = malloc((size_t)K * sizeof *row);
-    if (!cs || !row) { free(cs); free(row); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W"); }
+    float *cs = malloc((size_t)K * sizeof *cs), *row = malloc((size_t)K * sizeof *row),
+          *score = malloc((size_t)K * sizeof *score);
+    if (!cs || !row || !score) {
+        free(cs); free(row); free(score);
+        return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W");
+    }
     for (int c = 0; c < K; c++) cs[c] = (float)exp(0.6 * normal(&nrm));
     float thresh = 0;
     if (dist == 1) {
         /* the global magnitude threshold, from a sample of the same distribution */
         enum { S = 1 << 18 };
         float *smp = malloc(S * sizeof *smp);
-        if (!smp) { free(cs); free(row); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W"); }
+        if (!smp) { free(cs); free(row); free(score); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W"); }
         for (int i = 0; i < S; i++)
             smp[i] = (float)fabs(normal(&nrm) * exp(0.3 * normal(&nrm)) * cs[sp_rng_below(rng, (uint64_t)K)]);
         qsort(smp, S, sizeof *smp, cmp_float);
@@ -129,13 +132,10 @@ static sptune_status make_weights(uint64_t *rng, int M, int K, double sparsity, 
         float cut = thresh;
         if (dist == 2) {
             /* this row's share by |w| * column scale */
-            float *score = malloc((size_t)K * sizeof *score);
-            if (!score) { free(cs); free(row); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W"); }
             for (int c = 0; c < K; c++) score[c] = fabsf(row[c]) * cs[c];
             long long k = (long long)(sparsity * K);
             cut = k > 0 ? select_kth(score, K, k - 1) : -1.0f;
             for (int c = 0; c < K; c++) row[c] = fabsf(row[c]) * cs[c] > cut ? row[c] : 0.0f;
-            free(score);
         }
         const double keep_p = dist == 4 ? (r % 7 == 0 ? 0.9 : r % 11 == 0 ? 0.0 : 1.0 - sparsity) : 1.0 - sparsity;
         for (int c = 0; c < K; c++) {
@@ -144,9 +144,9 @@ static sptune_status make_weights(uint64_t *rng, int M, int K, double sparsity, 
             w[c] = keep ? sp_float_to_half(row[c], f16) : 0;
         }
     }
-    (void)n;
     free(cs);
     free(row);
+    free(score);
     return SPTUNE_OK;
 }
 
@@ -252,9 +252,8 @@ static void *sf_arg(void *p, const char *name)
 static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
 {
     sf_state *g = p;
-    const char *decode = sp_config_text(t, c, "decode");
     sp_sf_params want = {(int)sp_config_int(t, c, "window"), (int)sp_config_int(t, c, "dbits"),
-                         (int)sp_config_int(t, c, "fill"), decode && strcmp(decode, "list") == 0 ? SP_SF_LIST : SP_SF_MASK};
+                         (int)sp_config_int(t, c, "fill"), sp_sf_layout_named(sp_config_text(t, c, "decode"))};
     int at = -1;
     for (int i = 0; i < wc.nenc && at < 0; i++)
         if (memcmp(&wc.enc[i].params, &want, sizeof want) == 0) at = i;
@@ -272,7 +271,7 @@ static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
         g->encode_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
         if ((double)g->M * g->K >= 1e7) /* the encoder's speed, for the benchmark logs */
             fprintf(stderr, "slotfill-spmm: encoded %d x %d (window %d, dbits %d, fill %d, %s) in %.2f s on one core\n",
-                    g->M, g->K, want.window, want.dbits, want.fill, want.layout ? "list" : "mask", g->encode_s);
+                    g->M, g->K, want.window, want.dbits, want.fill, sp_sf_layout_name(want.layout), g->encode_s);
         if (wc.nenc == KEEP) sp_sf_free(&wc.enc[--wc.nenc]);
         memmove(&wc.enc[1], &wc.enc[0], (size_t)wc.nenc * sizeof e);
         wc.nenc++;
