@@ -24,7 +24,7 @@
 typedef struct kernel_arg {
     sp_arg decl;
     char *shape_text;
-    long long elements;
+    long long elements, elements_bound, typical, bound;
 } kernel_arg;
 
 struct sptune_kernel {
@@ -104,12 +104,18 @@ typedef struct scan {
     int last_same_arch;
 } scan;
 
-static double distance(const sp_problem *a, const sp_problem *b)
+static double distance(const sp_template *t, const sp_problem *a, const sp_problem *b)
 {
     double d = 0;
     for (int i = 0; i < a->n && i < b->n; i++) {
         if (strcmp(a->name[i], b->name[i]) != 0) return INFINITY;
         if (a->v[i] == b->v[i]) continue; /* equal, zeros included (a flag such as fp16=0) */
+        if (sp_template_dim_default(t, i, NULL)) {
+            /* a dimension with a default describes the data (a fraction that may be 0): near, not apart */
+            if (!(a->v[i] >= 0) || !(b->v[i] >= 0)) return INFINITY;
+            d += fabs(log2((1 + a->v[i]) / (1 + b->v[i])));
+            continue;
+        }
         if (!(a->v[i] > 0) || !(b->v[i] > 0)) return INFINITY;
         d += fabs(log2(a->v[i] / b->v[i]));
     }
@@ -181,7 +187,7 @@ static int visit(const sp_result *r, void *ud)
         sp_clear_error();
         return 0;
     }
-    c.distance = distance(&p, s->want);
+    c.distance = distance(s->t, &p, s->want);
     if (!isfinite(c.distance)) return 0;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
@@ -276,21 +282,40 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     return st;
 }
 
-/* The template's argument declarations, copied into k, with each pointer's element count for the
- * problem and configuration (-1 where an extent needs a caller's scalar or the data). */
+/* A scalar's declared size (typical or bound) for the problem and configuration in vars; -1 when
+ * none is declared or it does not evaluate. */
+static long long scalar_size(const char *expr, const sp_vars *vars)
+{
+    long long v = -1;
+    if (expr && sp_expr_eval(expr, vars, &v) != SPTUNE_OK) v = -1;
+    sp_clear_error();
+    return v;
+}
+
+/* The template's argument declarations, copied into k, with each scalar's declared sizes and each
+ * pointer's element count for the problem and configuration, the scalars at their typical values
+ * and at their bounds (-1 where an extent needs the data or an undeclared scalar). */
 static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const sp_problem *want, sptune_kernel *k)
 {
-    sp_vars vars = {0};
-    for (int i = 0; i < want->n; i++) sp_vars_set(&vars, want->name[i], want->v[i]);
-    for (int i = 0; i < sp_template_nparams(t); i++) {
-        const sp_param *p = sp_template_param(t, i);
-        if (p->values[cfg->idx[i]].kind == SP_VAL_INT) sp_vars_set(&vars, p->name, (double)p->values[cfg->idx[i]].i);
+    sp_vars vars;
+    sp_config_vars(t, cfg, want, &vars);
+    sp_vars typical = vars, bound = vars;
+    for (int i = 0; i < sp_template_nargs(t); i++) {
+        const sp_arg *a = sp_template_arg(t, i);
+        kernel_arg *x = &k->arg[i];
+        x->typical = x->bound = -1;
+        if (a->role != SP_ROLE_SCALAR) continue;
+        x->typical = scalar_size(a->typical, &vars);
+        x->bound = scalar_size(a->bound, &vars);
+        if (x->typical >= 0) sp_vars_set(&typical, a->name, (double)x->typical);
+        if (x->bound >= 0) sp_vars_set(&bound, a->name, (double)x->bound);
     }
     for (int i = 0; i < sp_template_nargs(t); i++) {
         const sp_arg *a = sp_template_arg(t, i);
         kernel_arg *x = &k->arg[i];
         k->nargs = i + 1;
         x->decl = *a;
+        x->decl.typical = x->decl.bound = NULL;
         x->decl.doc = strdup(a->doc);
         int oom = !x->decl.doc;
         for (int s = 0; s < a->nshape; s++) oom |= !(x->decl.shape[s] = strdup(a->shape[s]));
@@ -298,8 +323,11 @@ static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const
         sp_arg_shape_text(a, &b);
         x->shape_text = b.data ? b.data : strdup("");
         if (oom || b.oom || !x->shape_text) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
-        x->elements = -1;
-        if (sp_arg_is_pointer(a) && sp_arg_elements(a, &vars, &x->elements) != SPTUNE_OK) x->elements = -1;
+        x->elements = x->elements_bound = -1;
+        if (sp_arg_is_pointer(a)) {
+            if (sp_arg_elements(a, &typical, &x->elements) != SPTUNE_OK) x->elements = -1;
+            if (sp_arg_elements(a, &bound, &x->elements_bound) != SPTUNE_OK) x->elements_bound = -1;
+        }
         sp_clear_error();
     }
     return SPTUNE_OK;
@@ -447,6 +475,29 @@ sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *o
     out->shape = x->shape_text;
     out->doc = x->decl.doc;
     out->elements = x->elements;
+    out->elements_bound = x->elements_bound;
+    out->typical = x->typical;
+    out->bound = x->bound;
+    return SPTUNE_OK;
+}
+
+sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes)
+{
+    if (!k || !bytes) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: missing argument");
+    size_t total = 0;
+    for (int i = 0; i < k->nargs; i++) {
+        const kernel_arg *x = &k->arg[i];
+        if (x->decl.role != SP_ROLE_WORKSPACE) continue;
+        long long n = bound ? x->elements_bound : x->elements;
+        if (n < 0)
+            return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: the size of %s depends on the data "
+                           "(its template declares no %s value for a capacity it needs)", x->decl.name,
+                           bound ? "bound" : "typical");
+        size_t b = ((size_t)n * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+        if (total + b < total) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: too large");
+        total += b;
+    }
+    *bytes = total;
     return SPTUNE_OK;
 }
 

@@ -24,7 +24,11 @@ int cmd_ops(cli_cmd *cmd, int npos, char **pos)
         }
         printf("%s (%s): %s\n", sp_template_name(t), sp_template_family(t), sp_template_description(t));
         printf("  problem: ");
-        for (int d = 0; d < sp_template_ndims(t); d++) printf("%s%s", d ? "," : "", sp_template_dim(t, d));
+        for (int d = 0; d < sp_template_ndims(t); d++) {
+            double v;
+            printf("%s%s", d ? "," : "", sp_template_dim(t, d));
+            if (sp_template_dim_default(t, d, &v)) printf("[=%g]", v);
+        }
         printf("\n");
         if (sp_template_nargs(t) > 0) printf("  arguments (in launch order):\n");
         for (int a = 0; a < sp_template_nargs(t); a++) {

@@ -35,6 +35,8 @@ void sp_arg_free(sp_arg *a)
 {
     for (int i = 0; i < a->nshape; i++) free(a->shape[i]);
     free(a->doc);
+    free(a->typical);
+    free(a->bound);
     memset(a, 0, sizeof *a);
 }
 

@@ -37,6 +37,9 @@ typedef struct sp_arg {
     int nshape;                  /* pointers: 1 to SP_MAX_SHAPE extents; by-value arguments: 0 */
     char *shape[SP_MAX_SHAPE];   /* extent expressions, outermost first: "M", "cdiv(F, bn)", "slots + 1" */
     char *doc;                   /* "" when none */
+    char *typical, *bound;       /* scalars: the value to pass for data like real models' and the one no
+                                    data can exceed, as expressions of dimensions and integer parameters
+                                    (workspace capacities); NULL when the template declares none */
 } sp_arg;
 
 const char *sp_arg_type_name(sp_arg_type t);  /* "bf16", "u32", ... */

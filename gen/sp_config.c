@@ -61,6 +61,33 @@ const char *sp_config_text(const sp_template *t, const sp_config *c, const char 
     return NULL;
 }
 
+void sp_config_vars(const sp_template *t, const sp_config *c, const sp_problem *p, sp_vars *vars)
+{
+    memset(vars, 0, sizeof *vars);
+    for (int i = 0; p && i < p->n; i++) sp_vars_set(vars, t->dims[i], p->v[i]);
+    for (int i = 0; i < t->nparams; i++) {
+        const sp_value *v = &t->params[i].values[c->idx[i]];
+        if (v->kind == SP_VAL_INT) sp_vars_set(vars, t->params[i].name, (double)v->i);
+    }
+}
+
+sptune_status sp_config_scalar_size(const sp_template *t, const sp_config *c, const sp_problem *p, const char *name,
+                                    int bound, long long *out)
+{
+    for (int i = 0; i < t->nargs; i++) {
+        const sp_arg *a = &t->args[i];
+        if (strcmp(a->name, name) != 0 || a->role != SP_ROLE_SCALAR) continue;
+        const char *e = bound ? a->bound : a->typical;
+        if (!e) return sp_fail(SPTUNE_ERR_INVALID, "%s: argument %s declares no %s size", t->name, name,
+                               bound ? "bound" : "typical");
+        sp_vars vars;
+        sp_config_vars(t, c, p, &vars);
+        sptune_status st = sp_expr_eval(e, &vars, out);
+        return st == SPTUNE_OK ? st : sp_wrap(st, "%s: %s's %s size", t->name, name, bound ? "bound" : "typical");
+    }
+    return sp_fail(SPTUNE_ERR_INVALID, "%s has no scalar argument %s", t->name, name);
+}
+
 sptune_status sp_config_validate(const sp_template *t, const sp_config *c)
 {
     if (!c) return sp_fail(SPTUNE_ERR_INVALID, "no configuration given");
@@ -178,7 +205,10 @@ static int parse_number(tok t, double *v)
 
 static void list_dims(const sp_template *t, sp_buf *b, const char *sep)
 {
-    for (int i = 0; i < t->ndims; i++) sp_buf_printf(b, "%s%s", i ? sep : "", t->dims[i]);
+    for (int i = 0; i < t->ndims; i++) {
+        sp_buf_printf(b, "%s%s", i ? sep : "", t->dims[i]);
+        if (t->dim_optional[i]) sp_buf_printf(b, " (default %g)", t->dim_default[i]);
+    }
 }
 
 /* "<what> in problem '<text>' (gemm takes M, N, K)". */
@@ -204,7 +234,10 @@ sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_proble
     if (!t || !text || !out) return sp_fail(SPTUNE_ERR_INVALID, "sp_problem_parse: missing argument");
     memset(out, 0, sizeof *out);
     out->n = t->ndims;
-    for (int i = 0; i < t->ndims; i++) snprintf(out->name[i], sizeof out->name[i], "%s", t->dims[i]);
+    for (int i = 0; i < t->ndims; i++) {
+        snprintf(out->name[i], sizeof out->name[i], "%s", t->dims[i]);
+        out->v[i] = t->dim_default[i];
+    }
     if (blank(text)) {
         if (t->ndims == 0) return SPTUNE_OK;
         return dims_fail(t, text, ", ", "empty problem");
@@ -232,7 +265,7 @@ sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_proble
             s = comma + 1;
         }
         for (int i = 0; i < t->ndims; i++)
-            if (!seen[i]) return dims_fail(t, text, ", ", "missing dimension '%s'", t->dims[i]);
+            if (!seen[i] && !t->dim_optional[i]) return dims_fail(t, text, ", ", "missing dimension '%s'", t->dims[i]);
         return SPTUNE_OK;
     }
     /* "4096x4096x4096": the declared order. */
@@ -251,7 +284,7 @@ sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_proble
         if (!*x) break;
         s = x + 1;
     }
-    if (k != t->ndims)
+    if (k != t->ndims && !t->dim_optional[k])
         return dims_fail(t, text, " x ", "missing dimension '%s'", t->dims[k]);
     return SPTUNE_OK;
 }
@@ -263,8 +296,11 @@ char *sp_problem_format(const sp_problem *p)
     for (int i = 0; i < p->n; i++) {
         double v = p->v[i];
         sp_buf_printf(&b, "%s%.*s=", i ? "," : "", (int)strnlen(p->name[i], sizeof p->name[i]), p->name[i]);
+        char num[32];
+        snprintf(num, sizeof num, "%.15g", v);   /* the shortest of 15 or 17 digits that reads back as v */
+        if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
         if (v == floor(v) && fabs(v) < 9.2e18) sp_buf_printf(&b, "%lld", (long long)v);
-        else sp_buf_printf(&b, "%.17g", v);
+        else sp_buf_printf(&b, "%s", num);
     }
     if (b.oom) { sp_buf_free(&b); return NULL; }
     return b.data ? b.data : sp_strdup("");

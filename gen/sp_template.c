@@ -8,6 +8,7 @@
 #include <lauxlib.h>
 
 #include <ctype.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -129,6 +130,8 @@ static void read_meta(lua_State *L, load_ctx *x, int m)
     t->description = dup_or_raise(L, desc ? desc : "");
 }
 
+/* dims: names ("M"), or {name, default} for a dimension a problem may leave out (the data's
+ * distribution, say), which then takes the default. */
 static void read_dims(lua_State *L, sp_template *t, int m)
 {
     int ty = rawfield(L, m, "dims"), d = lua_gettop(L);
@@ -139,12 +142,26 @@ static void read_dims(lua_State *L, sp_template *t, int m)
     for (int i = 0; i < n; i++) {
         char buf[80];
         lua_rawgeti(L, d, i + 1);
+        int opt = lua_type(L, -1) == LUA_TTABLE;
+        if (opt) {
+            int e = lua_gettop(L);
+            lua_rawgeti(L, e, 2);
+            if (lua_type(L, -1) != LUA_TNUMBER || lua_rawlen(L, e) != 2 || !isfinite(lua_tonumber(L, -1)))
+                vfail(L, t, "dims[%d] must be a name or {name, default number}", i + 1);
+            t->dim_default[i] = lua_tonumber(L, -1);
+            t->dim_optional[i] = 1;
+            lua_pop(L, 1);
+            lua_rawgeti(L, e, 1);
+            lua_remove(L, e);
+        }
         if (lua_type(L, -1) != LUA_TSTRING || !is_ident(lua_tostring(L, -1), 23))
             vfail(L, t, "dims[%d] must be an identifier of at most 23 characters (got %s)", i + 1,
                   describe(L, -1, buf, sizeof buf));
         const char *s = lua_tostring(L, -1);
         for (int j = 0; j < i; j++)
             if (strcmp(t->dims[j], s) == 0) vfail(L, t, "dims[%d]: dimension '%s' is declared twice", i + 1, s);
+        if (!opt && i > 0 && t->dim_optional[i - 1])
+            vfail(L, t, "dims[%d]: '%s' follows a dimension with a default (those come last)", i + 1, s);
         snprintf(t->dims[i], sizeof t->dims[i], "%s", s);
         t->ndims = i + 1;
         lua_pop(L, 1);
@@ -306,7 +323,30 @@ static void read_params(lua_State *L, sp_template *t, int m, int T)
 }
 
 /* args: the kernels' argument list, declared once (gen/sp_args.h). Needs dims and params read. */
-static void read_arg(lua_State *L, sp_template *t, int i, int e, const char *const *names, int nnames)
+/* A scalar's typical or bound size: an expression of dimensions and integer parameters (the first
+ * nbase names), or nothing. */
+static char *read_size(lua_State *L, sp_template *t, int i, int e, const char *field, const char *const *names,
+                       int nbase)
+{
+    sp_arg *a = &t->args[i];
+    int ty = rawfield(L, e, field);
+    char *out = NULL;
+    if (ty != LUA_TNIL) {
+        if (a->role != SP_ROLE_SCALAR || (ty != LUA_TSTRING && !lua_isinteger(L, -1)))
+            vfail(L, t, "args[%d] (%s): %s is an expression string, for scalar arguments only", i + 1, a->name, field);
+        out = dup_or_raise(L, lua_tostring(L, -1));
+        if (sp_expr_check(out, names, nbase) != SPTUNE_OK) {
+            char msg[256];
+            snprintf(msg, sizeof msg, "%s", sptune_last_error());
+            free(out);
+            vfail(L, t, "args[%d] (%s).%s: %s", i + 1, a->name, field, msg);
+        }
+    }
+    lua_pop(L, 1);
+    return out;
+}
+
+static void read_arg(lua_State *L, sp_template *t, int i, int e, const char *const *names, int nnames, int nbase)
 {
     char buf[80];
     sp_arg *a = &t->args[i];
@@ -335,6 +375,8 @@ static void read_arg(lua_State *L, sp_template *t, int i, int e, const char *con
         for (int d = 0; d < t->ndims && !found; d++) found = strcmp(t->dims[d], a->name) == 0;
         if (!found) vfail(L, t, "args[%d] (%s): a dim argument must name a problem dimension", i + 1, a->name);
     }
+    a->typical = read_size(L, t, i, e, "typical", names, nbase);
+    a->bound = read_size(L, t, i, e, "bound", names, nbase);
     int ty = rawfield(L, e, "shape");
     if (!sp_arg_is_pointer(a)) {
         if (ty != LUA_TNIL) vfail(L, t, "args[%d] (%s): a %s argument is passed by value and has no shape", i + 1,
@@ -374,6 +416,7 @@ static void read_args(lua_State *L, sp_template *t, int m)
     for (int d = 0; d < t->ndims; d++) names[nnames++] = t->dims[d];
     for (int p = 0; p < t->nparams; p++)
         if (t->params[p].values[0].kind == SP_VAL_INT) names[nnames++] = t->params[p].name;
+    const int nbase = nnames;
     for (int pass = 0; pass < 2; pass++) {
         for (int i = 0; i < (int)n; i++) {
             if (lua_rawgeti(L, as, i + 1) != LUA_TTABLE)
@@ -388,7 +431,7 @@ static void read_args(lua_State *L, sp_template *t, int m)
                 lua_settop(L, as);
                 continue;
             }
-            read_arg(L, t, i, lua_gettop(L), names, nnames);
+            read_arg(L, t, i, lua_gettop(L), names, nnames, nbase);
             lua_pop(L, 1);
         }
     }
@@ -676,4 +719,11 @@ const sp_param *sp_template_param(const sp_template *t, int i)
 const char *sp_template_dim(const sp_template *t, int i)
 {
     return i >= 0 && i < t->ndims ? t->dims[i] : NULL;
+}
+
+int sp_template_dim_default(const sp_template *t, int i, double *v)
+{
+    if (!t || i < 0 || i >= t->ndims || !t->dim_optional[i]) return 0;
+    if (v) *v = t->dim_default[i];
+    return 1;
 }

@@ -77,6 +77,8 @@ int sp_template_nparams(const sp_template *t);
 const sp_param *sp_template_param(const sp_template *t, int i);
 int sp_template_ndims(const sp_template *t);
 const char *sp_template_dim(const sp_template *t, int i);
+/* 1 when dimension i may be left out of a problem (its default then in *v, which may be NULL). */
+int sp_template_dim_default(const sp_template *t, int i, double *v);
 
 /* "bm=128,bn=64" -> config; parameters not named take their default. Unknown names or values
  * are SPTUNE_ERR_INVALID with the accepted values in the message. */
@@ -86,6 +88,12 @@ void sp_config_default(const sp_template *t, sp_config *out);
 long long sp_config_int(const sp_template *t, const sp_config *c, const char *name);
 /* A parameter's value in configuration c as text (NULL when absent). */
 const char *sp_config_text(const sp_template *t, const sp_config *c, const char *name);
+/* The values extent expressions may name for configuration c on problem p: the dimensions and the
+ * integer parameters (names valid while t lives). */
+void sp_config_vars(const sp_template *t, const sp_config *c, const sp_problem *p, sp_vars *vars);
+/* Scalar argument `name`'s declared size (gen/sp_args.h): typical (bound = 0) or bound. */
+sptune_status sp_config_scalar_size(const sp_template *t, const sp_config *c, const sp_problem *p, const char *name,
+                                    int bound, long long *out);
 /* "bm=128,bn=64,..." in parameter order; malloc'd (NULL on exhaustion). */
 char *sp_config_format(const sp_template *t, const sp_config *c);
 

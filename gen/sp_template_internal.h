@@ -33,6 +33,8 @@ struct sp_template {
     sp_param params[SP_MAX_PARAMS];
     int ndims;
     char dims[SP_MAX_DIMS][24];
+    int dim_optional[SP_MAX_DIMS];   /* 1: the dimension may be left out of a problem and takes dim_default */
+    double dim_default[SP_MAX_DIMS];
     int nconstraints;
     char **why;        /* nconstraints entries */
     sp_tfile *libs;    /* templates/lib files, read at load time (require() loads from here) */

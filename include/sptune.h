@@ -135,13 +135,22 @@ typedef struct sptune_arg {
     sptune_arg_role role;
     const char *shape;        /* extents, outermost first: "M x D"; "" for by-value arguments */
     const char *doc;          /* "" when none */
-    long long elements;       /* pointers: elements for the kernel's problem and configuration; -1 when
-                                 that depends on what only the caller knows (a scalar it chooses, the data) */
+    long long elements;       /* pointers: elements for the kernel's problem and configuration, every scalar
+                                 argument at its typical value; -1 when that depends on the data */
+    long long elements_bound; /* pointers: the same with every scalar at its bound; -1 likewise */
+    long long typical, bound; /* scalars the caller chooses (a workspace capacity): the value for data like
+                                 real models' and the value no data can exceed (-1: none declared). Any value
+                                 gives an exact result; below `bound` a call may take slower paths, and the
+                                 op says so through its workspace (twell-ffn: pool_counter > pool_capacity). */
 } sptune_arg;
 
 /* Number of arguments, and argument `index` (strings valid while k lives). */
 int sptune_kernel_arg_count(const sptune_kernel *k);
 sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *out);
+/* Device bytes of the workspace arguments together, each rounded up to 256 bytes (so that one
+ * allocation cut in declaration order keeps every part aligned): with the scalars at their typical
+ * values (bound = 0) or at their bounds (bound = 1). */
+sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes);
 /* Kernels launched per call (2 for the pipelines such as twell-ffn), and each one's geometry. */
 int sptune_kernel_count(const sptune_kernel *k);
 sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],

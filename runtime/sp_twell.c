@@ -54,8 +54,8 @@ sptune_status sp_twell_pack(const sp_twell_shape *s, const uint16_t *h, uint32_t
                 const int64_t at = stats->pool_needed; /* pool words before this tile */
                 stats->overflow_tiles++;
                 stats->pool_needed += n + 1;
-                if (at + n + 1 > pool_capacity || at > (int64_t)0x7fffffff) {
-                    w[0] = SP_TWELL_OVERFLOW; /* counted, not written: the caller retries with more */
+                if (at + n + 1 > pool_capacity || at + n + 1 > (int64_t)SP_TWELL_MAX_POOL) {
+                    w[0] = SP_TWELL_LOST; /* counted, not written */
                     continue;
                 }
                 w[0] = SP_TWELL_OVERFLOW | (uint32_t)at;
@@ -88,6 +88,9 @@ sptune_status sp_twell_unpack(const sp_twell_shape *s, const uint32_t *packed, c
             const uint32_t *w = packed + (r * ntiles + t) * W;
             const uint32_t *e = w + 1;
             int64_t n = w[0];
+            if ((w[0] & SP_TWELL_LOST) == SP_TWELL_LOST)
+                return sp_fail(SPTUNE_ERR_INVALID, "TwELL: row %" PRId64 " tile %" PRId64 ": entries lost (the overflow"
+                               " pool was too small when it was packed)", r, t);
             if (w[0] & SP_TWELL_OVERFLOW) {
                 int64_t p = w[0] & ~SP_TWELL_OVERFLOW;
                 if (p >= pool_words)

@@ -5,15 +5,18 @@
  * array holds W = S + 1 32-bit words (S = slots per tile):
  *
  *   word 0      count of nonzeros n (bit 31 clear) when n <= S, then words 1..n hold them;
- *               or 0x80000000 | p when n > S: the tile overflowed, and its entries live in the
- *               overflow pool at word p: pool[p] = n, pool[p+1 .. p+n] the entries.
+ *               or 0x80000000 | p (p < 2^30) when n > S: the tile overflowed, and its entries
+ *               live in the overflow pool at word p: pool[p] = n, pool[p+1 .. p+n] the entries;
+ *               or 0xC0000000 (SP_TWELL_LOST): the tile overflowed and the pool had no room: its
+ *               entries are not stored anywhere (twell-ffn recomputes such tiles from X and Wg).
  *   entry       (bf16 bits << 16) | column index within the tile (0 .. T-1), columns ascending.
  *
  * Words of unused slots are unspecified. The overflow pool is a flat word array with a
  * capacity; the producer takes space in it with an atomic counter. If the pool is too small the
- * counter still counts what was asked for, so the caller detects `needed > capacity` and runs the
- * producer again with a pool that large (or falls back to the dense path): the result is exact
- * either way. A nonzero is an activation whose bf16 value is not +0 or -0.
+ * tiles that found no room are marked lost and the counter still counts what was asked for, so
+ * the caller sees `needed > capacity`; twell-ffn stays exact by recomputing lost tiles, while a
+ * caller of the producer alone reruns it with a larger pool. A nonzero is an activation whose
+ * bf16 value is not +0 or -0.
  *
  * Layout: packed[(row * ntiles + tile) * W + w], ntiles = ceil(F / T); the last tile of a row
  * may be partial (columns >= F never appear). Limits: T in [2, 65536], S in [1, T]. */
@@ -25,6 +28,8 @@
 #include <stdint.h>
 
 #define SP_TWELL_OVERFLOW 0x80000000u
+#define SP_TWELL_LOST 0xC0000000u
+#define SP_TWELL_MAX_POOL 0x40000000u   /* pool words addressable (offsets have 30 bits) */
 
 typedef struct sp_twell_shape {
     int64_t rows;   /* M */

@@ -87,7 +87,7 @@ has "gen uses the config" "configuration bm=64,bn=128,"; has "gen names the kern
 a="$out"; "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3 >"$tmp/b.cu" 2>&1
 [ "$a" = "$(cat "$tmp/b.cu")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: gen is not deterministic"; }
 expect 0 "gen a pipeline" "$bin" gen twell-ffn --gpu rtx-pro-6000 --shape M=1000,D=64,F=300,nnz=5
-has "gen names the first kernel's launch" "^/\* launch sp_twell_ffn_produce.*grid \(24, 1, 1\)"
+has "gen names each kernel's launch" "^/\* then sp_twell_ffn_produce.*grid \(24, 1, 1\)"
 has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*block \(256, 1, 1\)"
 expect 0 "best, no results" "$bin" best twell-ffn --gpu h100 --shape M=300,D=200,F=1000,nnz=40 --no-db --no-shipped
 has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: mainloop=mma,bm=.* \(default: nothing usable recorded.*no database of the user's"

@@ -84,11 +84,15 @@ static void check_hopper_paths(void)
             compile_one(t, &c, &h100, &p);
             sp_kernel_src k;
             CHECK_ST(sp_template_emit(t, &c, &h100, &p, &k), SPTUNE_OK);
-            CHECK_MSG(k.stage[0].tmaps.n == hopper[i].tmaps, "%s: %d tensor maps", hopper[i].config, k.stage[0].tmaps.n);
-            for (int m = 0; m < k.stage[0].tmaps.n; m++) /* over X (M x D) and Wg (F x D), boxes of bm or bn rows x 64 */
-                CHECK(k.stage[0].tmaps.v[m].arg == m && k.stage[0].tmaps.v[m].cols == (unsigned long long)p.v[1] &&
-                      k.stage[0].tmaps.v[m].box_cols == 64 && k.stage[0].tmaps.v[m].swizzle == 128 &&
-                      k.stage[0].tmaps.v[m].rows == (unsigned long long)(m ? p.v[2] : p.v[0]));
+            /* the producer's stage (twell-ffn's second, after its zero step) */
+            const sp_kernel_stage *ps = &k.stage[0];
+            for (int s = 0; s < k.nkernels; s++)
+                if (strstr(k.stage[s].kernel, "produce")) ps = &k.stage[s];
+            CHECK_MSG(ps->tmaps.n == hopper[i].tmaps, "%s: %d tensor maps", hopper[i].config, ps->tmaps.n);
+            for (int m = 0; m < ps->tmaps.n; m++) /* over X (M x D) and Wg (F x D), boxes of bm or bn rows x 64 */
+                CHECK(ps->tmaps.v[m].arg == m && ps->tmaps.v[m].cols == (unsigned long long)p.v[1] &&
+                      ps->tmaps.v[m].box_cols == 64 && ps->tmaps.v[m].swizzle == 128 &&
+                      ps->tmaps.v[m].rows == (unsigned long long)(m ? p.v[2] : p.v[0]));
             sp_kernel_src_free(&k);
         }
         CHECK_ST(sp_template_check(t, &c, &rtx, &p, &ok, NULL), SPTUNE_OK);

@@ -251,6 +251,62 @@ done:
     free(ref);
 }
 
+/* twell-ffn is exact whatever its workspace: overflow pools of 0, 1 and 64 words, exactly what the
+ * data needs and the typical size, dense-path capacities 0, 1 and typical; the row consumer (split
+ * and not), the tile consumer, the dense path by count, only for lost tiles, and off; data with
+ * dense tokens (first and scattered) and heavy-tailed neurons, D % 8 != 0 included. The pipeline
+ * zeroes its own counters: the harness poisons them. */
+static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense_nnz=500",
+                                        "M=77,D=61,F=130,nnz=12,dense=5,dense_nnz=90,at=0",
+                                        "M=1000,D=2048,F=5632,nnz=40"};
+static const char *const ws_configs[] = {
+    "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
+    "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=15,route=512,warps=16,split=1,dots=8,dunroll=2"};
+static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1};
+#define NWS (int)(sizeof ws_shapes / sizeof ws_shapes[0] * sizeof ws_configs / sizeof ws_configs[0] * \
+                  sizeof ws_pools / sizeof ws_pools[0] * sizeof ws_dense / sizeof ws_dense[0])
+
+static void run_ffn_workspace(sp_bench *b, sp_cache *cache)
+{
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
+    if (!t) return;
+    int n = 0;
+    for (size_t s = 0; s < sizeof ws_shapes / sizeof ws_shapes[0]; s++) {
+        sp_problem p;
+        sp_case cs;
+        CHECK_ST(sp_problem_parse(t, ws_shapes[s], &p), SPTUNE_OK);
+        b->twell_pool = b->twell_dense = -1;
+        sptune_status st = sp_case_create(b, "twell-ffn", &p, &cs);
+        CHECK_MSG(st == SPTUNE_OK, "twell-ffn %s: %s", ws_shapes[s], sptune_last_error());
+        if (st != SPTUNE_OK) continue;
+        for (size_t c = 0; c < sizeof ws_configs / sizeof ws_configs[0]; c++) {
+            sp_config cfg;
+            int ok = 0;
+            CHECK_ST(sp_config_parse(t, ws_configs[c], &cfg), SPTUNE_OK);
+            CHECK_ST(sp_template_check(t, &cfg, &b->gpu, &p, &ok, NULL), SPTUNE_OK);
+            if (!ok) continue;   /* the Hopper one elsewhere */
+            for (size_t i = 0; i < sizeof ws_pools / sizeof ws_pools[0]; i++)
+                for (size_t j = 0; j < sizeof ws_dense / sizeof ws_dense[0]; j++) {
+                    sp_eval e;
+                    b->twell_pool = ws_pools[i];
+                    b->twell_dense = ws_dense[j];
+                    CHECK_ST(sp_eval_variant(&cs, t, &cfg, cache, &e), SPTUNE_OK);
+                    CHECK_MSG(e.outcome == SP_OUTCOME_OK && e.timing.rel_error < 1e-2,
+                              "twell-ffn %s %s pool %lld dense %lld: %s: %s (error %.3g)", ws_shapes[s], ws_configs[c],
+                              ws_pools[i], ws_dense[j], sp_outcome_name(e.outcome), e.detail, e.timing.rel_error);
+                    n++;
+                }
+            printf("  ffn workspace %-48s %-28.28s pools 0,1,64,exact,typical x dense 0,1,typical: ok\n",
+                   ws_shapes[s], ws_configs[c]);
+        }
+        sp_case_destroy(&cs);
+    }
+    b->twell_pool = b->twell_dense = -1;
+    printf("  ffn workspace: %d runs\n", n);
+    sp_template_free(t);
+}
+
 /* Whether op is one of the comma-separated names in list. */
 static int listed(const char *list, const char *op)
 {
@@ -272,7 +328,7 @@ int main(void)
         int n = 0;
         for (int o = 0; o < NOPS; o++)
             for (int s = 0; s < 8; s++) n += cases[o].shapes[s] != NULL;
-        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI + 2, sptune_last_error());
+        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI + 2 + NWS, sptune_last_error());
         return sp_test_skip("test_gpu_ops", "no GPU");
     }
     sp_bench b;
@@ -290,6 +346,7 @@ int main(void)
     for (int op = 0; op < NOPS; op++)
         if (!only || listed(only, cases[op].op)) run_op(&b, cache, &cases[op]);
         else printf("test_gpu_ops: %s not selected (SPTUNE_TEST_OPS)\n", cases[op].op);
+    if (!only || listed(only, "twell-ffn") || listed(only, "workspace")) run_ffn_workspace(&b, cache);
     if (!only || listed(only, "gemm") || listed(only, "api")) run_api(&b, sp_cache_dir(cache));
     if (!only || listed(only, "slotfill-spmm") || listed(only, "api")) run_api_slotfill(&b, sp_cache_dir(cache));
     sp_cache_close(cache);

@@ -151,8 +151,8 @@ int main(void)
             "tuned for M=4096,D=2048,F=5632,nnz=40");
     if (k) {
         unsigned grid[3], block[3], smem;
-        CHECK(sptune_kernel_count(k) == 2);
-        CHECK_ST(sptune_kernel_geometry(k, 1, grid, block, &smem), SPTUNE_OK);
+        CHECK(sptune_kernel_count(k) == 6);   /* zero, producer, consumer, the dense path's two, finalize */
+        CHECK_ST(sptune_kernel_geometry(k, 2, grid, block, &smem), SPTUNE_OK);
         CHECK(grid[0] == 16384 / 4 && block[0] == 256 && smem == 8 * 4096 * 4 + 4 * 4096 * 2);
         sptune_kernel_free(k);
     }

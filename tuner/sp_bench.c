@@ -36,6 +36,7 @@ sptune_status sp_bench_open(int ordinal, const sp_bench_opts *opts, sp_bench *b)
         return st;
     }
     b->rng = 0x9e3779b97f4a7c15ull ^ (unsigned long long)ordinal;
+    b->twell_pool = b->twell_dense = -1;
     snprintf(b->method, sizeof b->method, "cuda-events;warmup>=%d runs/%.0fms;runs=%d..%d/%.0fms;l2-flush=%s;median",
              b->opts.warmup_runs, b->opts.warmup_ms, b->opts.min_runs, b->opts.max_runs,
              b->opts.target_ms, b->opts.flush_l2 ? "yes" : "no");

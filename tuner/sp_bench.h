@@ -29,6 +29,10 @@ typedef struct sp_bench {
     sp_bench_opts opts;
     char method[160];     /* how timings were taken, stored with each result */
     uint64_t rng;
+    /* Workspace sizes of the TwELL harnesses (tests set them; the tuner keeps the defaults): the
+     * overflow pool in words (-1: the template's typical size, -2: exactly what the data needs,
+     * counted on the host; n >= 0: n) and twell-ffn's dense_capacity (-1: typical; n >= 0: n). */
+    long long twell_pool, twell_dense;
 } sp_bench;
 
 /* Binds to device `ordinal` (primary context), creates a stream and the flush buffer. */

@@ -8,6 +8,7 @@
 #include "sp_launch.h"
 #include "sp_template.h"
 #include "sp_twell.h"
+#include "sp_twell_dist.h"
 
 #include <stdint.h>
 
@@ -101,30 +102,27 @@ sptune_status sp_case_time_baseline(sp_case *c, sp_timing *t);
 double sp_case_flops(const sp_case *c);
 double sp_case_bytes(const sp_case *c); /* 0 when the op does not say */
 
-/* Dense M x F gate activations (bf16, values in (0, 1]) drawn as in trained ReLU FFNs: 30 %
- * dead neurons, heavy-tailed firing rates with a mean of nnz per row, the first 8 tokens 4x
- * denser, row M/2 dense over every live neuron, and row 0 dense over its first two tiles of
- * width T (so packed tiles overflow). */
-void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned short *G);
-/* Producer inputs X (M x D, in [0, 1)) and Wg (F x D) such that relu(X Wg^T) has a mean of nnz
- * nonzeros per row: 30 % of the neurons never fire, the others fire alike (a per-neuron bias
- * set from the normal quantile plus uniform noise). */
-void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigned short *X, unsigned short *Wg);
 /* H (sh->rows x sh->cols bf16) packed by the reference packer (runtime/sp_twell.h), its pool sized
  * by a first pass, into device buffers allocated here (the pool at least one word); the consumers'
  * input. The host copies are not kept. */
 sptune_status sp_twell_upload_packed(sp_bench *b, const sp_twell_shape *sh, const unsigned short *H,
                                      CUdeviceptr *packed, CUdeviceptr *pool);
 /* The TwELL producer's output buffers (twell-d2t and twell-ffn): packed words for the worst case
- * of the producer's space (tile 64, 63 slots: one word per element), a pool of half the elements,
- * and the pool's 64-bit allocation counter. */
+ * of the producer's space (tile 64, 63 slots: one word per element), a pool of half the elements
+ * (or pool_words when larger), and the pool's 64-bit allocation counter. */
 typedef struct sp_twell_out {
     CUdeviceptr packed, pool, counter;
     unsigned long long capacity;   /* pool words (a kernel argument) */
+    unsigned long long allocated;  /* pool words allocated */
     size_t packed_cap;             /* packed words allocated */
     int tile, slots;               /* of the configuration bound last */
 } sp_twell_out;
-sptune_status sp_twell_out_alloc(sp_bench *b, int M, int F, sp_twell_out *o);
+sptune_status sp_twell_out_alloc(sp_bench *b, int M, int F, long long pool_words, sp_twell_out *o);
+/* The pool capacity passed to the kernels: mode -1 the template's typical size for configuration c
+ * (bound before), -2 exactly what gate G (M x F bf16) needs with its tile and slots, n >= 0 n words;
+ * never more than allocated. */
+sptune_status sp_twell_out_capacity(sp_twell_out *o, const unsigned short *G, int M, int F, long long mode,
+                                    const sp_template *t, const sp_config *c, const sp_problem *p);
 void sp_twell_out_free(sp_twell_out *o);
 /* Takes tile (bn) and slots from configuration c; refuses those that need more than allocated. */
 sptune_status sp_twell_out_bind(sp_twell_out *o, const char *op, int M, int F, const sp_template *t,

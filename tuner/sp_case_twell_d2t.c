@@ -51,7 +51,7 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         return sp_fail(SPTUNE_ERR_INVALID, "twell-d2t needs positive integers M, D, F and nnz <= F");
     }
     size_t x = (size_t)g->M * g->D, w = (size_t)g->F * g->D, h = (size_t)g->M * g->F;
-    if ((st = sp_twell_out_alloc(b, g->M, g->F, &g->o)) != SPTUNE_OK) goto fail;
+    if ((st = sp_twell_out_alloc(b, g->M, g->F, -1, &g->o)) != SPTUNE_OK) goto fail;
     g->hX = malloc(x * 2); g->hW = malloc(w * 2); g->hOut = malloc(h * 2);
     g->hRef = malloc(h * 4); g->hPacked = malloc(g->o.packed_cap * 4); g->hPool = malloc(g->o.capacity * 4);
     if (!g->hX || !g->hW || !g->hOut || !g->hRef || !g->hPacked || !g->hPool) {
@@ -62,7 +62,10 @@ static sptune_status d2t_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_bench_alloc(b, h * 2, &g->Cbase)) || (st = sp_bench_alloc(b, h * 4, &g->Href)))
         goto fail;
     uint64_t s = b->rng ^ 0x5eedull;
-    sp_twell_producer_data(&s, g->M, g->D, g->F, g->nnz, g->hX, g->hW);
+    sp_twell_dist dist;
+    if ((st = sp_twell_dist_get(p, g->F, &dist)) ||
+        (st = sp_twell_producer_data(&s, g->M, g->D, g->F, &dist, g->hX, g->hW)))
+        goto fail;
     if ((st = sp_bench_upload(g->X, g->hX, x * 2)) || (st = sp_bench_upload(g->W, g->hW, w * 2)))
         goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream)) ||

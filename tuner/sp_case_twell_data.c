@@ -5,66 +5,10 @@
 #include "sp_cuda.h"
 #include "sp_status.h"
 
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-
-void sp_twell_gate_data(uint64_t *rng, int M, int F, int T, int nnz, unsigned short *G)
-{
-    /* Per-neuron firing rates: 30 % dead, the rest heavy-tailed (rank^-0.7, ranks shuffled),
-     * scaled so that an ordinary row has nnz nonzeros on average. */
-    double *rate = malloc((size_t)F * sizeof *rate);
-    if (!rate) { memset(G, 0, (size_t)M * F * 2); return; }
-    double sum = 0;
-    for (int j = 0; j < F; j++) {
-        rate[j] = sp_rng_next(rng) % 10 < 3 ? 0.0 : pow(1.0 + (double)(sp_rng_next(rng) % (uint64_t)F), -0.7);
-        sum += rate[j];
-    }
-    double scale = sum > 0 ? nnz / sum : 0;
-    for (int j = 0; j < F; j++) rate[j] = fmin(0.95, rate[j] * scale);
-    for (int r = 0; r < M; r++) {
-        unsigned short *row = G + (size_t)r * F;
-        /* The first tokens fire 4x as often (attention-sink-like); row M/2 is dense over every
-         * live neuron; row 0 is dense over its first two tiles (tiles that overflow). */
-        double boost = r < 8 ? 4.0 : 1.0;
-        int dense = M > 2 && r == M / 2;
-        for (int j = 0; j < F; j++) {
-            int on = dense ? rate[j] > 0 : (r == 0 && j < 2 * T) || sp_rng_unit(rng) < rate[j] * boost;
-            row[j] = on ? sp_float_to_bf16((float)(1.0 - sp_rng_unit(rng))) : 0;
-        }
-    }
-    free(rate);
-}
-
-/* z with Phi(z) = p (bisection on erfc: exact enough for drawing data). */
-static double probit(double p)
-{
-    double lo = -9, hi = 9;
-    for (int i = 0; i < 60; i++) {
-        double mid = 0.5 * (lo + hi);
-        if (0.5 * erfc(-mid / sqrt(2.0)) < p) lo = mid; else hi = mid;
-    }
-    return 0.5 * (lo + hi);
-}
-
-void sp_twell_producer_data(uint64_t *rng, int M, int D, int F, int nnz, unsigned short *X, unsigned short *Wg)
-{
-    /* X in [0, 1); neuron j: 30 % dead, the others fire with p = nnz / (0.7 F). */
-    size_t x = (size_t)M * D;
-    for (size_t i = 0; i < x; i++) X[i] = sp_float_to_bf16((float)(sp_rng_next(rng) >> 11) * 0x1p-53f);
-    double alive_p = fmin(0.5, (double)nnz / (0.7 * F));
-    for (int j = 0; j < F; j++) {
-        double pj = (sp_rng_next(rng) % 10 < 3) ? 1e-12 : alive_p;
-        /* dot = u D / 2 + noise of std sqrt(D)/3 (noise uniform in [-1, 1)) */
-        double u = probit(pj) * (sqrt((double)D) / 3.0) / (D / 2.0);
-        for (int k = 0; k < D; k++) {
-            double n = (double)(sp_rng_next(rng) >> 11) * 0x1p-52 - 1.0;
-            Wg[(size_t)j * D + k] = sp_float_to_bf16((float)(u + n));
-        }
-    }
-}
 
 sptune_status sp_twell_upload_packed(sp_bench *b, const sp_twell_shape *sh, const unsigned short *H,
                                      CUdeviceptr *packed, CUdeviceptr *pool)
@@ -84,17 +28,19 @@ sptune_status sp_twell_upload_packed(sp_bench *b, const sp_twell_shape *sh, cons
     return st;
 }
 
-sptune_status sp_twell_out_alloc(sp_bench *b, int M, int F, sp_twell_out *o)
+sptune_status sp_twell_out_alloc(sp_bench *b, int M, int F, long long pool_words, sp_twell_out *o)
 {
     memset(o, 0, sizeof *o);
     size_t tiles64 = (size_t)(F + 63) / 64;
     o->packed_cap = (size_t)M * tiles64 * 64;
     o->capacity = (size_t)M * F / 2 + (size_t)M * tiles64 + 1024;
-    if (o->capacity > 0x7fffffffull) o->capacity = 0x7fffffffull; /* pool offsets are 31 bits */
+    if (o->capacity > SP_TWELL_MAX_POOL) o->capacity = SP_TWELL_MAX_POOL;   /* what offsets address */
+    if (pool_words > (long long)o->capacity) o->capacity = (unsigned long long)pool_words;
+    o->allocated = o->capacity;
     o->tile = 128;
     o->slots = 31;
     sptune_status st;
-    if ((st = sp_bench_alloc(b, o->packed_cap * 4, &o->packed)) || (st = sp_bench_alloc(b, o->capacity * 4, &o->pool)) ||
+    if ((st = sp_bench_alloc(b, o->packed_cap * 4, &o->packed)) || (st = sp_bench_alloc(b, o->allocated * 4, &o->pool)) ||
         (st = sp_bench_alloc(b, 8, &o->counter)))
         sp_twell_out_free(o);
     return st;
@@ -122,6 +68,28 @@ sptune_status sp_twell_out_bind(sp_twell_out *o, const char *op, int M, int F, c
     return SPTUNE_OK;
 }
 
+sptune_status sp_twell_out_capacity(sp_twell_out *o, const unsigned short *G, int M, int F, long long mode,
+                                    const sp_template *t, const sp_config *c, const sp_problem *p)
+{
+    long long cap = mode;
+    if (mode == -1) {
+        sptune_status st = sp_config_scalar_size(t, c, p, "pool_capacity", 0, &cap);
+        if (st != SPTUNE_OK) return st;
+    } else if (mode == -2) {   /* what the gate needs with this tile and these slots */
+        cap = 0;
+        for (int r = 0; r < M; r++)
+            for (int j0 = 0; j0 < F; j0 += o->tile) {
+                int n = 0;
+                for (int j = j0; j < F && j < j0 + o->tile; j++) n += (G[(size_t)r * F + j] & 0x7fffu) != 0;
+                if (n > o->slots) cap += n + 1;
+            }
+    } else if (mode < 0) {
+        return sp_fail(SPTUNE_ERR_INVALID, "pool size %lld: -1 (typical), -2 (exact) or words", mode);
+    }
+    o->capacity = (unsigned long long)cap < o->allocated ? (unsigned long long)cap : o->allocated;
+    return SPTUNE_OK;
+}
+
 sptune_status sp_twell_out_reset(const sp_twell_out *o, CUstream s)
 {
     const sp_cuda_api *cu;
@@ -135,7 +103,7 @@ sptune_status sp_twell_out_poison(const sp_twell_out *o, CUstream s)
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK) return st;
     if ((st = SP_CU(cu->MemsetD32Async(o->packed, 0xdeadbeefu, o->packed_cap, s)))) return st;
-    return SP_CU(cu->MemsetD32Async(o->pool, 0xdeadbeefu, (size_t)o->capacity, s));
+    return SP_CU(cu->MemsetD32Async(o->pool, 0xdeadbeefu, (size_t)o->allocated, s));
 }
 
 sptune_status sp_twell_out_used(const sp_twell_out *o, unsigned long long *used, int *fits, char *detail, size_t len)

@@ -79,7 +79,8 @@ static sptune_status gated_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     }
     uint64_t s = b->rng ^ 0x6a7edull;
-    sp_twell_gate_data(&s, g->M, g->F, g->T, g->nnz, g->hG);
+    sp_twell_dist dist;
+    if ((st = sp_twell_dist_get(p, g->F, &dist)) || (st = sp_twell_gate_data(&s, g->M, g->F, &dist, g->hG))) goto fail;
     if ((st = sp_twell_upload_packed(b, &sh, g->hG, &g->packed, &g->pool)) || (st = sp_bench_alloc(b, md * 2, &g->X)) || (st = sp_bench_alloc(b, fd * 2, &g->Wu)) ||
         (st = sp_bench_alloc(b, fd * 2, &g->Wd)) || (st = sp_bench_alloc(b, md * 2, &g->Y)) ||
         (st = sp_bench_alloc(b, mf * 2, &g->G)) || (st = sp_bench_alloc(b, mf * 2, &g->U)) ||

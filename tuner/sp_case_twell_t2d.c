@@ -55,7 +55,8 @@ static sptune_status t2d_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     }
     uint64_t s = b->rng ^ 0x7d2ull;
-    sp_twell_gate_data(&s, g->M, g->F, g->T, g->nnz, g->hH);
+    sp_twell_dist dist;
+    if ((st = sp_twell_dist_get(p, g->F, &dist)) || (st = sp_twell_gate_data(&s, g->M, g->F, &dist, g->hH))) goto fail;
     if ((st = sp_twell_upload_packed(b, &sh, g->hH, &g->packed, &g->pool)) || (st = sp_bench_alloc(b, w * 2, &g->Wd)) || (st = sp_bench_alloc(b, y * 2, &g->Y)) ||
         (st = sp_bench_alloc(b, h * 2, &g->H)) || (st = sp_bench_alloc(b, y * 2, &g->Ybase)) ||
         (st = sp_bench_alloc(b, y * 4, &g->Yref)))

@@ -77,11 +77,15 @@ function M.twell_stage(d, c)
 end
 
 -- Rows first, first + step, ... of the staged tile. Expects in scope: sC, packed, pool,
--- pool_counter, pool_capacity, M, N, m0, pid_n, lane.
+-- pool_counter, pool_capacity, M, N, m0, pid_n, lane. A tile that overflows its slots when the pool
+-- has no room left is marked lost (0xC0000000, runtime/sp_twell.h). With c.route (twell-ffn), each
+-- row's count is also added to row_info[row] (c.route >= 0), and a row whose count reaches c.route
+-- (when > 0), or that lost a tile, is routed to the dense path (twell_dense.lua) while dense_capacity allows.
 function M.twell_pack_rows(c, first, step)
   return text.fill([[
         const int ntiles = (N + ${bn} - 1) / ${bn};
         const unsigned lt = (1u << lane) - 1u;
+        const unsigned long long pool_room = min(pool_capacity, 0x40000000ull); /* offsets have 30 bits */
         for (int r = ${first}; r < ${bm}; r += ${step}) {
             const int grow = m0 + r;
             if (grow >= M) break;
@@ -93,18 +97,23 @@ function M.twell_pack_rows(c, first, step)
             sp_u32 *w = packed + ((size_t)grow * ntiles + pid_n) * ${words};
             sp_u32 *dst = w + 1;
             sp_u32 word0 = (sp_u32)count;
+            bool lost = false;
             if (count > ${slots}) {
                 unsigned long long off = 0;
                 if (lane == 0) off = atomicAdd(pool_counter, (unsigned long long)(count + 1));
                 off = __shfl_sync(0xffffffffu, off, 0);
-                if (off + (unsigned long long)count + 1ull > pool_capacity) {
-                    /* the pool is too small: the counter says how much it needs, the caller reruns */
-                    if (lane == 0) w[0] = 0x80000000u;
-                    continue;
+                /* no room: the counter says how much was needed; the tile is marked lost */
+                lost = off + (unsigned long long)count + 1ull > pool_room;
+                if (!lost) {
+                    if (lane == 0) pool[off] = (sp_u32)count;
+                    dst = pool + off + 1;
+                    word0 = 0x80000000u | (sp_u32)off;
                 }
-                if (lane == 0) pool[off] = (sp_u32)count;
-                dst = pool + off + 1;
-                word0 = 0x80000000u | (sp_u32)off;
+            }
+${route}
+            if (lost) {
+                if (lane == 0) w[0] = 0xC0000000u;
+                continue;
             }
             int base = 0;
             #pragma unroll
@@ -116,8 +125,27 @@ function M.twell_pack_rows(c, first, step)
                 base += __popc(mask);
             }
             if (lane == 0) w[0] = word0;
-        }]], {bm = c.bm, bn = c.bn, row = c.bn + 8, first = first, step = step, words = c.slots + 1, slots = c.slots})
+        }]], {bm = c.bm, bn = c.bn, row = c.bn + 8, first = first, step = step, words = c.slots + 1, slots = c.slots,
+              route = (c.route or -1) >= 0 and text.fill([[
+            if (lane == 0) {
+                const sp_u32 old = atomicAdd(row_info + grow, (sp_u32)count), before = old & 0x3fffffffu;
+                const bool reach = ${route} > 0 && before < ${route}u && before + (sp_u32)count >= ${route}u;
+                if ((lost || reach) && !(old & 0x80000000u)) sp_twell_route(row_info, M, grow, dense_capacity);
+            }]], {route = c.route}) or ""})
 end
+
+-- The device function the routing above calls (emitted once per source when c.route is set): the
+-- row's flag taken once (atomicOr), then a slot in the list; no slot left, the flag is given back
+-- and the row stays on the sparse path (which recomputes lost tiles: exact either way).
+M.twell_route_device = [[
+__device__ __forceinline__ void sp_twell_route(sp_u32 *row_info, int M, int row, int capacity)
+{
+    if (atomicOr(row_info + row, 0x80000000u) & 0x80000000u) return;
+    const sp_u32 slot = atomicAdd(row_info + M, 1u);
+    if ((int)slot < capacity) row_info[M + 1 + slot] = (sp_u32)row;
+    else atomicAnd(row_info + row, 0x7fffffffu);
+}
+]]
 
 -- Both steps by the whole CTA after its main loop, through the pipeline's shared memory.
 -- Expects in scope what both need, plus sp_smem and warp.

@@ -210,7 +210,11 @@ M.args = {
   pool = {name = "pool", type = "u32", role = "workspace", shape = {"pool_capacity"}, doc = "overflow pool"},
   pool_counter = {name = "pool_counter", type = "u64", role = "workspace", shape = {1},
                   doc = "zeroed before each call; ends holding the pool words needed"},
-  pool_capacity = {name = "pool_capacity", type = "u64", role = "scalar", doc = "pool words"},
+  pool_capacity = {name = "pool_capacity", type = "u64", role = "scalar", doc = "pool words",
+                   -- typical: the tiles of ~1.5 % of the tokens overflowing whole, plus slack; bound: every
+                   -- nonzero in the pool (at most the 2^30 words the format addresses)
+                   typical = "cdiv(M, 64) * (F + cdiv(F, bn)) + 4096",
+                   bound = "min(M * (F + cdiv(F, bn)), 1073741823)"},
 }
 
 function M.threads(c) return c.epi == "overlap" and overlap_threads(c) or loop(c).derive(c).threads end

@@ -109,17 +109,22 @@ __device__ __forceinline__ float sp_warp_sum(float v)
 }
 
 /* Tiles g*32 .. g*32+31 of a row: lane t's tile entries start at src (an offset into the row,
- * or 0x80000000 | an offset into the pool); incl is the inclusive scan of the counts. */
+ * or 0x80000000 | an offset into the pool, or 0xC0000000 for a lost tile: when `every` its
+ * entries are all its columns, with the gate to recompute, else none); incl is the inclusive scan
+ * of the counts. */
 __device__ __forceinline__ int sp_twell_group(const sp_u32 *rowp, const sp_u32 *pool, int ntiles, int W, int g,
-                                              int lane, sp_u32 &src, int &incl)
+                                              int lane, int T, int F, bool every, sp_u32 &src, int &incl)
 {
     const int tile = g * 32 + lane;
     int n = 0;
     src = 0;
     if (tile < ntiles) {
         const sp_u32 w0 = rowp[(size_t)tile * W];
-        if (w0 & 0x80000000u) {
-            const sp_u32 off = w0 & 0x7fffffffu;
+        if ((w0 & 0xC0000000u) == 0xC0000000u) {
+            n = every ? min(T, F - tile * T) : 0;
+            src = 0xC0000000u;
+        } else if (w0 & 0x80000000u) {
+            const sp_u32 off = w0 & 0x3fffffffu;
             n = (int)pool[off];
             src = 0x80000000u | (off + 1u);
         } else {
@@ -136,7 +141,8 @@ __device__ __forceinline__ int sp_twell_group(const sp_u32 *rowp, const sp_u32 *
     return __shfl_sync(SP_FULL, incl, 31);
 }
 
-/* Entry f of the group (all lanes take part; lanes with f >= total get col 0, value 0). */
+/* Entry f of the group (all lanes take part; lanes with f >= total get col 0, value 0; an entry of
+ * a lost tile gets the value -1: its gate is to be recomputed). */
 __device__ __forceinline__ void sp_twell_fetch(const sp_u32 *rowp, const sp_u32 *pool, sp_u32 src, int incl,
                                                int total, int g, int T, int f, int &col, float &val)
 {
@@ -151,9 +157,14 @@ __device__ __forceinline__ void sp_twell_fetch(const sp_u32 *rowp, const sp_u32 
     val = 0.0f;
     if (f < total) {
         const int k = f - (owner ? prev : 0);
-        const sp_u32 e = (s & 0x80000000u) ? pool[(s & 0x7fffffffu) + (sp_u32)k] : rowp[s + (sp_u32)k];
-        col = (g * 32 + owner) * T + (int)(e & 0xffffu);
-        val = __uint_as_float(e & 0xffff0000u);
+        if (s == 0xC0000000u) {
+            col = (g * 32 + owner) * T + k;
+            val = -1.0f;
+        } else {
+            const sp_u32 e = (s & 0x80000000u) ? pool[(s & 0x3fffffffu) + (sp_u32)k] : rowp[s + (sp_u32)k];
+            col = (g * 32 + owner) * T + (int)(e & 0xffffu);
+            val = __uint_as_float(e & 0xffff0000u);
+        }
     }
 }
 
@@ -272,7 +283,11 @@ end
 -- takes every split-th entry of each batch into its own fp32 output row; the row's warps then add
 -- their rows together. split > 1 shortens the longest row's chain of gathers (a dense row has
 -- thousands of entries) at the price of shared memory and a reduction.
-function M.kernel(name, c, gated, ARGS, consts)
+-- Lost tiles (runtime/sp_twell.h): with ffn (twell-ffn, which has X and Wg) their gates are
+-- recomputed, every column of the tile an entry; without, the row's output is NaN (loud: the
+-- caller was told by the pool counter and must rerun with a larger pool). With ffn, rows that the
+-- producer routed to the dense path (row_info, lib/twell_dense.lua) are left to it.
+function M.kernel(name, c, gated, ARGS, consts, ffn)
   local threads = 32 * c.warps
   local sig = M.signature(name, ARGS, consts)
   return text.fill([[
@@ -287,12 +302,15 @@ ${sig}
     for (int d = lane; d < D; d += 32) acc[d] = 0.0f;
 ${xstage}
     __syncthreads();
-    if (row < M) {
+    const bool mine = row < M${skip};
+    bool lost = false;
+    if (mine) {
         const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
         for (int g = 0; g * 32 < ntiles; ++g) {
             sp_u32 src;
             int incl;
-            const int total = sp_twell_group(rowp, pool, ntiles, W, g, lane, src, incl);
+            const int total = sp_twell_group(rowp, pool, ntiles, W, g, lane, T, F, ${every}, src, incl);
+            lost |= __any_sync(SP_FULL, src == 0xC0000000u);
             for (int b = 0; b < total; b += 32) {
                 int col;
                 float h;
@@ -310,7 +328,7 @@ ${gate}
         }
     }
     __syncthreads();
-    if (row < M) {
+    if (mine) {
         /* the row's warps add their partial rows */
         const float *first = (const float *)sp_smem + (size_t)(warp - part) * Dp;
         sp_bf16 *out = Y + (size_t)row * D;
@@ -318,20 +336,29 @@ ${gate}
             float v = 0.0f;
             #pragma unroll
             for (int q = 0; q < ${split}; ++q) v += first[(size_t)q * Dp + d];
-            out[d] = sp_f32_to_bf16(v);
+            out[d] = ${lostout}sp_f32_to_bf16(v);
         }
     }
 }
 ]], {threads = threads, split = c.split, rows = c.warps // c.split,
      sig = sig,
-     xalign = gated and " | ((unsigned long long)X) | ((unsigned long long)Wu)" or "",
+     xalign = gated and (" | ((unsigned long long)X) | ((unsigned long long)Wu)"
+                         .. (ffn and " | ((unsigned long long)Wg)" or "")) or "",
+     skip = ffn and " && !(row_info[row] & 0x80000000u)" or "",
+     every = ffn and "true" or "false",
+     lostout = ffn and "" or "lost ? (sp_bf16)0x7fc0u : ",
      xstage = gated and text.fill([[
     /* the row's x in shared memory (after every warp's fp32 row), staged by the row's warps */
     sp_bf16 *xs = (sp_bf16 *)((float *)sp_smem + (size_t)${warps} * Dp) + (size_t)(warp / ${split}) * Dp;
     if (row < M)
         for (int d = part * 32 + lane; d < D; d += 32 * ${split}) xs[d] = X[(size_t)row * D + d];]],
        {warps = c.warps, split = c.split}) or "",
-     gate = gated and "                h *= sp_twell_dots(xs, Wu, D, vec, col, cnt, lane);" or ""})
+     gate = (ffn and [[
+                if (__any_sync(SP_FULL, h < 0.0f)) {   /* a lost tile's entries: the gate again, from X and Wg */
+                    const float gr = sp_twell_dots(xs, Wg, D, vec, col, cnt, lane);
+                    if (h < 0.0f) h = sp_bf16_to_f32(sp_f32_to_bf16(fmaxf(gr, 0.0f)));
+                }
+]] or "") .. (gated and "                h *= sp_twell_dots(xs, Wu, D, vec, col, cnt, lane);" or "")})
 end
 
 return M

@@ -26,7 +26,7 @@ M.MAX_T = 1024
 function M.warps(D) return (D + 127) // 128 end
 
 -- Shared memory: X tile (16 x warps*128 bf16), partial sums (1 KB per warp), gate tile (T x 16
--- bf16), h (16 x 16, two bf16 terms), union list (T ints), mask (32 words), union size.
+-- bf16), h (16 x 16, two bf16 terms), union list (T ints), mask (32 words), union size, lost rows.
 function M.smem(D, T)
   local nw = M.warps(D)
   return 16 * nw * 128 * 2 + nw * 1024 + T * 32 + 1024 + T * 4 + 128 + 16
@@ -88,7 +88,10 @@ __device__ __forceinline__ void sp_mma4(float *d, sp_u32 a0, sp_u32 a1, sp_u32 a
 ]]
 end
 
-function M.kernel(name, ARGS, consts)
+-- ffn (twell-ffn): rows routed to the dense path (row_info) are left to it, and a lost tile's gates
+-- are recomputed from X and Wg (a warp's dot products, CUDA cores: a rare event); without, a lost
+-- tile makes its row's output NaN (runtime/sp_twell.h).
+function M.kernel(name, ARGS, consts, ffn)
   return text.fill([[
 extern "C" __global__ void __launch_bounds__(${maxthreads}, 1)
 ${sig}
@@ -103,6 +106,8 @@ ${sig}
     int *list = (int *)(Hs + 512);
     unsigned *mask = (unsigned *)(list + T);
     int *nU = (int *)(mask + 32);
+    unsigned *lostrows = (unsigned *)(nU + 1);   /* rows with a lost tile (without ffn: NaN out) */
+    if (tid == 0) *lostrows = 0u;
     const bool vec = (D % 8 == 0)
                      && ((((unsigned long long)X) | ((unsigned long long)Wu) | ((unsigned long long)Wd)) & 15ull) == 0;
     const sp_u32x4 zero4 = {0u, 0u, 0u, 0u};
@@ -124,12 +129,17 @@ ${sig}
         /* the 16 rows' entries of tile j: gate values and the union's mask */
         for (int t = warp; t < 16; t += nw) {
             if (r0 + t >= M) break;
+${skip}
             const sp_u32 *w = packed + ((size_t)(r0 + t) * ntiles + j) * W;
             const sp_u32 w0 = w[0];
             const sp_u32 *src = w + 1;
             int n = (int)w0;
+            if ((w0 & 0xC0000000u) == 0xC0000000u) {
+${lost}
+                continue;
+            }
             if (w0 & 0x80000000u) {
-                const sp_u32 off = w0 & 0x7fffffffu;
+                const sp_u32 off = w0 & 0x3fffffffu;
                 n = (int)pool[off];
                 src = pool + off + 1;
             }
@@ -240,10 +250,30 @@ ${sig}
             #pragma unroll
             for (int c = 0; c < 4; ++c) {
                 const int t = g + 8 * (c >> 1), d = base + 64 * hh + 16 * q + 8 * (c & 1) + jj;
-                if (r0 + t < M && d < D) Y[(size_t)(r0 + t) * D + d] = sp_f32_to_bf16(acc[hh * 8 + jj][c]);
+                if (r0 + t < M && d < D${keep})
+                    Y[(size_t)(r0 + t) * D + d] = ${lostout}sp_f32_to_bf16(acc[hh * 8 + jj][c]);
             }
 }
-]], {maxthreads = 32 * M.warps(M.MAX_D), sig = row.signature(name, ARGS, consts)})
+]], {maxthreads = 32 * M.warps(M.MAX_D), sig = row.signature(name, ARGS, consts),
+     skip = ffn and "            if (row_info[r0 + t] & 0x80000000u) continue;   /* the dense path's */" or "",
+     lost = ffn and [[
+                /* recompute the tile's gates for this row: relu(x . Wg[col]) in bf16, as the producer */
+                for (int col = 0; col < min(T, F - j * T); ++col) {
+                    const sp_bf16 *wr = Wg + (size_t)(j * T + col) * D;
+                    float p = 0.0f;
+                    for (int d = lane; d < D; d += 32)
+                        p = fmaf(sp_bf16_to_f32(Xs[t * Dp + d]), sp_bf16_to_f32(wr[d]), p);
+                    #pragma unroll
+                    for (int o = 16; o > 0; o >>= 1) p += __shfl_xor_sync(0xffffffffu, p, o);
+                    const sp_bf16 gb = sp_f32_to_bf16(fmaxf(p, 0.0f));
+                    if (lane == 0 && (gb & 0x7fffu)) {
+                        Gs[col * 16 + t] = gb;
+                        atomicOr(&mask[col >> 5], 1u << (col & 31));
+                    }
+                }]] or [[
+                if (lane == 0) atomicOr(lostrows, 1u << t);]],
+     keep = ffn and " && !(row_info[r0 + t] & 0x80000000u)" or "",
+     lostout = ffn and "" or "((*lostrows >> t) & 1u) ? (sp_bf16)0x7fc0u : "})
 end
 
 return M

@@ -3,6 +3,7 @@
 -- device memory. X is M x D, Wg is F x D (row-major, bf16); the tile width T is the CTA's bn.
 -- Main loops: mma.sync + cp.async (portable: sm_80, sm_90a, sm_120) or wgmma (sm_90a);
 -- lib/twell_produce.lua.
+local dist = require("lib.twell_dist")
 local text = require("lib.text")
 local args = require("lib.args")
 local cuda = require("lib.cuda")
@@ -21,7 +22,7 @@ return {
   description = "TwELL producer: relu(X Wg^T) on tensor cores (mma.sync or wgmma), packed to TwELL in the epilogue"
     .. " (exact, overflow pool)",
   args = ARGS,
-  dims = {"M", "D", "F", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with (benchmarks)
+  dims = dist.with{"M", "D", "F", "nnz"},   -- nnz and the rest: the data the op is measured on
   params = produce.params,
   constraints = produce.constraints,
 

@@ -5,6 +5,7 @@
 -- row (or `split` warps sharing a row) takes the row's entries 32 at a time, turns each gate value
 -- g into g * dot(x, Wu[j]), and gathers the Wd rows into the output row (lib/twell_row.lua).
 -- Any M, F, D.
+local dist = require("lib.twell_dist")
 local text = require("lib.text")
 local cuda = require("lib.cuda")
 local row = require("lib.twell_row")
@@ -44,7 +45,7 @@ return {
   description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only: one warp per row on"
     .. " CUDA cores, or token tiles on tensor cores",
   args = ARGS,
-  dims = {"M", "F", "D", "T", "S", "nnz"},   -- nnz: mean nonzeros per row the data is drawn with
+  dims = dist.with{"M", "F", "D", "T", "S", "nnz"},   -- nnz and the rest: the data the op is measured on
   params = params,
   constraints = constraints,
 

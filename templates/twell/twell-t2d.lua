@@ -7,6 +7,7 @@
 --          the output row accumulated in shared memory;
 --   walk:  tile after tile, the output in register chunks of 256*unroll columns, the row's
 --          tiles walked again for each chunk (the first version; kept to compare).
+local dist = require("lib.twell_dist")
 local text = require("lib.text")
 local args = require("lib.args")
 local cuda = require("lib.cuda")
@@ -35,7 +36,7 @@ return {
   family = "twell",
   description = "TwELL consumer: packed activations x W_down (F x D) -> dense output, one warp per row on CUDA cores",
   args = ARGS,
-  dims = {"M", "F", "D", "T", "S", "nnz"},
+  dims = dist.with{"M", "F", "D", "T", "S", "nnz"},   -- nnz and the rest: the data the op is measured on
   params = params,
   constraints = {
     row.constraints[1],
@@ -80,6 +81,7 @@ ${name}(${params})
     /* 16-byte gathers and stores need D % 8 == 0 and aligned Wd and Y; otherwise by element. */
     const bool vec = (D % 8 == 0) && ((((unsigned long long)Wd) | ((unsigned long long)Y)) & 15ull) == 0;
     const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
+    bool lost = false;   /* a tile lost to a full pool: the row's output is NaN (runtime/sp_twell.h) */
     for (int dc = 0; dc < D; dc += 256 * ${unroll}) {
         float acc[${unroll}][8];
         #pragma unroll
@@ -90,8 +92,12 @@ ${name}(${params})
             const sp_u32 w0 = rowp[(size_t)t * W];
             const sp_u32 *ent = rowp + (size_t)t * W + 1;
             int n = (int)w0;
+            if ((w0 & 0xC0000000u) == 0xC0000000u) {
+                lost = true;
+                continue;
+            }
             if (w0 & 0x80000000u) {
-                const sp_u32 *q = pool + (w0 & 0x7fffffffu);
+                const sp_u32 *q = pool + (w0 & 0x3fffffffu);
                 n = (int)q[0];
                 ent = q + 1;
             }
@@ -123,6 +129,11 @@ ${name}(${params})
                 }
             }
         }
+        if (lost)
+            #pragma unroll
+            for (int u = 0; u < ${unroll}; ++u)
+                #pragma unroll
+                for (int e = 0; e < 8; ++e) acc[u][e] = __int_as_float(0x7fc00000);
         #pragma unroll
         for (int u = 0; u < ${unroll}; ++u) {
             const int d = dc + u * 256 + lane * 8;

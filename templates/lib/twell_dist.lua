@@ -1,0 +1,17 @@
+-- The activation distribution every TwELL op's data is drawn from (tuner/sp_twell_dist.h): problem
+-- dimensions with defaults, so that "M=16384,D=2048,F=5632,nnz=40" means realistic activations
+-- (heavy-tailed neurons, 30 % dead, 0.5 % dense tokens of ~2000 nonzeros) and dense=0,tail=0 the
+-- uniform ones. nnz (declared by each op) is the mean over the whole batch, dense tokens included.
+local M = {}
+
+M.dims = {{"dead", 30}, {"tail", 0.7}, {"dense", 0.5}, {"dense_nnz", 2000}, {"at", 2}}
+
+-- The op's own dimensions followed by the distribution's.
+function M.with(own)
+  local out = {}
+  for _, d in ipairs(own) do out[#out + 1] = d end
+  for _, d in ipairs(M.dims) do out[#out + 1] = d end
+  return out
+end
+
+return M

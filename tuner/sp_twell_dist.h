@@ -1,0 +1,53 @@
+/* Activations shaped like those of trained ReLU FFNs, for the TwELL harnesses, tests and benches.
+ *
+ * Real layers are far from uniform: a share of the neurons never fire ("dead"), the firing rates
+ * of the others are heavy-tailed (a few fire for most tokens, most fire rarely), and a few
+ * tokens (the first ones, attention sinks, delimiters) activate thousands of neurons. The
+ * problem's dimensions say how (all optional, realistic by default; templates/lib/twell_dist.lua
+ * declares them):
+ *   nnz        mean nonzeros per token over the whole batch, dense tokens included
+ *   dead       percent of neurons that never fire (30)
+ *   tail       exponent a of the firing rates, rate ~ rank^-a (0.7; 0: every live neuron alike)
+ *   dense      percent of tokens that are dense (0.5; at least one token when > 0)
+ *   dense_nnz  mean nonzeros of a dense token (2000, at most the live neurons' share of F)
+ *   at         where dense tokens sit: 0 the first tokens, 1 scattered, 2 token 0 and the rest
+ *              scattered (2)
+ * dense=0 and tail=0 give the uniform data of the first benchmarks. */
+#ifndef SP_TWELL_DIST_H
+#define SP_TWELL_DIST_H
+
+#include "sp_template.h"
+#include "sptune.h"
+
+#include <stdint.h>
+
+typedef struct sp_twell_dist {
+    double nnz, dead, tail, dense, dense_nnz;
+    int at;
+} sp_twell_dist;
+
+/* Reads and checks the distribution's dimensions of problem p (F: the layer's neurons). */
+sptune_status sp_twell_dist_get(const sp_problem *p, int F, sp_twell_dist *d);
+
+/* The per-token picture a generator follows: for neuron j, prob[j] (ordinary tokens) and
+ * dense_prob[j] (dense tokens) of firing, and z[j] = the normal quantile of prob[j]; which tokens
+ * are dense (dense_row[r] != 0); lambda: the scale of z that gives a dense token dense_nnz. */
+typedef struct sp_twell_draw {
+    int M, F;
+    double *prob, *dense_prob, *z;
+    unsigned char *dense_row;
+    int ndense;
+    double lambda;
+} sp_twell_draw;
+sptune_status sp_twell_draw_init(uint64_t *rng, int M, int F, const sp_twell_dist *d, sp_twell_draw *w);
+void sp_twell_draw_free(sp_twell_draw *w);
+
+/* Gate activations G (M x F bf16, nonzeros in (0, 1]) drawn from the distribution. */
+sptune_status sp_twell_gate_data(uint64_t *rng, int M, int F, const sp_twell_dist *d, unsigned short *G);
+/* Producer inputs X (M x D) and Wg (F x D) such that relu(X Wg^T) follows the distribution: neuron
+ * j's weights are a bias u_j plus uniform noise, token rows uniform in [0, 1) (dense tokens: shifted
+ * so that the same biases fire more neurons). */
+sptune_status sp_twell_producer_data(uint64_t *rng, int M, int D, int F, const sp_twell_dist *d, unsigned short *X,
+                                     unsigned short *Wg);
+
+#endif
