@@ -28,6 +28,18 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     if (ms > 0 && base > 0 && base < ms)
         printf("  the dense baseline is faster here: %.4f ms against %.4f ms (%.2fx): run it instead\n", base, ms, base / ms);
     if (*sptune_kernel_args(k)) printf("  arguments: %s\n", sptune_kernel_args(k));
+    size_t typical = 0, bound = 0;
+    if (sptune_kernel_workspace(k, 0, &typical) == SPTUNE_OK && sptune_kernel_workspace(k, 1, &bound) == SPTUNE_OK &&
+        bound > 0) {
+        printf("  workspace: %.1f MiB for activations like real models', %.1f MiB that no data exceeds;",
+               typical / 1048576.0, bound / 1048576.0);
+        for (int i = 0; i < sptune_kernel_arg_count(k); i++) {
+            sptune_arg a;
+            if (sptune_kernel_arg(k, i, &a) == SPTUNE_OK && a.typical >= 0)
+                printf(" %s=%lld (bound %lld)", a.name, a.typical, a.bound);
+        }
+        printf("\n");
+    }
     for (int i = 0; i < sptune_kernel_count(k); i++) {
         unsigned grid[3], block[3], smem;
         if (sptune_kernel_geometry(k, i, grid, block, &smem) == SPTUNE_OK)

@@ -70,6 +70,7 @@ else
 fi
 
 expect 0 "ops" "$bin" ops;                        has "ops lists gemm" "^gemm \(dense\)"; has "ops lists params" "stages"
+has "ops shows the data dimensions and their defaults" "problem: M,D,F,nnz,dead\[=30\],tail\[=0.7\],dense\[=0.5\]"
 expect 0 "space count h100" "$bin" space gemm --gpu h100 --count; has "positive count" "^[1-9][0-9]*$"
 h100=$out
 expect 0 "space count rtx" "$bin" space gemm --gpu rtx-pro-6000 --count; has "positive count" "^[1-9][0-9]*$"
@@ -96,7 +97,8 @@ has "best shows the argument list" "arguments: const bf16 \*X \(M x D\)"
 expect 0 "best, no file" "$bin" best gemm --gpu h100 --shape M=64,N=64,K=64 --db "$tmp/none.db" --no-shipped
 has "best with no file" "default: nothing usable recorded for gemm on h100 \(no database at"
 expect 0 "best, the shipped results" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=40 --no-db
-has "best serves the shipped H200 results" "\(exact: tuned for M=16384,D=2048,F=5632,nnz=40 on h200 at .*results shipped with sptune"
+has "best serves the shipped H200 results" "\(exact: tuned for M=16384,D=2048,F=5632,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2 on h200 at .*results shipped with sptune"
+has "best prints the workspace to allocate" "workspace: .* MiB for activations like real models', .*dense_capacity=272 \(bound 16384\)"
 expect 2 "best, unknown op" "$bin" best nope --gpu h100 --shape M=1;   has "best unknown op" "no template 'nope'"
 expect 2 "best, no shape" "$bin" best gemm --gpu h100;                   has "best needs --shape" "--shape is required"
 expect 2 "best, bad shape" "$bin" best gemm --gpu h100 --shape M=1,N=2

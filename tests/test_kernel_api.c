@@ -154,6 +154,34 @@ int main(void)
         CHECK(sptune_kernel_count(k) == 6);   /* zero, producer, consumer, the dense path's two, finalize */
         CHECK_ST(sptune_kernel_geometry(k, 2, grid, block, &smem), SPTUNE_OK);
         CHECK(grid[0] == 16384 / 4 && block[0] == 256 && smem == 8 * 4096 * 4 + 4 * 4096 * 2);
+        /* The workspace an application allocates, from the template's declared sizes (no parsing of
+         * the configuration): capacities typical and bound, every workspace's elements at both. */
+        long long bn = -1;
+        const char *cf = strstr(sptune_kernel_config(k), "bn=");
+        if (cf) bn = atoll(cf + 3);
+        long long tiles = (14336 + bn - 1) / bn;
+        size_t typical = 0, bound = 0;
+        for (int i = 0; i < sptune_kernel_arg_count(k); i++) {
+            sptune_arg a;
+            CHECK_ST(sptune_kernel_arg(k, i, &a), SPTUNE_OK);
+            if (strcmp(a.name, "pool_capacity") == 0)
+                CHECK_MSG(a.typical == 256 * (14336 + tiles) + 4096 && a.bound == 16384 * (14336 + tiles),
+                          "pool_capacity %lld / %lld", a.typical, a.bound);
+            if (strcmp(a.name, "dense_capacity") == 0) CHECK(a.typical == 256 + 16 && a.bound == 16384);
+            if (strcmp(a.name, "dense_acc") == 0) CHECK(a.elements == 272 * 4096 && a.elements_bound == 16384LL * 4096);
+            if (strcmp(a.name, "packed") == 0) CHECK(a.elements == a.elements_bound && a.elements > 0);
+            if (strcmp(a.name, "X") == 0) CHECK(a.elements == 16384LL * 4096 && a.typical == -1 && a.bound == -1);
+            if (a.role == SPTUNE_ARG_WORKSPACE) {
+                typical += ((size_t)a.elements * a.type_bytes + 255) / 256 * 256;
+                bound += ((size_t)a.elements_bound * a.type_bytes + 255) / 256 * 256;
+            }
+        }
+        size_t ws = 0;
+        CHECK_ST(sptune_kernel_workspace(k, 0, &ws), SPTUNE_OK);
+        CHECK(ws == typical && ws > 0);
+        CHECK_ST(sptune_kernel_workspace(k, 1, &ws), SPTUNE_OK);
+        CHECK(ws == bound && bound > typical);
+        CHECK_ST(sptune_kernel_workspace(NULL, 0, &ws), SPTUNE_ERR_INVALID);
         sptune_kernel_free(k);
     }
     /* Rows this wide fit no recorded configuration and not the default: a clear refusal. */
