@@ -85,6 +85,30 @@ ${zsig}
 ]], {zsig = sig(names.zero)})
   if c.route < 0 then return out end
   return out .. text.fill([[
+/* c += X_tile (16 rows of Xs) x [wa; wb]^T over the 128 columns of D from base (rows wa, wb: the two
+ * 8-neuron n-blocks), all eight 16-byte loads issued before the multiply-adds. */
+__device__ __forceinline__ void sp_dense_slice(float (&c)[2][4], const sp_bf16 *Xs, int Dp, const sp_bf16 *wa,
+                                               const sp_bf16 *wb, int base, int D, bool vec, int g, int q)
+{
+    const sp_u32x4 zero4 = {0u, 0u, 0u, 0u};
+    sp_u32x4 va[4], vb[4];
+    #pragma unroll
+    for (int p = 0; p < 4; ++p) {
+        const int d = base + 32 * p + q * 8;
+        va[p] = d < D ? sp_tile_ld8(wa + d, D - d, vec) : zero4;
+        vb[p] = d < D ? sp_tile_ld8(wb + d, D - d, vec) : zero4;
+    }
+    #pragma unroll
+    for (int p = 0; p < 4; ++p) {
+        const int d = base + 32 * p + q * 8;
+        const sp_u32x4 xa = *(const sp_u32x4 *)(Xs + g * Dp + d), xb = *(const sp_u32x4 *)(Xs + (g + 8) * Dp + d);
+        sp_mma4(c[0], xa.x, xb.x, xa.y, xb.y, va[p].x, va[p].y);
+        sp_mma4(c[1], xa.x, xb.x, xa.y, xb.y, vb[p].x, vb[p].y);
+        sp_mma4(c[0], xa.z, xb.z, xa.w, xb.w, va[p].z, va[p].w);
+        sp_mma4(c[1], xa.z, xb.z, xa.w, xb.w, vb[p].z, vb[p].w);
+    }
+}
+
 extern "C" __global__ void __launch_bounds__(${threads}, 1)
 ${dsig}
     extern __shared__ __align__(16) unsigned char sp_smem[];
@@ -133,18 +157,11 @@ ${dsig}
         for (int p = warp; p < 16 * nt; p += ${warps}) {
             const int t = p & 15, j = j0 + (p >> 4), r = rowsel[t];
             if (r < 0) continue;
-            const sp_u32 *w = packed + ((size_t)r * ntiles + j) * W;
-            const sp_u32 w0 = w[0];
-            if ((w0 & 0xC0000000u) == 0xC0000000u) {
+            const sp_u32 *src;
+            const int n = sp_twell_tile_entries(packed + ((size_t)r * ntiles + j) * W, pool, src);
+            if (n < 0) {
                 if (lane == 0) atomicOr(lostm, 1u << t);
                 continue;
-            }
-            const sp_u32 *src = w + 1;
-            int n = (int)w0;
-            if (w0 & 0x80000000u) {
-                const sp_u32 off = w0 & 0x3fffffffu;
-                n = (int)pool[off];
-                src = pool + off + 1;
             }
             for (int e = lane; e < n; e += 32) {
                 const sp_u32 v = src[e];
@@ -156,21 +173,8 @@ ${dsig}
         }
         __syncthreads();
         const unsigned lost = *lostm;
-        if (warp == 0) {   /* the union in ascending order (every neuron of the range when a tile was lost) */
-            const int b = lane, lo = b * 32;
-            unsigned mw = b < NC / 32 ? mask[b] : 0u;
-            if (lost) mw = lo >= width ? 0u : width - lo >= 32 ? 0xffffffffu : (1u << (width - lo)) - 1u;
-            const int cnt = __popc(mw);
-            int x = cnt;
-            #pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int v = __shfl_up_sync(0xffffffffu, x, o);
-                if (lane >= o) x += v;
-            }
-            int pos = x - cnt;
-            for (unsigned m = mw; m; m &= m - 1u) ulist[pos++] = lo + __ffs(m) - 1;
-            if (lane == 31) *nU = x;
-        }
+        /* the union in ascending order (every neuron of the range when a tile was lost) */
+        if (warp == 0) sp_union_list(mask, NC / 32, lost ? width : -1, ulist, nU, lane);
         __syncthreads();
         const int U = *nU;
         /* h for the range: zeros off the union; on it, each warp 16 neurons at a time, up (and the
@@ -189,41 +193,8 @@ ${dsig}
             float cu[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
             float cg[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
             for (int base = warp * 128; base < D; base += ${warps} * 128) {
-                sp_u32x4 va[4], vb[4];
-                #pragma unroll
-                for (int p = 0; p < 4; ++p) {
-                    const int d = base + 32 * p + q * 8;
-                    va[p] = d < D ? sp_tile_ld8(Wu + na + d, D - d, vec) : zero4;
-                    vb[p] = d < D ? sp_tile_ld8(Wu + nb + d, D - d, vec) : zero4;
-                }
-                #pragma unroll
-                for (int p = 0; p < 4; ++p) {
-                    const int d = base + 32 * p + q * 8;
-                    const sp_u32x4 xa = *(const sp_u32x4 *)(Xs + g * Dp + d),
-                                   xb = *(const sp_u32x4 *)(Xs + (g + 8) * Dp + d);
-                    sp_mma4(cu[0], xa.x, xb.x, xa.y, xb.y, va[p].x, va[p].y);
-                    sp_mma4(cu[1], xa.x, xb.x, xa.y, xb.y, vb[p].x, vb[p].y);
-                    sp_mma4(cu[0], xa.z, xb.z, xa.w, xb.w, va[p].z, va[p].w);
-                    sp_mma4(cu[1], xa.z, xb.z, xa.w, xb.w, vb[p].z, vb[p].w);
-                }
-                if (lost) {
-                    #pragma unroll
-                    for (int p = 0; p < 4; ++p) {
-                        const int d = base + 32 * p + q * 8;
-                        va[p] = d < D ? sp_tile_ld8(Wg + na + d, D - d, vec) : zero4;
-                        vb[p] = d < D ? sp_tile_ld8(Wg + nb + d, D - d, vec) : zero4;
-                    }
-                    #pragma unroll
-                    for (int p = 0; p < 4; ++p) {
-                        const int d = base + 32 * p + q * 8;
-                        const sp_u32x4 xa = *(const sp_u32x4 *)(Xs + g * Dp + d),
-                                       xb = *(const sp_u32x4 *)(Xs + (g + 8) * Dp + d);
-                        sp_mma4(cg[0], xa.x, xb.x, xa.y, xb.y, va[p].x, va[p].y);
-                        sp_mma4(cg[1], xa.x, xb.x, xa.y, xb.y, vb[p].x, vb[p].y);
-                        sp_mma4(cg[0], xa.z, xb.z, xa.w, xb.w, va[p].z, va[p].w);
-                        sp_mma4(cg[1], xa.z, xb.z, xa.w, xb.w, vb[p].z, vb[p].w);
-                    }
-                }
+                sp_dense_slice(cu, Xs, Dp, Wu + na, Wu + nb, base, D, vec, g, q);
+                if (lost) sp_dense_slice(cg, Xs, Dp, Wg + na, Wg + nb, base, D, vec, g, q);
             }
             /* cu[b][c]: row g + 8*(c >> 1), union entry u0 + 8*b + 2*q + (c & 1) */
             float *rw = red + warp * 256, *rg = red + (${warps} + warp) * 256;

@@ -80,6 +80,38 @@ __device__ __forceinline__ sp_u32x4 sp_tile_ld8(const sp_bf16 *src, int n, bool 
     const sp_u32x4 q = {w[0], w[1], w[2], w[3]};
     return q;
 }
+/* A (row, tile)'s entries (runtime/sp_twell.h) from its first packed word w: their number, and src
+ * where they start; -1 for a lost tile. */
+__device__ __forceinline__ int sp_twell_tile_entries(const sp_u32 *w, const sp_u32 *pool, const sp_u32 *&src)
+{
+    const sp_u32 w0 = w[0];
+    if ((w0 & 0xC0000000u) == 0xC0000000u) return -1;
+    if (w0 & 0x80000000u) {
+        const sp_u32 off = w0 & 0x3fffffffu;
+        src = pool + off + 1;
+        return (int)pool[off];
+    }
+    src = w + 1;
+    return (int)w0;
+}
+/* One warp: the positions of the bits set in mask[0 .. nwords-1] (nwords <= 32), ascending, into list
+ * and their number into *n; every < width instead when width >= 0 (a range taken whole). */
+__device__ __forceinline__ void sp_union_list(const unsigned *mask, int nwords, int width, int *list, int *n, int lane)
+{
+    const int lo = lane * 32;
+    unsigned mw = lane < nwords ? mask[lane] : 0u;
+    if (width >= 0) mw = lo >= width ? 0u : width - lo >= 32 ? 0xffffffffu : (1u << (width - lo)) - 1u;
+    const int cnt = __popc(mw);
+    int incl = cnt;
+    #pragma unroll
+    for (int o = 1; o < 32; o <<= 1) {
+        const int v = __shfl_up_sync(0xffffffffu, incl, o);
+        if (lane >= o) incl += v;
+    }
+    int pos = incl - cnt;
+    for (unsigned m = mw; m; m &= m - 1u) list[pos++] = lo + __ffs(m) - 1;
+    if (lane == 31) *n = incl;
+}
 __device__ __forceinline__ void sp_mma4(float *d, sp_u32 a0, sp_u32 a1, sp_u32 a2, sp_u32 a3, sp_u32 b0, sp_u32 b1)
 {
     const sp_u32 a[4] = {a0, a1, a2, a3}, b[2] = {b0, b1};
@@ -130,18 +162,11 @@ ${sig}
         for (int t = warp; t < 16; t += nw) {
             if (r0 + t >= M) break;
 ${skip}
-            const sp_u32 *w = packed + ((size_t)(r0 + t) * ntiles + j) * W;
-            const sp_u32 w0 = w[0];
-            const sp_u32 *src = w + 1;
-            int n = (int)w0;
-            if ((w0 & 0xC0000000u) == 0xC0000000u) {
+            const sp_u32 *src;
+            const int n = sp_twell_tile_entries(packed + ((size_t)(r0 + t) * ntiles + j) * W, pool, src);
+            if (n < 0) {
 ${lost}
                 continue;
-            }
-            if (w0 & 0x80000000u) {
-                const sp_u32 off = w0 & 0x3fffffffu;
-                n = (int)pool[off];
-                src = pool + off + 1;
             }
             for (int e = lane; e < n; e += 32) {
                 const sp_u32 v = src[e];
@@ -151,19 +176,7 @@ ${lost}
             }
         }
         __syncthreads();
-        if (warp == 0) {   /* the union in ascending order */
-            const unsigned mw = lane < (T + 31) / 32 ? mask[lane] : 0u;
-            const int cnt = __popc(mw);
-            int incl = cnt;
-            #pragma unroll
-            for (int o = 1; o < 32; o <<= 1) {
-                const int v = __shfl_up_sync(0xffffffffu, incl, o);
-                if (lane >= o) incl += v;
-            }
-            int pos = incl - cnt;
-            for (unsigned m = mw; m; m &= m - 1u) list[pos++] = lane * 32 + __ffs(m) - 1;
-            if (lane == 31) *nU = incl;
-        }
+        if (warp == 0) sp_union_list(mask, (T + 31) / 32, -1, list, nU, lane);   /* the union, ascending */
         __syncthreads();
         const int U = *nU;
         for (int u0 = 0; u0 < U; u0 += 16) {
