@@ -4,6 +4,7 @@
 #include "sp_status.h"
 
 #include <errno.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
@@ -13,6 +14,32 @@ static cli_opt *find_opt(cli_cmd *cmd, const char *name, size_t len)
     for (cli_opt *o = cmd->opts; o && o->name; o++)
         if (strlen(o->name) == len && strncmp(o->name, name, len) == 0) return o;
     return NULL;
+}
+
+void cli_json_str(const char *s)
+{
+    putchar('"');
+    for (const unsigned char *p = (const unsigned char *)(s ? s : ""); *p; p++) {
+        if (*p == '"' || *p == '\\') printf("\\%c", *p);
+        else if (*p == '\n') fputs("\\n", stdout);
+        else if (*p == '\t') fputs("\\t", stdout);
+        else if (*p < 0x20 || *p == 0x7f) printf("\\u%04x", *p);
+        else putchar(*p);
+    }
+    putchar('"');
+}
+
+void cli_json_num(double v, int digits)
+{
+    if (isfinite(v)) printf("%.*f", digits, v);
+    else fputs("null", stdout);
+}
+
+void cli_json_key(const char *key, int first)
+{
+    if (!first) putchar(',');
+    cli_json_str(key);
+    putchar(':');
 }
 
 int cli_parse(cli_cmd *cmd, int argc, char **argv, int *npos, char **pos)

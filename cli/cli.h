@@ -93,6 +93,11 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
                      sp_cache *cache, const sp_tune_opts *opts, int quiet, cli_tuned *out);
 void cli_tuned_free(cli_tuned *x);
 long long cli_tuned_failed(const cli_tuned *x);
+/* JSON output: a string quoted and escaped (quotes, backslashes, control characters), and a number
+ * (null when it is not finite: JSON has no NaN or infinity); "key": before either with cli_json_key. */
+void cli_json_str(const char *s);
+void cli_json_num(double v, int digits);
+void cli_json_key(const char *key, int first);
 /* One line of JSON per problem (JSON Lines: several GPUs' coordinators each print theirs). */
 void cli_print_tuned_json(const char *gpu, const char *op, const char *problem, const char *strategy,
                           const cli_tuned *tu);

@@ -55,12 +55,18 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
     sptune_slotfill_info_get(m, &in);
     double dense = (double)in.bytes_dense, total = (double)(in.bytes_tc + in.bytes_slots + in.bytes_residual + in.bytes_index);
     if (cli_get(cmd, "json")) {
-        printf("{\"input\":\"%s\",\"rows\":%lld,\"cols\":%lld,\"dtype\":\"%s\",\"encoding\":\"%s\",\"nonzeros\":%lld,"
-               "\"in_tc\":%lld,\"in_slots\":%lld,\"in_residual\":%lld,\"bytes_tc\":%lld,\"bytes_slots\":%lld,"
-               "\"bytes_residual\":%lld,\"bytes_index\":%lld,\"bytes_dense\":%lld,\"encode_s\":%.3f,\"out\":\"%s\"}\n",
-               pos[0], in.M, in.K, sp_tensor_format_name(w.format), sptune_slotfill_fixed(m), in.nonzeros, in.in_tc,
-               in.in_slots, in.in_residual, in.bytes_tc, in.bytes_slots, in.bytes_residual, in.bytes_index,
-               in.bytes_dense, t2 - t1, outp);
+        putchar('{');
+        cli_json_key("input", 1); cli_json_str(pos[0]);
+        printf(",\"rows\":%lld,\"cols\":%lld", in.M, in.K);
+        cli_json_key("dtype", 0); cli_json_str(sp_tensor_format_name(w.format));
+        cli_json_key("encoding", 0); cli_json_str(sptune_slotfill_fixed(m));
+        printf(",\"nonzeros\":%lld,\"in_tc\":%lld,\"in_slots\":%lld,\"in_residual\":%lld,\"bytes_tc\":%lld,"
+               "\"bytes_slots\":%lld,\"bytes_residual\":%lld,\"bytes_index\":%lld,\"bytes_dense\":%lld",
+               in.nonzeros, in.in_tc, in.in_slots, in.in_residual, in.bytes_tc, in.bytes_slots, in.bytes_residual,
+               in.bytes_index, in.bytes_dense);
+        cli_json_key("encode_s", 0); cli_json_num(t2 - t1, 3);
+        cli_json_key("out", 0); cli_json_str(outp);
+        printf("}\n");
     } else {
         double nz = in.nonzeros > 0 ? (double)in.nonzeros : 1;
         printf("%s: %lld x %lld %s, %lld nonzeros (%.1f%% sparse), read in %.2f s, encoded in %.2f s (one core)\n",

@@ -245,17 +245,31 @@ out:
 void cli_print_tuned_json(const char *gpu, const char *op, const char *problem, const char *strategy,
                           const cli_tuned *tu)
 {
-    printf("{\"op\":\"%s\",\"problem\":\"%s\",\"gpu\":\"%s\",\"strategy\":\"%s\",\"space\":%lld,\"measured\":%lld,"
-           "\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s,\"baseline_ms\":%.6f,",
-           op, problem, gpu, strategy, tu->space.n, tu->r.measured, tu->r.resumed, cli_tuned_failed(tu),
-           tu->r.stopped_by_budget ? "true" : "false", tu->baseline_ms);
-    if (tu->best_text)
-        printf("\"best\":{\"config\":\"%s\",\"median_ms\":%.6f,\"speedup\":%.4f},", tu->best_text, tu->best_ms,
-               tu->baseline_ms / tu->best_ms);
-    else printf("\"best\":null,");
-    printf("\"failures\":{");
+    putchar('{');
+    cli_json_key("op", 1); cli_json_str(op);
+    cli_json_key("problem", 0); cli_json_str(problem);
+    cli_json_key("gpu", 0); cli_json_str(gpu);
+    cli_json_key("strategy", 0); cli_json_str(strategy);
+    printf(",\"space\":%lld,\"measured\":%lld,\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s",
+           tu->space.n, tu->r.measured, tu->r.resumed, cli_tuned_failed(tu),
+           tu->r.stopped_by_budget ? "true" : "false");
+    cli_json_key("baseline_ms", 0); cli_json_num(tu->baseline_ms, 6);
+    cli_json_key("best", 0);
+    if (tu->best_text) {
+        putchar('{');
+        cli_json_key("config", 1); cli_json_str(tu->best_text);
+        cli_json_key("median_ms", 0); cli_json_num(tu->best_ms, 6);
+        cli_json_key("speedup", 0); cli_json_num(tu->baseline_ms / tu->best_ms, 4);
+        putchar('}');
+    } else {
+        fputs("null", stdout);
+    }
+    printf(",\"failures\":{");
     for (int k = 1, first = 1; k < SP_OUTCOME__COUNT; k++)
-        if (tu->r.failed[k]) { printf("%s\"%s\":%lld", first ? "" : ",", sp_outcome_name((sp_outcome)k), tu->r.failed[k]); first = 0; }
+        if (tu->r.failed[k]) {
+            printf("%s\"%s\":%lld", first ? "" : ",", sp_outcome_name((sp_outcome)k), tu->r.failed[k]);
+            first = 0;
+        }
     printf("}}\n");
 }
 

@@ -224,6 +224,12 @@ static sptune_status db_new(sqlite3 *h, const char *path, int readonly, int vers
 static sptune_status db_configure(sqlite3 *h, const char *path, int readonly)
 {
     sqlite3_extended_result_codes(h, 1);
+    /* A database may come from elsewhere: SQL cannot corrupt it (defensive mode), and functions in
+     * its schema (views, triggers, defaults) run only if harmless (trusted_schema off). */
+    int on = 0, trusted = 1;
+    if (sqlite3_db_config(h, SQLITE_DBCONFIG_DEFENSIVE, 1, &on) != SQLITE_OK || !on ||
+        sqlite3_db_config(h, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, &trusted) != SQLITE_OK || trusted)
+        return sp_db_sqlfail(h, path, "setting SQLite's defensive options");
     if (sqlite3_busy_timeout(h, SP_DB_BUSY_TIMEOUT_MS) != SQLITE_OK)
         return sp_db_sqlfail(h, path, "setting the busy timeout");
     if (sqlite3_exec(h, "PRAGMA foreign_keys = ON", NULL, NULL, NULL) != SQLITE_OK)
@@ -344,6 +350,26 @@ void sp_db_close(sp_db *db)
 }
 
 int sp_db_schema_version(const sp_db *db) { return db ? db->version : -1; }
+
+sptune_status sp_db_quick_check(sp_db *db)
+{
+    if (!db) return sp_fail(SPTUNE_ERR_INVALID, "sp_db_quick_check: no database");
+    sqlite3_stmt *s = NULL;
+    if (sqlite3_prepare_v2(db->h, "PRAGMA quick_check(1)", -1, &s, NULL) != SQLITE_OK) {
+        sptune_status st = sp_db_sqlfail(db->h, db->path, "checking the file (quick_check)");
+        sqlite3_finalize(s);
+        return st;
+    }
+    sptune_status st = SPTUNE_OK;
+    int rc = sqlite3_step(s);
+    const char *msg = rc == SQLITE_ROW ? (const char *)sqlite3_column_text(s, 0) : NULL;
+    if (rc != SQLITE_ROW) st = sp_db_sqlfail(db->h, db->path, "checking the file (quick_check)");
+    else if (!msg || strcmp(msg, "ok") != 0)
+        st = sp_fail(SPTUNE_ERR_DB, "%s is damaged (SQLite's quick_check: %.200s); nothing taken from it", db->path,
+                     msg ? msg : "no answer");
+    sqlite3_finalize(s);
+    return st;
+}
 
 sqlite3 *sp_db_handle(sp_db *db) { return db ? db->h : NULL; }
 

@@ -96,5 +96,8 @@ sptune_status sp_db_best(sp_db *db, const char *gpu_profile, const char *templat
 typedef int (*sp_db_row_cb)(const sp_result *r, void *ud);
 sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud);
 sptune_status sp_db_count(sp_db *db, long long *results);
+/* SQLite's quick_check over the whole file: SPTUNE_ERR_DB naming the first problem when it is damaged
+ * (run on a database from elsewhere before anything is taken from it). */
+sptune_status sp_db_quick_check(sp_db *db);
 
 #endif

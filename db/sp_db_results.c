@@ -414,6 +414,53 @@ sptune_status sp_db_best(sp_db *db, const char *gpu_profile, const char *templat
 
 #define COL_TEXT(s, i) ((const char *)sqlite3_column_text((s), (i)))
 
+/* The columns sp_db_foreach lists, as the schema types them: text that must be there, text that may
+ * be NULL, numbers that must be there, numbers that may be NULL. */
+enum { COL_TEXT_REQ, COL_TEXT_OPT, COL_NUM_REQ, COL_NUM_OPT };
+static const struct { const char *name; int kind; } foreach_cols[] = {
+    {"gpu_name", COL_TEXT_REQ}, {"gpu_profile", COL_TEXT_REQ}, {"cc_major", COL_NUM_REQ}, {"cc_minor", COL_NUM_REQ},
+    {"sm_count", COL_NUM_REQ}, {"driver_version", COL_TEXT_REQ}, {"nvrtc_version", COL_TEXT_REQ},
+    {"sptune_version", COL_TEXT_REQ}, {"template", COL_TEXT_REQ}, {"template_hash", COL_TEXT_REQ},
+    {"problem", COL_TEXT_REQ}, {"config", COL_TEXT_REQ}, {"outcome", COL_TEXT_REQ}, {"detail", COL_TEXT_OPT},
+    {"runs", COL_NUM_OPT}, {"median_ms", COL_NUM_OPT}, {"min_ms", COL_NUM_OPT}, {"max_ms", COL_NUM_OPT},
+    {"p10_ms", COL_NUM_OPT}, {"p90_ms", COL_NUM_OPT}, {"baseline_ms", COL_NUM_OPT}, {"rel_error", COL_NUM_OPT},
+    {"method", COL_TEXT_OPT}, {"registers", COL_NUM_OPT}, {"smem_bytes", COL_NUM_OPT}, {"spill_bytes", COL_NUM_OPT},
+    {"recorded_at", COL_NUM_OPT}};
+/* Text longer than this is not something sptune wrote (detail: compiler logs, cut). */
+#define SP_DB_MAX_TEXT 4096
+#define SP_DB_MAX_DETAIL 65536
+
+/* A listed row as the schema says it must be: NULLs, wrong types and oversized strings (a damaged
+ * or hand-edited database) refused with the row and column named, apart from running out of memory. */
+static sptune_status check_row(sp_db *db, sqlite3_stmt *s, long long row)
+{
+    for (int i = 0; i < (int)(sizeof foreach_cols / sizeof foreach_cols[0]); i++) {
+        int type = sqlite3_column_type(s, i), kind = foreach_cols[i].kind;
+        const char *name = foreach_cols[i].name;
+        if (type == SQLITE_NULL) {
+            if (kind == COL_TEXT_OPT || kind == COL_NUM_OPT) continue;
+            return sp_fail(SPTUNE_ERR_DB, "%s: result %lld: %s is NULL (a damaged or hand-edited database)", db->path,
+                           row, name);
+        }
+        if (kind == COL_NUM_REQ || kind == COL_NUM_OPT) {
+            if (type != SQLITE_INTEGER && type != SQLITE_FLOAT)
+                return sp_fail(SPTUNE_ERR_DB, "%s: result %lld: %s is not a number", db->path, row, name);
+            continue;
+        }
+        if (type != SQLITE_TEXT)
+            return sp_fail(SPTUNE_ERR_DB, "%s: result %lld: %s is not text", db->path, row, name);
+        const unsigned char *text = sqlite3_column_text(s, i);
+        if (!text) return sp_fail(SPTUNE_ERR_NOMEM, "%s: listing results: out of memory", db->path);
+        int bytes = sqlite3_column_bytes(s, i);
+        if (bytes > (strcmp(name, "detail") == 0 ? SP_DB_MAX_DETAIL : SP_DB_MAX_TEXT))
+            return sp_fail(SPTUNE_ERR_DB, "%s: result %lld: %s is %d bytes long (not a result sptune wrote)", db->path,
+                           row, name, bytes);
+        if ((int)strlen((const char *)text) != bytes)
+            return sp_fail(SPTUNE_ERR_DB, "%s: result %lld: %s holds a NUL byte", db->path, row, name);
+    }
+    return SPTUNE_OK;
+}
+
 sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
 {
     if (!db || !cb) return sp_fail(SPTUNE_ERR_INVALID, "sp_db_foreach: bad arguments");
@@ -431,6 +478,7 @@ sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
         return st;
     }
     sptune_status st = SPTUNE_OK;
+    long long row = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
         sp_env env;
@@ -470,11 +518,7 @@ sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
         r.smem_bytes = (int)column_int(s, 24, -1);
         r.spill_bytes = (int)column_int(s, 25, -1);
         r.recorded_at = column_int(s, 26, 0);
-        if (!env.gpu_name || !env.gpu_profile || !env.driver_version || !env.nvrtc_version ||
-            !env.sptune_version || !r.template_name || !r.template_hash || !r.problem_key || !r.config) {
-            st = sp_fail(SPTUNE_ERR_NOMEM, "%s: listing results: out of memory", db->path);
-            break;
-        }
+        if ((st = check_row(db, s, ++row)) != SPTUNE_OK) break;
         if (cb(&r, ud) != 0) break;
     }
     if (st == SPTUNE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) st = sqlfail(db, "listing results");

@@ -312,6 +312,13 @@ static int merge_row(const sp_result *r, void *ud)
     return m->st != SPTUNE_OK;
 }
 
+static int read_only_row(const sp_result *r, void *ud)
+{
+    (void)r;
+    (void)ud;
+    return 0;
+}
+
 sptune_status sp_db_merge(sp_db *db, const char *other_path, sp_db_accept_fn accept, void *ud,
                           sp_db_import_stats *stats)
 {
@@ -319,6 +326,11 @@ sptune_status sp_db_merge(sp_db *db, const char *other_path, sp_db_accept_fn acc
     sp_db *other;
     sptune_status st = sp_db_open_readonly(other_path, &other);
     if (st != SPTUNE_OK) return st;
+    /* refused whole: the file checked, then every row read once before any is taken */
+    if ((st = sp_db_quick_check(other)) != SPTUNE_OK || (st = sp_db_foreach(other, read_only_row, NULL)) != SPTUNE_OK) {
+        sp_db_close(other);
+        return st;
+    }
     merge_ctx m = {db, accept, ud, other_path, stats, SPTUNE_OK};
     st = sp_db_foreach(other, merge_row, &m);
     sp_db_close(other);

@@ -323,6 +323,87 @@ static void remove_field(lua_State *L, const char *table, const char *field)
     lua_pop(L, 1);
 }
 
+/* ---- C library calls the instruction count does not see ------------------------------------ */
+
+/* Work done inside a C function, charged to the instruction budget (one unit per byte or matcher
+ * step, estimated before the call): over the budget, the call is refused as an instruction limit. */
+static void sb_charge(lua_State *L, double work, const char *what)
+{
+    sp_sandbox *sb = sp_sandbox_of(L);
+    if (work < (double)(sb->max_instructions - sb->count)) {
+        sb->count += (long long)work;
+        return;
+    }
+    luaL_where(L, 1);
+    lua_pushfstring(L, "instruction limit exceeded (%I) by %s", (lua_Integer)sb->max_instructions, what);
+    lua_concat(L, 2);
+    lua_error(L);
+}
+
+/* string.rep: the result's length, and the count itself (an empty string repeated 2^60 times is
+ * a 2^60-step loop in C). */
+static int sb_rep(lua_State *L)
+{
+    size_t l = 0, lsep = 0;
+    luaL_checklstring(L, 1, &l);
+    lua_Integer n = luaL_checkinteger(L, 2);
+    luaL_optlstring(L, 3, "", &lsep);
+    if (n > 0) sb_charge(L, (double)n * (double)(l + lsep) + (double)n / 8, "string.rep");
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* Pattern matching backtracks: with k quantifiers (*, +, -) a match attempt may take ~n^k steps on a
+ * subject of n bytes; an unanchored search tries every starting point, which multiplies that by n
+ * unless the pattern starts with a plain character (attempts then start only where it occurs). That
+ * estimate is charged, so "a*a*a*b" on a long run of a's, or ".-b" on a long string without b, is
+ * refused before it starts while text substitution ("%${(%w+)}") costs about its length. */
+static int sb_pattern(lua_State *L)
+{
+    size_t n = 0, lp = 0;
+    luaL_checklstring(L, 1, &n);
+    const char *p = luaL_checklstring(L, 2, &lp);
+    int k = 0, anchored = lp > 0 && p[0] == '^';
+    for (size_t i = 0; i < lp; i++) {
+        if (p[i] == '%') { i++; continue; }
+        if (p[i] == '[') {   /* a set: skip to its end ("[]" and "[^]" take a literal ']') */
+            size_t j = i + 1;
+            if (j < lp && p[j] == '^') j++;
+            if (j < lp && p[j] == ']') j++;
+            while (j < lp && p[j] != ']') j += p[j] == '%' ? 2 : 1;
+            i = j;
+            continue;
+        }
+        k += p[i] == '*' || p[i] == '+' || p[i] == '-';
+    }
+    /* the first item: a plain character (or %-escaped punctuation) with no quantifier after it? */
+    size_t f = anchored, w = f < lp && p[f] == '%' ? 2 : 1;
+    int literal = f < lp && p[f] != '.' && p[f] != '[' && p[f] != '(' &&
+                  !(p[f] == '%' && (f + 1 >= lp || isalnum((unsigned char)p[f + 1]))) &&
+                  !(f + w < lp && strchr("*+-?", p[f + w]));
+    int e = k == 0 ? 1 : k + (!anchored && !literal);
+    double work = (double)lp + 1;
+    for (int i = 0; i < e; i++) work *= (double)n + 1;
+    sb_charge(L, work, lua_tostring(L, lua_upvalueindex(2)));
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
+/* Replaces string[name] by f with the original (and the name) as upvalues. */
+static void wrap_string(lua_State *L, const char *name, lua_CFunction f)
+{
+    lua_getglobal(L, "string");
+    lua_getfield(L, -1, name);
+    lua_pushfstring(L, "string.%s", name);
+    lua_pushcclosure(L, f, 2);
+    lua_setfield(L, -2, name);
+    lua_pop(L, 1);
+}
+
 static int sb_setup(lua_State *L)
 {
     static const luaL_Reg libs[] = {
@@ -340,6 +421,10 @@ static int sb_setup(lua_State *L)
         lua_setglobal(L, *g);
     }
     remove_field(L, "string", "dump");
+    /* string.format needs no wrapper: Lua refuses widths and precisions over two digits */
+    wrap_string(L, "rep", sb_rep);
+    static const char *const matchers[] = {"find", "match", "gmatch", "gsub", NULL};
+    for (const char *const *m = matchers; *m; m++) wrap_string(L, *m, sb_pattern);
     remove_field(L, "math", "random");
     remove_field(L, "math", "randomseed");
     lua_getglobal(L, "setmetatable");

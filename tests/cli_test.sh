@@ -173,6 +173,12 @@ PY
   has "encode decodes back" "decoded back bit for bit"
   expect 0 "encode raw, list layout" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w2.sf" --config decode=list,dbits=6,fill=1 --json
   has "encode --json" '"encoding":"window=128,dbits=6,fill=1,decode=list,dtype=bf16"'
+  cp "$tmp/w.raw" "$tmp/q\"u	o.raw"   # a quote and a tab in the name: JSON must escape them
+  expect 0 "encode --json, a name to escape" "$bin" encode "$tmp/q\"u	o.raw" --shape 70x300 --dtype bf16 \
+    --out "$tmp/w4.sf" --json
+  has "encode --json escapes strings" 'q\\"u\\to\.raw'
+  printf '%s' "$out" | python3 -c 'import json, sys; json.loads(sys.stdin.read())' && pass=$((pass + 1)) ||
+    { fail=$((fail + 1)); echo "FAIL: encode --json is not valid JSON: $out"; }
   expect 0 "encode raw, default layout" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w3.sf"
   cmp -s "$tmp/w.sf" "$tmp/w3.sf" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the same matrix from two files encodes differently"; }
   expect 2 "encode, no tensor name" "$bin" encode "$tmp/w.safetensors" --out "$tmp/x.sf"; has "tensor name asked" "name the tensor"

@@ -3,6 +3,7 @@
  * migrations (and their rollback), a failing record rolled back, a locked database, and two
  * processes recording into one file at once. */
 #include "sp_db.h"
+#include "sp_db_text.h"
 #include "sp_db_internal.h"
 #include "sp_db_migrate.h"
 #include "sp_status.h"
@@ -837,6 +838,90 @@ static void test_two_processes(void)
     free(path);
 }
 
+/* ---- hostile databases: what a shared file may hold ------------------------------------------ */
+
+/* A database of `n` results made by sptune, then changed by `sql` behind its back. */
+static char *hostile_db(const char *name, int n, const char *sql)
+{
+    char *path = path_in(name);
+    sp_db *db = NULL;
+    CHECK_ST(sp_db_open(path, 1, &db), SPTUNE_OK);
+    for (int i = 0; i < n; i++) {
+        char cfg[64];
+        snprintf(cfg, sizeof cfg, "bm=128,bn=%d", 64 + i);
+        sp_result r = ok_result(&ENV_H200, HASH_A, PROBLEM, cfg, 1.0 + i);
+        CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
+    }
+    sp_db_close(db);
+    if (sql) CHECK_MSG(raw_exec(path, sql) == SQLITE_OK, "%s: %s", name, sql);
+    return path;
+}
+
+/* Merging `path` into a fresh database fails with SPTUNE_ERR_DB naming `want`, and takes nothing. */
+static void check_merge_refused(const char *path, const char *want)
+{
+    char *dest = path_in("hostile-dest.db");
+    unlink(dest);
+    sp_db *db = NULL;
+    CHECK_ST(sp_db_open(dest, 1, &db), SPTUNE_OK);
+    sp_db_import_stats st;
+    sptune_status rc = sp_db_merge(db, path, NULL, NULL, &st);
+    CHECK_MSG(rc == SPTUNE_ERR_DB, "merging %s: %s (%s)", path, sptune_status_name(rc), sptune_last_error());
+    CHECK_MSG(strstr(sptune_last_error(), want) != NULL, "merging %s: '%s' lacks '%s'", path, sptune_last_error(),
+              want);
+    long long count = -1;
+    CHECK_ST(sp_db_count(db, &count), SPTUNE_OK);
+    CHECK_MSG(count == 0, "merging %s took %lld results", path, count);
+    sp_db_close(db);
+    free(dest);
+}
+
+static void test_hostile(void)
+{
+    /* NULL where the schema (edited to allow it) said NOT NULL */
+    char *p = hostile_db("null.db", 3,
+                         "PRAGMA writable_schema = ON;"
+                         "UPDATE sqlite_schema SET sql = replace(sql, 'text TEXT NOT NULL', 'text TEXT')"
+                         " WHERE name = 'configurations';"
+                         "PRAGMA writable_schema = OFF;");
+    CHECK(raw_exec(p, "UPDATE configurations SET text = NULL WHERE id = 2") == SQLITE_OK);
+    check_merge_refused(p, "config is NULL");
+    free(p);
+    /* wrong types, a huge string, a NUL inside a string, a tampered schema (a column gone) */
+    static const struct { const char *name, *sql, *want; } cases[] = {
+        {"type.db", "UPDATE results SET median_ms = 'fast' WHERE id = 1", "median_ms is not a number"},
+        {"huge.db", "UPDATE problems SET key = printf('%.*c', 100000, 'x')", "problem is 100000 bytes long"},
+        {"nul.db", "UPDATE configurations SET text = CAST(x'626d3d3132380062' AS TEXT) WHERE id = 1",
+         "config holds a NUL byte"},
+        {"dropped.db", "ALTER TABLE results DROP COLUMN method", "no such column"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        p = hostile_db(cases[i].name, 2, cases[i].sql);
+        check_merge_refused(p, cases[i].want);
+        free(p);
+    }
+    /* corrupt pages: garbage over the middle of a file of many pages */
+    p = hostile_db("corrupt.db", 400, NULL);
+    char *data = NULL;
+    size_t n = 0;
+    CHECK_ST(sp_read_file(p, &data, &n), SPTUNE_OK);
+    CHECK(n > 8 * 4096);
+    if (data && n > 8 * 4096) {
+        for (size_t i = 3 * 4096 + 16; i < 5 * 4096; i++) data[i] = (char)(i * 131 + 7);
+        write_bytes(p, data, n);
+    }
+    free(data);
+    check_merge_refused(p, p);   /* refused, naming the file (quick_check, or reading it) */
+    free(p);
+    /* the connection settings a shared file meets: defensive, and its schema not trusted */
+    p = hostile_db("settings.db", 1, NULL);
+    sp_db *db = NULL;
+    CHECK_ST(sp_db_open_readonly(p, &db), SPTUNE_OK);
+    CHECK_ST(sp_db_quick_check(db), SPTUNE_OK);
+    sp_db_close(db);
+    free(p);
+}
+
 int main(void)
 {
     tmp = sp_test_tmpdir("test_db");
@@ -844,6 +929,7 @@ int main(void)
     test_record_and_read();
     test_invalid();
     test_refusals();
+    test_hostile();
     test_migrations();
     test_record_rollback_and_lock();
     test_two_processes();

@@ -215,6 +215,33 @@ static void test_messages(void)
     sp_template_free(t);
 }
 
+/* Work inside C library calls is charged to the instruction budget: calls that would run for
+ * minutes (or forever) are refused at once, ordinary ones pass. */
+static void test_c_calls(void)
+{
+    sp_sandbox_limits saved = g_limits;
+    g_limits.max_instructions = 100000000;
+    g_limits.max_memory = 64u << 20;
+    clock_t t0 = clock();
+    refused_at_load("local s = string.rep('', 1 << 60)", "instruction limit exceeded", "by string.rep");
+    refused_at_load("local s = ('ab'):rep(1 << 40, ',')", "instruction limit exceeded", "by string.rep");
+    refused_at_load("local s = ('a'):rep(100000) local i = s:find('a*a*a*b')", "by string.find", CHUNK ":1:");
+    refused_at_load("local s = ('a'):rep(1000000) local i = s:find('.-b')", "by string.find", NULL);
+    refused_at_load("local s = ('x'):rep(200000) for a, b in s:gmatch('(x*)(x*)y') do end", "by string.gmatch", NULL);
+    refused_at_load("local s = ('x'):rep(200000) local r = s:gsub('(.*)(.*)(.*)z', '')", "by string.gsub", NULL);
+    refused_at_load("local s = string.format('%99999d', 1)", "invalid conversion", NULL);
+    double spent = (double)(clock() - t0) / CLOCKS_PER_SEC;
+    CHECK_MSG(spent < 2.0, "refusals took %.2f s", spent);
+    loads_fine("assert(('ab'):rep(3, '-') == 'ab-ab-ab' and ('x'):rep(0) == '' and ('x'):rep(-1) == '')\n"
+               "local big = ('word ${name} '):rep(20000)\n"
+               "local out, n = big:gsub('%${(%w+)}', {name = 'v'})\n"
+               "assert(n == 20000 and not out:find('%$'))\n"
+               "assert(('k=v,a=b'):gsub('(%w+)=(%w+)', '%2=%1') == 'v=k,b=a')\n"
+               "assert(('  trim  '):match('^%s*(.-)%s*$') == 'trim' and ('a.b'):find('.', 1, true) == 2)\n"
+               "assert(string.format('%5.2f|%-3d|%s', 1.5, 7, 'x') == ' 1.50|7  |x')");
+    g_limits = saved;
+}
+
 static void test_sorted_pairs(void)
 {
     loads_fine("local t = {zeta = 1, alpha = 2, [3] = 1, [1] = 1, mid = 3, [2.5] = 0, [true] = 1, [false] = 0}\n"
@@ -295,6 +322,7 @@ int main(void)
     test_instruction_limit();
     test_memory_limit();
     test_messages();
+    test_c_calls();
     test_sorted_pairs();
     test_require();
     printf("test_sandbox: %.2f s CPU\n", (double)(clock() - t0) / CLOCKS_PER_SEC);
