@@ -11,6 +11,9 @@
 extern "C" {
 #endif
 
+/* Only the declarations marked SPTUNE_API are exported by the shared library. */
+#define SPTUNE_API __attribute__((visibility("default")))
+
 #include "sptune_version.h" /* SPTUNE_VERSION_MAJOR, _MINOR, _PATCH, _STRING: generated from CMake's project version */
 
 typedef enum sptune_status {
@@ -29,11 +32,11 @@ typedef enum sptune_status {
 } sptune_status;
 
 /* Message of the last failure on this thread ("" if none). Valid until the next sptune call. */
-const char *sptune_last_error(void);
+SPTUNE_API const char *sptune_last_error(void);
 /* Short, stable name of a status ("ok", "invalid", ...). */
-const char *sptune_status_name(sptune_status st);
+SPTUNE_API const char *sptune_status_name(sptune_status st);
 /* "0.1.0" */
-const char *sptune_version(void);
+SPTUNE_API const char *sptune_version(void);
 
 /* ---- GPUs ---------------------------------------------------------------------------- */
 
@@ -55,19 +58,19 @@ typedef struct sptune_gpu_info {
 
 /* Number of usable NVIDIA GPUs. Returns SPTUNE_ERR_NO_GPU (with the reason) when the driver
  * cannot be loaded or reports no device. */
-sptune_status sptune_gpu_count(int *count);
-sptune_status sptune_gpu_get(int ordinal, sptune_gpu_info *info);
+SPTUNE_API sptune_status sptune_gpu_count(int *count);
+SPTUNE_API sptune_status sptune_gpu_get(int ordinal, sptune_gpu_info *info);
 /* A profile by name: "auto" is the first device; "h100", "h200", "rtx-pro-6000", "sm_XX[a]". */
-sptune_status sptune_gpu_profile(const char *name, sptune_gpu_info *info);
+SPTUNE_API sptune_status sptune_gpu_profile(const char *name, sptune_gpu_info *info);
 
 /* Driver and NVRTC versions as "major.minor" (driver fails with SPTUNE_ERR_NO_GPU when absent). */
-sptune_status sptune_driver_version(char *buf, size_t len);
-sptune_status sptune_nvrtc_version(char *buf, size_t len);
+SPTUNE_API sptune_status sptune_driver_version(char *buf, size_t len);
+SPTUNE_API sptune_status sptune_nvrtc_version(char *buf, size_t len);
 
 /* Default locations: the database ($SPTUNE_DB, else $XDG_DATA_HOME/sptune/tuning.db) and the
  * kernel cache ($SPTUNE_CACHE_DIR, else $XDG_CACHE_HOME/sptune/kernels). */
-sptune_status sptune_default_db_path(char *buf, size_t len);
-sptune_status sptune_default_cache_dir(char *buf, size_t len);
+SPTUNE_API sptune_status sptune_default_db_path(char *buf, size_t len);
+SPTUNE_API sptune_status sptune_default_cache_dir(char *buf, size_t len);
 
 /* ---- Tuned kernels for an application -------------------------------------------------- */
 
@@ -101,19 +104,19 @@ typedef struct sptune_kernel sptune_kernel;
  * GPU profile of the same architecture, else the template's default), then rendered and compiled
  * (through the kernel cache). At equal nearness the user's results win over the shipped ones.
  * A database that does not exist counts as empty; one that cannot be read is an error. */
-sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out);
+SPTUNE_API sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out);
 /* The configuration ("bm=128,bn=128,...") and where it came from; detail (may be NULL) gets a
  * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". */
-const char *sptune_kernel_config(const sptune_kernel *k);
-sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail);
+SPTUNE_API const char *sptune_kernel_config(const sptune_kernel *k);
+SPTUNE_API sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail);
 /* The measurement behind the kernel's configuration: its median time and that of the dense baseline
  * (cuBLAS, the same problem in the same run), in milliseconds; both -1 when nothing was measured
  * (a template default). When *baseline_ms < *ms the dense baseline is the faster choice for this
  * problem (a sparse op at a large token count, say): the application should run that instead.
  * The times are those of the recorded problem, which may be the nearest one (sptune_kernel_origin). */
-sptune_status sptune_kernel_expected(const sptune_kernel *k, double *ms, double *baseline_ms);
+SPTUNE_API sptune_status sptune_kernel_expected(const sptune_kernel *k, double *ms, double *baseline_ms);
 /* The op's argument list, in launch order, as one line of text ("" when its template declares none). */
-const char *sptune_kernel_args(const sptune_kernel *k);
+SPTUNE_API const char *sptune_kernel_args(const sptune_kernel *k);
 
 /* One kernel argument, as the op's template declares it. Launch lists hold, in this order, a
  * pointer to each argument's value: for a pointer argument, a pointer to its CUdeviceptr; for a
@@ -145,22 +148,22 @@ typedef struct sptune_arg {
 } sptune_arg;
 
 /* Number of arguments, and argument `index` (strings valid while k lives). */
-int sptune_kernel_arg_count(const sptune_kernel *k);
-sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *out);
+SPTUNE_API int sptune_kernel_arg_count(const sptune_kernel *k);
+SPTUNE_API sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *out);
 /* Device bytes of the workspace arguments together, each rounded up to 256 bytes (so that one
  * allocation cut in declaration order keeps every part aligned): with the scalars at their typical
  * values (bound = 0) or at their bounds (bound = 1). */
-sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes);
+SPTUNE_API sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes);
 /* Kernels launched per call (2 for the pipelines such as twell-ffn), and each one's geometry. */
-int sptune_kernel_count(const sptune_kernel *k);
-sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
+SPTUNE_API int sptune_kernel_count(const sptune_kernel *k);
+SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
                                      unsigned *smem_bytes);
 /* Launches every kernel of k in order on `stream` (a CUstream; NULL: the default stream) with
  * the op's argument list (pointers to the arguments, as for cuLaunchKernel; the list is
  * sptune_kernel_args). The module is loaded into the context current at the first launch,
  * which must stay the current context for later launches. Checks the launches, not completion. */
-sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
-void sptune_kernel_free(sptune_kernel *k);
+SPTUNE_API sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
+SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
 
 /* ---- Slot-Filling weights (op slotfill-spmm) --------------------------------------------------- */
 
@@ -180,16 +183,16 @@ typedef struct sptune_slotfill sptune_slotfill;
 /* Encodes w (M x K 16-bit floats, row-major; fp16 != 0: fp16, else bf16). config: NULL for the
  * default encoding, or a configuration of slotfill-spmm (only its window, dbits, fill and decode
  * are read). On one core, a 28672 x 8192 matrix takes about a second. */
-sptune_status sptune_slotfill_encode(const void *w, long long M, long long K, int fp16, const char *config,
+SPTUNE_API sptune_status sptune_slotfill_encode(const void *w, long long M, long long K, int fp16, const char *config,
                                      sptune_slotfill **out);
 /* Reads and checks (magic, version, shape, offsets, checksum) an encoded matrix file. */
-sptune_status sptune_slotfill_read(const char *path, sptune_slotfill **out);
-sptune_status sptune_slotfill_write(const sptune_slotfill *m, const char *path);
+SPTUNE_API sptune_status sptune_slotfill_read(const char *path, sptune_slotfill **out);
+SPTUNE_API sptune_status sptune_slotfill_write(const sptune_slotfill *m, const char *path);
 /* The bytes to copy to the device, as they are (the kernel reads them there). */
-const void *sptune_slotfill_image(const sptune_slotfill *m, size_t *bytes);
+SPTUNE_API const void *sptune_slotfill_image(const sptune_slotfill *m, size_t *bytes);
 /* The configuration parameters the encoding fixes ("window=128,dbits=8,fill=1,decode=owner,dtype=bf16"),
  * for sptune_kernel_request.fixed. Valid while m lives. */
-const char *sptune_slotfill_fixed(const sptune_slotfill *m);
+SPTUNE_API const char *sptune_slotfill_fixed(const sptune_slotfill *m);
 
 typedef struct sptune_slotfill_info {
     long long M, K;
@@ -197,10 +200,10 @@ typedef struct sptune_slotfill_info {
     long long nonzeros, in_tc, in_slots, in_residual;   /* where W's nonzeros went */
     long long bytes_tc, bytes_slots, bytes_residual, bytes_index, bytes_dense; /* per layer, and dense W */
 } sptune_slotfill_info;
-sptune_status sptune_slotfill_info_get(const sptune_slotfill *m, sptune_slotfill_info *info);
+SPTUNE_API sptune_status sptune_slotfill_info_get(const sptune_slotfill *m, sptune_slotfill_info *info);
 /* Rebuilds the dense W (M x K, row-major, bit for bit) from the encoding. */
-sptune_status sptune_slotfill_decode(const sptune_slotfill *m, void *w);
-void sptune_slotfill_free(sptune_slotfill *m);
+SPTUNE_API sptune_status sptune_slotfill_decode(const sptune_slotfill *m, void *w);
+SPTUNE_API void sptune_slotfill_free(sptune_slotfill *m);
 
 #ifdef __cplusplus
 }
