@@ -47,7 +47,7 @@ sptune_status sptune_gpu_profile(const char *name, sptune_gpu_info *info)
         int n = 0;
         st = sptune_gpu_count(&n);
         if (st != SPTUNE_OK) return sp_wrap(st, "cannot detect a GPU for 'auto'");
-        st = sp_gpu_profile_device(0, &p);
+        st = sp_gpu_profile_current(&p);
     } else {
         st = sp_gpu_profile_named(name, &p);
     }

@@ -15,6 +15,7 @@
 #include "sp_variant.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,6 +26,7 @@ typedef struct kernel_arg {
     sp_arg decl;
     char *shape_text;
     long long elements, elements_bound, typical, bound;
+    long long dim;        /* a dimension's value in the problem the kernel was got for */
 } kernel_arg;
 
 struct sptune_kernel {
@@ -324,6 +326,9 @@ static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const
         x->shape_text = b.data ? b.data : strdup("");
         if (oom || b.oom || !x->shape_text) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
         x->elements = x->elements_bound = -1;
+        x->dim = -1;
+        for (int d = 0; a->role == SP_ROLE_DIM && d < want->n; d++)
+            if (strcmp(want->name[d], a->name) == 0) x->dim = (long long)want->v[d];
         if (sp_arg_is_pointer(a)) {
             if (sp_arg_elements(a, &typical, &x->elements) != SPTUNE_OK) x->elements = -1;
             if (sp_arg_elements(a, &bound, &x->elements_bound) != SPTUNE_OK) x->elements_bound = -1;
@@ -385,6 +390,116 @@ static sptune_status nearest_valid(sp_template *t, const sp_gpu_profile *gpu, co
     return SPTUNE_OK;
 }
 
+/* ---- the in-process memo: a repeated get costs a copy, not a lookup, a render and a cache read ---- */
+
+/* A deep copy of k without its loaded module (each kernel object loads its own). */
+static sptune_status kernel_clone(const sptune_kernel *s, sptune_kernel **out)
+{
+    sptune_kernel *k = malloc(sizeof *k);
+    if (!k) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    *k = *s;
+    /* nothing shared with s from here on, so that a failure below frees only k's own copies */
+    memset(&k->loaded, 0, sizeof k->loaded);
+    k->config = k->args = NULL;
+    k->src.source = NULL;
+    k->src.options = NULL;
+    k->cubin.image = NULL;
+    k->cubin.log = NULL;
+    for (int i = 0; i < k->nargs; i++) {
+        k->arg[i].decl.doc = k->arg[i].shape_text = NULL;
+        for (int j = 0; j < k->arg[i].decl.nshape; j++) k->arg[i].decl.shape[j] = NULL;
+    }
+    int oom = !(k->config = strdup(s->config)) || !(k->args = strdup(s->args)) ||
+              !(k->src.source = strdup(s->src.source)) || !(k->cubin.log = strdup(s->cubin.log ? s->cubin.log : "")) ||
+              !(k->cubin.image = malloc(s->cubin.size ? s->cubin.size : 1));
+    if (!oom) memcpy(k->cubin.image, s->cubin.image, s->cubin.size);
+    for (int i = 0; i < k->nargs && !oom; i++) {
+        oom = !(k->arg[i].decl.doc = strdup(s->arg[i].decl.doc)) || !(k->arg[i].shape_text = strdup(s->arg[i].shape_text));
+        for (int j = 0; j < k->arg[i].decl.nshape && !oom; j++) oom = !(k->arg[i].decl.shape[j] = strdup(s->arg[i].decl.shape[j]));
+    }
+    if (!oom && s->src.options) {
+        int n = 0;
+        while (s->src.options[n]) n++;
+        oom = !(k->src.options = calloc((size_t)n + 1, sizeof *k->src.options));
+        for (int i = 0; i < n && !oom; i++) oom = !(k->src.options[i] = strdup(s->src.options[i]));
+    }
+    if (oom) {
+        sptune_kernel_free(k);
+        return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    }
+    *out = k;
+    return SPTUNE_OK;
+}
+
+#define MEMO_MAX 64
+static struct {
+    pthread_mutex_t lock;
+    int n, next;
+    char *key[MEMO_MAX];
+    sptune_kernel *k[MEMO_MAX];
+} memo = {PTHREAD_MUTEX_INITIALIZER, 0, 0, {0}, {0}};
+
+/* What a request's answer depends on: the request, the GPU profile it resolved to, and the state of
+ * the user's database file (size, time, inode of it and of its -wal), so that a result recorded
+ * meanwhile is seen. NULL (no memo) with $SPTUNE_TEMPLATES set: templates being edited. */
+static char *memo_key(const sptune_kernel_request *req, const sp_gpu_profile *gpu)
+{
+    if (getenv("SPTUNE_TEMPLATES")) return NULL;
+    char path[1024] = "", state[160] = "none";
+    const char *db = req->db_path;
+    if (!db && sptune_default_db_path(path, sizeof path) == SPTUNE_OK) db = path;
+    sp_clear_error();
+    if (db && *db) {
+        struct stat a, w;
+        char *wal = sp_asprintf("%s-wal", db);
+        int has = stat(db, &a) == 0, has_wal = wal && stat(wal, &w) == 0;
+        free(wal);
+        snprintf(state, sizeof state, "%d:%lld:%lld.%ld:%llu|%d:%lld:%lld.%ld", has, has ? (long long)a.st_size : 0,
+                 has ? (long long)a.st_mtim.tv_sec : 0, has ? a.st_mtim.tv_nsec : 0L, has ? (unsigned long long)a.st_ino : 0,
+                 has_wal, has_wal ? (long long)w.st_size : 0, has_wal ? (long long)w.st_mtim.tv_sec : 0,
+                 has_wal ? w.st_mtim.tv_nsec : 0L);
+    }
+    return sp_asprintf("%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%s", req->op, req->problem, gpu->info.profile,
+                       gpu->info.arch, db ? db : "", state, req->ignore_shipped,
+                       req->cache_dir ? req->cache_dir : "\x1e" "default");
+}
+
+static int memo_find(const char *key, const char *fixed, sptune_kernel **out)
+{
+    int hit = 0;
+    pthread_mutex_lock(&memo.lock);
+    for (int i = 0; i < memo.n && !hit; i++) {
+        const char *f = strrchr(memo.key[i], '\x1d');
+        if (!f || strncmp(memo.key[i], key, (size_t)(f - memo.key[i])) != 0 || key[f - memo.key[i]] != 0 ||
+            strcmp(f + 1, fixed ? fixed : "") != 0)
+            continue;
+        hit = kernel_clone(memo.k[i], out) == SPTUNE_OK;
+    }
+    pthread_mutex_unlock(&memo.lock);
+    return hit;
+}
+
+static void memo_add(const char *key, const char *fixed, const sptune_kernel *k)
+{
+    sptune_kernel *copy = NULL;
+    char *full = sp_asprintf("%s\x1d%s", key, fixed ? fixed : "");
+    if (!full || kernel_clone(k, &copy) != SPTUNE_OK) {
+        free(full);
+        sp_clear_error();
+        return;
+    }
+    pthread_mutex_lock(&memo.lock);
+    int slot = memo.n < MEMO_MAX ? memo.n++ : memo.next;   /* full: the oldest entry goes */
+    if (memo.k[slot]) {
+        free(memo.key[slot]);
+        sptune_kernel_free(memo.k[slot]);
+        memo.next = (memo.next + 1) % MEMO_MAX;
+    }
+    memo.key[slot] = full;
+    memo.k[slot] = copy;
+    pthread_mutex_unlock(&memo.lock);
+}
+
 sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out)
 {
     if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: no output");
@@ -392,11 +507,19 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     if (!req || !req->op || !req->problem || !req->gpu)
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: op, problem and gpu are required");
     sp_gpu_profile gpu;
-    sptune_status st = strcmp(req->gpu, "auto") == 0 ? sp_gpu_profile_device(0, &gpu)
+    sptune_status st = strcmp(req->gpu, "auto") == 0 ? sp_gpu_profile_current(&gpu)
                                                      : sp_gpu_profile_named(req->gpu, &gpu);
     if (st != SPTUNE_OK) return st;
+    char *key = memo_key(req, &gpu);
+    if (key && memo_find(key, req->fixed, out)) {
+        free(key);
+        return SPTUNE_OK;
+    }
     sp_template *t = NULL;
-    if ((st = sp_template_load(req->op, &t)) != SPTUNE_OK) return st;
+    if ((st = sp_template_load(req->op, &t)) != SPTUNE_OK) {
+        free(key);
+        return st;
+    }
     sptune_kernel *k = calloc(1, sizeof *k);
     sp_cache *cache = NULL;
     if (!k) { sp_template_free(t); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
@@ -433,9 +556,12 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     sp_cache_close(cache);
     sp_template_free(t);
     free(why);
+    if (key) memo_add(key, req->fixed, k);
+    free(key);
     *out = k;
     return SPTUNE_OK;
 fail:
+    free(key);
     free(why);
     sp_cache_close(cache);
     sp_template_free(t);
@@ -518,6 +644,21 @@ sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned
 sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
 {
     if (!k || !args) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: no kernel or no arguments");
+    /* The geometry (and tensor maps) were fixed for the problem at get time: a dimension passed with
+     * another value would compute part of the output, or read past the inputs. */
+    for (int i = 0; i < k->nargs; i++) {
+        const kernel_arg *x = &k->arg[i];
+        if (x->decl.role != SP_ROLE_DIM || x->dim < 0) continue;
+        if (!args[i]) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: argument %d (%s) is missing", i, x->decl.name);
+        long long v;
+        if (x->decl.type == SP_ARG_I32) v = *(const int *)args[i];
+        else if (x->decl.type == SP_ARG_U32) v = *(const unsigned *)args[i];
+        else if (x->decl.type == SP_ARG_U64) v = (long long)*(const unsigned long long *)args[i];
+        else continue;
+        if (v != x->dim)
+            return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: %s=%lld, but the kernel was got for %s=%lld "
+                           "(get one for this problem)", x->decl.name, v, x->decl.name, x->dim);
+    }
     sptune_status st;
     if (!k->loaded.module && (st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
     return sp_kernel_launch(&k->loaded, (CUstream)stream, args);

@@ -60,7 +60,8 @@ typedef struct sptune_gpu_info {
  * cannot be loaded or reports no device. */
 SPTUNE_API sptune_status sptune_gpu_count(int *count);
 SPTUNE_API sptune_status sptune_gpu_get(int ordinal, sptune_gpu_info *info);
-/* A profile by name: "auto" is the first device; "h100", "h200", "rtx-pro-6000", "sm_XX[a]". */
+/* A profile by name: "auto" is the device of the calling thread's current CUDA context (device 0 when
+ * none is current); "h100", "h200", "rtx-pro-6000", "sm_XX[a]". */
 SPTUNE_API sptune_status sptune_gpu_profile(const char *name, sptune_gpu_info *info);
 
 /* Driver and NVRTC versions as "major.minor" (driver fails with SPTUNE_ERR_NO_GPU when absent). */
@@ -87,7 +88,8 @@ typedef enum sptune_origin {
 typedef struct sptune_kernel_request {
     const char *op;        /* "twell-ffn", "gemm", ... (sptune ops) */
     const char *problem;   /* the op's dimensions: "M=16384,D=2048,F=5632,nnz=40" */
-    const char *gpu;       /* GPU profile ("h200"; sptune_gpu_get().profile) or "auto" (device 0) */
+    const char *gpu;       /* GPU profile ("h200"; sptune_gpu_get().profile) or "auto" (the current context's
+                              device, else device 0) */
     const char *db_path;   /* NULL: the default database; "": no database of the user's */
     const char *cache_dir; /* NULL: the default kernel cache; "": compile without caching */
     int ignore_shipped;    /* 1: leave out the results shipped with sptune (measured on real GPUs) */
@@ -103,7 +105,12 @@ typedef struct sptune_kernel sptune_kernel;
  * nearest recorded problem whose configuration is valid for this one, else the same from another
  * GPU profile of the same architecture, else the template's default), then rendered and compiled
  * (through the kernel cache). At equal nearness the user's results win over the shipped ones.
- * A database that does not exist counts as empty; one that cannot be read is an error. */
+ * A database that does not exist counts as empty; one that cannot be read is an error.
+ * A repeated request is answered from an in-process copy (tens of microseconds) while the user's
+ * database file is unchanged; a result recorded meanwhile is seen at once.
+ * Threads: any thread may get kernels at any time; a kernel object is used by one thread at a time
+ * (its first launch loads its module into the context current then, which must stay current for
+ * its later launches: get one kernel object per context). */
 SPTUNE_API sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out);
 /* The configuration ("bm=128,bn=128,...") and where it came from; detail (may be NULL) gets a
  * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". */
@@ -161,7 +168,9 @@ SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int inde
 /* Launches every kernel of k in order on `stream` (a CUstream; NULL: the default stream) with
  * the op's argument list (pointers to the arguments, as for cuLaunchKernel; the list is
  * sptune_kernel_args). The module is loaded into the context current at the first launch,
- * which must stay the current context for later launches. Checks the launches, not completion. */
+ * which must stay the current context for later launches. Checks the launches, not completion;
+ * a dimension argument (M, ...) other than the problem's the kernel was got for is SPTUNE_ERR_INVALID
+ * (its geometry was fixed for that problem). No host synchronization happens inside a launch. */
 SPTUNE_API sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
 SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
 

@@ -34,6 +34,7 @@ static const sp_cuda_sym sp_cuda_syms[] = {
     SYM(DevicePrimaryCtxRetain, "cuDevicePrimaryCtxRetain"),
     SYM(DevicePrimaryCtxRelease, "cuDevicePrimaryCtxRelease_v2"),
     SYM(CtxSetCurrent, "cuCtxSetCurrent"),
+    SYM(CtxGetDevice, "cuCtxGetDevice"),
     SYM(CtxSynchronize, "cuCtxSynchronize"),
     SYM(ModuleLoadData, "cuModuleLoadData"),
     SYM(ModuleUnload, "cuModuleUnload"),

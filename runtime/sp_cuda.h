@@ -17,6 +17,7 @@ typedef struct sp_cuda_api {
     __typeof__(cuDevicePrimaryCtxRetain) *DevicePrimaryCtxRetain;
     __typeof__(cuDevicePrimaryCtxRelease_v2) *DevicePrimaryCtxRelease;
     __typeof__(cuCtxSetCurrent) *CtxSetCurrent;
+    __typeof__(cuCtxGetDevice) *CtxGetDevice;
     __typeof__(cuCtxSynchronize) *CtxSynchronize;
     __typeof__(cuModuleLoadData) *ModuleLoadData;
     __typeof__(cuModuleUnload) *ModuleUnload;

@@ -300,3 +300,13 @@ sptune_status sp_gpu_profile_device(int ordinal, sp_gpu_profile *out)
     sp_gpu_profile_derive(out);
     return SPTUNE_OK;
 }
+
+sptune_status sp_gpu_profile_current(sp_gpu_profile *out)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    CUdevice dev = 0;
+    if (cu->CtxGetDevice(&dev) != CUDA_SUCCESS) dev = 0;   /* no current context */
+    return sp_gpu_profile_device((int)dev, out);
+}

@@ -22,6 +22,8 @@ sptune_status sp_gpu_profile_named(const char *name, sp_gpu_profile *out);
 /* From device `ordinal` through the driver; a known board gets its named profile's extras,
  * anything else sm_80+ gets a generic profile from its properties; older GPUs: UNSUPPORTED. */
 sptune_status sp_gpu_profile_device(int ordinal, sp_gpu_profile *out);
+/* "auto": the device of the calling thread's current CUDA context, else device 0. */
+sptune_status sp_gpu_profile_current(sp_gpu_profile *out);
 /* Fill derived fields (features, arch string) from cc_major/cc_minor. */
 void sp_gpu_profile_derive(sp_gpu_profile *p);
 

@@ -113,7 +113,7 @@ int main(void)
         /* Launching needs a GPU: without one, a clear error and nothing else. */
         int gpus = 0;
         if (sptune_gpu_count(&gpus) != SPTUNE_OK) {
-            void *args[1] = {NULL};
+            void *args[16] = {NULL};   /* the full list, every entry missing */
             CHECK(sptune_kernel_launch(k, NULL, args) != SPTUNE_OK && *sptune_last_error());
         }
         CHECK_ST(sptune_kernel_launch(k, NULL, NULL), SPTUNE_ERR_INVALID);
@@ -238,6 +238,58 @@ int main(void)
         CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT && same_config("twell-ffn", sptune_kernel_config(k), FFN8));
         CHECK_MSG(!strstr(detail, "shipped") && strstr(detail, "at 9.0000 ms"), "%s", detail);
         sptune_kernel_free(k);
+    }
+
+    /* Repeated gets come from the in-process copy, the same kernel; a result recorded meanwhile in the
+     * user's database is served at once. */
+    {
+        sptune_kernel_request rq = {"gemm", "M=640,N=640,K=640", "h200", db_path, cache, 1, NULL};
+        sptune_kernel *a = NULL, *b = NULL, *c = NULL;
+        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+        CHECK_ST(sptune_kernel_get(&rq, &b), SPTUNE_OK);
+        if (a && b) {
+            unsigned ga[3], gb[3], ba[3], bb[3], sa = 0, sb = 0;
+            CHECK(a != b && strcmp(sptune_kernel_config(a), sptune_kernel_config(b)) == 0 &&
+                  strcmp(sptune_kernel_args(a), sptune_kernel_args(b)) == 0 &&
+                  sptune_kernel_origin(a, NULL) == sptune_kernel_origin(b, NULL) &&
+                  sptune_kernel_arg_count(a) == sptune_kernel_arg_count(b));
+            CHECK_ST(sptune_kernel_geometry(a, 0, ga, ba, &sa), SPTUNE_OK);
+            CHECK_ST(sptune_kernel_geometry(b, 0, gb, bb, &sb), SPTUNE_OK);
+            CHECK(memcmp(ga, gb, sizeof ga) == 0 && memcmp(ba, bb, sizeof ba) == 0 && sa == sb);
+        }
+        sptune_kernel_free(a);   /* the copy outlives the kernel it came from */
+        CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
+        if (db) {
+            put(db, &H200, "gemm", "M=640,N=640,K=640", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3", 0.5, SP_OUTCOME_OK);
+            sp_db_close(db);
+        }
+        CHECK_ST(sptune_kernel_get(&rq, &c), SPTUNE_OK);
+        if (c) CHECK_MSG(sptune_kernel_origin(c, NULL) == SPTUNE_ORIGIN_EXACT &&
+                         strstr(sptune_kernel_config(c), "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3"), "%s",
+                         sptune_kernel_config(c));
+        sptune_kernel_free(b);
+        sptune_kernel_free(c);
+    }
+
+    /* A launch with another M than the kernel was got for is refused before anything runs. */
+    {
+        sptune_kernel_request rq = {"gemm", "M=640,N=640,K=640", "h200", db_path, cache, 1, NULL};
+        sptune_kernel *a = NULL;
+        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+        if (a) {
+            unsigned long long ptr[8] = {0};
+            int dims[8];
+            void *argv[8] = {0};
+            for (int i = 0; i < sptune_kernel_arg_count(a) && i < 8; i++) {
+                sptune_arg x;
+                CHECK_ST(sptune_kernel_arg(a, i, &x), SPTUNE_OK);
+                dims[i] = !strcmp(x.name, "M") ? 641 : 640;
+                argv[i] = x.pointer ? (void *)&ptr[i] : (void *)&dims[i];
+            }
+            CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_ERR_INVALID);
+            CHECK_MSG(strstr(sptune_last_error(), "M=641, but the kernel was got for M=640"), "%s", sptune_last_error());
+        }
+        sptune_kernel_free(a);
     }
 
     /* Errors: a broken database, an unknown op, a bad problem, a missing field. */
