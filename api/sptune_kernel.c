@@ -124,17 +124,32 @@ static double distance(const sp_template *t, const sp_problem *a, const sp_probl
     return a->n == b->n ? d : INFINITY;
 }
 
-/* qsort order, best first: this GPU's results before those of its architecture's other GPUs;
- * then the nearest problem; then the user's before the shipped; then the current template
- * version; then the fastest. */
+/* Which of two results of one problem and GPU profile ran faster: by the speed-up over the baseline
+ * timed in the same run when both have one (comparable between machines and runs), else by time.
+ * < 0 when x is faster. */
+static int faster(const candidate *x, const candidate *y)
+{
+    if (x->baseline_ms > 0 && y->baseline_ms > 0 && x->median_ms > 0 && y->median_ms > 0) {
+        double sx = x->baseline_ms / x->median_ms, sy = y->baseline_ms / y->median_ms;
+        return (sx < sy) - (sx > sy);
+    }
+    return (x->median_ms > y->median_ms) - (x->median_ms < y->median_ms);
+}
+
+/* qsort order, best first: this GPU's results before those of its architecture's other GPUs; then
+ * the nearest problem; then the fastest, whoever measured it and with whichever template version
+ * (never worse: a short tuning run that measured a slow configuration does not displace a faster
+ * recorded one; an earlier version's result is served marked as such); at equal speed the current
+ * template version, then the user's results before the shipped ones. */
 static int by_preference(const void *pa, const void *pb)
 {
     const candidate *x = pa, *y = pb;
     if (x->other_gpu != y->other_gpu) return x->other_gpu - y->other_gpu;
     if (x->distance != y->distance) return x->distance < y->distance ? -1 : 1;
-    if (x->shipped != y->shipped) return x->shipped - y->shipped;
+    int f = faster(x, y);
+    if (f) return f;
     if (x->other_version != y->other_version) return x->other_version - y->other_version;
-    return (x->median_ms > y->median_ms) - (x->median_ms < y->median_ms);
+    return x->shipped - y->shipped;
 }
 
 /* Keeps, per (problem, GPU profile, template version, source), the fastest OK result of the op
@@ -174,7 +189,7 @@ static int visit(const sp_result *r, void *ud)
         if (strcmp(s->c[i].problem, r->problem_key) == 0 && s->c[i].other_version == c.other_version &&
             s->c[i].shipped == c.shipped && strcmp(s->c[i].gpu, c.gpu) == 0) {
             /* keep only the fastest configuration of that problem */
-            if (c.median_ms < s->c[i].median_ms) {
+            if (faster(&c, &s->c[i]) < 0) {
                 char *cfg = strdup(r->config);
                 if (!cfg) { s->oom = 1; return 1; }
                 free(s->c[i].config);
@@ -271,7 +286,7 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
             k->baseline_ms = c->baseline_ms > 0 ? c->baseline_ms : -1;
             snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s", c->problem, c->gpu,
                      c->median_ms, speed, c->other_gpu ? ", a GPU of the same architecture" : "",
-                     c->other_version ? ", with an earlier version of the template" : "",
+                     c->other_version ? ", with an earlier version of the template (stale: not re-measured)" : "",
                      c->shipped ? " (results shipped with sptune)" : "");
         }
     }

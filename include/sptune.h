@@ -104,7 +104,10 @@ typedef struct sptune_kernel sptune_kernel;
  * user's database and the results shipped with sptune) are looked up (exact problem, else the
  * nearest recorded problem whose configuration is valid for this one, else the same from another
  * GPU profile of the same architecture, else the template's default), then rendered and compiled
- * (through the kernel cache). At equal nearness the user's results win over the shipped ones.
+ * (through the kernel cache). At equal nearness the fastest measured result wins (its speed-up over
+ * the baseline timed in the same run), whoever recorded it: a short tuning run that measured a slow
+ * configuration never displaces a faster recorded one. A result of an earlier template version is
+ * served when it is the fastest, and the origin's detail says it is stale (not re-measured).
  * A database that does not exist counts as empty; one that cannot be read is an error.
  * A repeated request is answered from an in-process copy (tens of microseconds) while the user's
  * database file is unchanged; a result recorded meanwhile is seen at once.
