@@ -1,4 +1,4 @@
-/* sptune db: look at, export, import and merge tuning databases. Whatever comes from another
+/* sptune db: look at (info, show, verify), export, import and merge tuning databases. Whatever comes from another
  * machine is checked against the local templates before it is recorded: an unknown op, a
  * problem or configuration the local template does not accept, or an unknown GPU profile is
  * rejected (and counted), never executed or compiled. */
@@ -57,6 +57,130 @@ static void accept_free(accept_ctx *a)
     for (int i = 0; i < a->n; i++) sp_template_free(a->t[i]);
 }
 
+/* ---- show and verify ---------------------------------------------------------------------------- */
+
+typedef struct row {
+    char *key;            /* "gpu\x1fop\x1fproblem": the group */
+    char *config;
+    double ms, baseline_ms;
+    int ok, stale;
+} row;
+
+typedef struct row_list {
+    row *v;
+    size_t n, cap;
+    accept_ctx acc;
+    int oom;
+    /* verify */
+    long long invalid, stale;
+    char first_invalid[512];
+} row_list;
+
+static int collect(const sp_result *r, void *ud)
+{
+    row_list *x = ud;
+    sp_template *t = template_for(&x->acc, r->template_name);
+    int stale = t && strcmp(sp_template_hash(t), r->template_hash) != 0;
+    char why[400] = "";
+    if (!accept_result(r, &x->acc, why, sizeof why)) {
+        if (x->invalid++ == 0)
+            snprintf(x->first_invalid, sizeof x->first_invalid, "%s %s %s: %s", r->template_name, r->problem_key,
+                     r->config, why);
+        sp_clear_error();
+    }
+    x->stale += stale;
+    if (x->n == x->cap) {
+        size_t cap = x->cap ? 2 * x->cap : 256;
+        row *v = realloc(x->v, cap * sizeof *v);
+        if (!v) { x->oom = 1; return 1; }
+        x->v = v;
+        x->cap = cap;
+    }
+    row *w = &x->v[x->n];
+    w->key = sp_asprintf("%s\x1f%s\x1f%s", r->env->gpu_profile, r->template_name, r->problem_key);
+    w->config = strdup(r->config);
+    if (!w->key || !w->config) { free(w->key); free(w->config); x->oom = 1; return 1; }
+    w->ms = r->timing.median_ms;
+    w->baseline_ms = r->timing.baseline_ms;
+    w->ok = r->outcome == SP_OUTCOME_OK;
+    w->stale = stale;
+    x->n++;
+    return 0;
+}
+
+static double speedup(const row *w) { return w->baseline_ms > 0 && w->ms > 0 ? w->baseline_ms / w->ms : 0; }
+
+/* Groups in key order; in a group the passing results fastest first (speed-up, else time), then the
+ * failed ones. */
+static int by_group(const void *pa, const void *pb)
+{
+    const row *a = pa, *b = pb;
+    int c = strcmp(a->key, b->key);
+    if (c) return c;
+    if (a->ok != b->ok) return b->ok - a->ok;
+    double sa = speedup(a), sb = speedup(b);
+    if (sa != sb) return (sa < sb) - (sa > sb);
+    return (a->ms > b->ms) - (a->ms < b->ms);
+}
+
+static void rows_free(row_list *x)
+{
+    for (size_t i = 0; i < x->n; i++) { free(x->v[i].key); free(x->v[i].config); }
+    free(x->v);
+    accept_free(&x->acc);
+}
+
+static int show(cli_cmd *cmd, sp_db *db, int limit)
+{
+    row_list x;
+    memset(&x, 0, sizeof x);
+    sptune_status st = sp_db_foreach(db, collect, &x);
+    if (st == SPTUNE_OK && x.oom) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    if (st != SPTUNE_OK) { rows_free(&x); return cli_error(cmd->name, st); }
+    if (x.n > 1) qsort(x.v, x.n, sizeof *x.v, by_group);
+    printf("%-7s %-14s %-44s %9s %9s %8s  %s\n", "gpu", "op", "problem", "ms", "baseline", "speedup", "configuration");
+    for (size_t i = 0; i < x.n;) {
+        size_t j = i, shown = 0, failed = 0;
+        char gpu[40], op[40];
+        const char *k = x.v[i].key, *s1 = strchr(k, '\x1f'), *s2 = s1 ? strchr(s1 + 1, '\x1f') : NULL;
+        snprintf(gpu, sizeof gpu, "%.*s", (int)(s1 ? s1 - k : 0), k);
+        snprintf(op, sizeof op, "%.*s", (int)(s2 && s1 ? s2 - s1 - 1 : 0), s1 ? s1 + 1 : "");
+        for (; j < x.n && strcmp(x.v[j].key, k) == 0; j++) {
+            const row *w = &x.v[j];
+            if (!w->ok) { failed++; continue; }
+            if ((int)shown++ >= limit) continue;
+            char sp[16] = "-";
+            if (speedup(w) > 0) snprintf(sp, sizeof sp, "%.2fx", speedup(w));
+            printf("%-7s %-14s %-44s %9.4f %9.4f %8s  %s%s\n", gpu, op, s2 ? s2 + 1 : "", w->ms,
+                   w->baseline_ms > 0 ? w->baseline_ms : 0.0, sp, w->config, w->stale ? "  [stale: earlier template]" : "");
+        }
+        if (shown > (size_t)limit || failed)
+            printf("%-7s %-14s %-44s   (%zu more passing, %zu failed)\n", "", "", "",
+                   shown > (size_t)limit ? shown - (size_t)limit : 0, failed);
+        i = j;
+    }
+    rows_free(&x);
+    return CLI_OK;
+}
+
+static int verify(cli_cmd *cmd, sp_db *db, const char *path)
+{
+    sptune_status st = sp_db_quick_check(db);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    row_list x;
+    memset(&x, 0, sizeof x);
+    st = sp_db_foreach(db, collect, &x);
+    if (st == SPTUNE_OK && x.oom) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    if (st != SPTUNE_OK) { rows_free(&x); return cli_error(cmd->name, st); }
+    printf("%s: integrity ok (quick_check), schema %d, %zu results: %lld valid for the local templates, "
+           "%lld not, %lld measured with an earlier template version (stale)\n", path, sp_db_schema_version(db), x.n,
+           (long long)x.n - x.invalid, x.invalid, x.stale);
+    if (x.invalid) printf("  first not valid: %s\n", x.first_invalid);
+    int rc = x.invalid ? CLI_FAIL : CLI_OK;
+    rows_free(&x);
+    return rc;
+}
+
 static int report(const char *what, const sp_db_import_stats *s)
 {
     printf("%s: %lld results read, %lld recorded, %lld rejected\n", what, s->read, s->recorded, s->rejected);
@@ -73,15 +197,25 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     int rc = cli_db_path(cmd, buf, sizeof buf, &path);
     if (rc) return rc;
     int wants_arg = strcmp(action, "import") == 0 || strcmp(action, "merge") == 0;
-    if (strcmp(action, "info") != 0 && strcmp(action, "export") != 0 && !wants_arg)
-        return cli_usage_error(cmd->name, "unknown action '%s' (info, export, import, merge)", action);
+    int inspect = strcmp(action, "show") == 0 || strcmp(action, "verify") == 0;
+    if (strcmp(action, "info") != 0 && strcmp(action, "export") != 0 && !wants_arg && !inspect)
+        return cli_usage_error(cmd->name, "unknown action '%s' (info, show, verify, export, import, merge)", action);
+    if (inspect && npos > 1) return cli_usage_error(cmd->name, "%s takes no file (--db PATH names the database)", action);
     if (wants_arg && npos < 2) return cli_usage_error(cmd->name, "%s needs a file", action);
     if (!wants_arg && npos > 2) return cli_usage_error(cmd->name, "too many arguments");
 
     sp_db *db = NULL;
     if (!wants_arg) {
         if ((st = sp_db_open_readonly(path, &db)) != SPTUNE_OK) return cli_error(cmd->name, st);
-        if (strcmp(action, "info") == 0) {
+        if (strcmp(action, "show") == 0) {
+            const char *l = cli_get(cmd, "limit");
+            char *end = NULL;
+            long limit = l ? strtol(l, &end, 10) : 3;
+            rc = l && (*end || limit < 1) ? cli_usage_error(cmd->name, "--limit wants a positive count, got '%s'", l)
+                                          : show(cmd, db, (int)limit);
+        } else if (strcmp(action, "verify") == 0) {
+            rc = verify(cmd, db, path);
+        } else if (strcmp(action, "info") == 0) {
             long long n = 0;
             if ((st = sp_db_count(db, &n)) != SPTUNE_OK) rc = cli_error(cmd->name, st);
             else printf("%s: sptune database, schema %d, %lld results\n", path, sp_db_schema_version(db), n);

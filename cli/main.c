@@ -71,6 +71,7 @@ static cli_opt best_opts[] = {
     {NULL, NULL, NULL, NULL}};
 static cli_opt db_opts[] = {
     {"db", "PATH", "the database (default: $SPTUNE_DB or the XDG data folder)", NULL},
+    {"limit", "N", "show: passing results listed per problem, fastest first (default 3)", NULL},
     {NULL, NULL, NULL, NULL}};
 static cli_opt auto_opts[] = {
     {"gpu", "G", "auto or all (every GPU found), or a target: h100, h200, rtx-pro-6000, sm_XX", NULL},
@@ -131,7 +132,9 @@ static cli_cmd commands[] = {
      "raw little-endian 16-bit floats (with --shape and --dtype). W is rows = output features x columns = input\n"
      "features, as nn.Linear stores it. Prints where the nonzeros went and the bytes of each layer against dense.",
      1, 1, encode_opts, cmd_encode},
-    {"db", "ACTION [FILE]", "Tuning databases: info; export [FILE|-] (reviewable text); import FILE|-; merge OTHER.db.",
+    {"db", "ACTION [FILE]", "Tuning databases: info; show (results per op and problem, fastest first, stale ones "
+                            "marked); verify (integrity, and every result still valid for the local templates); "
+                            "export [FILE|-] (reviewable text); import FILE|-; merge OTHER.db.",
      "Imported and merged results are checked against the local templates (op, problem, configuration, GPU\n"
      "profile) and rejected otherwise; a malformed file is refused whole. A result never replaces a newer one\n"
      "for the same environment, template version, problem and configuration.", 1, 2, db_opts, cmd_db},
