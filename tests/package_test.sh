@@ -30,6 +30,10 @@ others=$(nm -g --defined-only "$lib/libsptune.a" 2>/dev/null | awk 'NF == 3 {pri
 [ -z "$others" ] && ok || bad "the static library defines more global symbols than the API: $others"
 "$prefix/usr/bin/sptune" --version > /dev/null 2>&1 && ok || bad "the installed sptune does not run"
 
+# the Python package as installed finds the installed library by itself
+out=$(env -u SPTUNE_LIB PYTHONPATH="$lib/python3/site-packages" python3 -c 'import sptune; print(sptune.version(), sptune._library()._name)' 2>&1)
+grep -q "^[0-9.]* $lib/" <<< "$out" && ok || bad "the installed Python package: $out"
+
 # the example through find_package, shared and static
 if cmake -S "$src/examples" -B "$prefix/ex" -DCMAKE_PREFIX_PATH="$prefix/usr" > "$prefix/ex.log" 2>&1 &&
    cmake --build "$prefix/ex" >> "$prefix/ex.log" 2>&1; then ok; else bad "building the example"; tail -20 "$prefix/ex.log"; fi

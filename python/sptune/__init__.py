@@ -1,0 +1,291 @@
+"""sptune for Python: tuned sparse kernels on PyTorch tensors, over libsptune (ctypes: nothing to
+compile at install time).
+
+    import torch, sptune
+    y = sptune.twell_ffn(x, w_gate, w_up, w_down)      # Y = (relu(X Wg^T) * X Wu^T) Wd, bf16, CUDA
+
+The library is found through $SPTUNE_LIB (a path to libsptune.so.0), then where `cmake --install` puts
+it relative to this package (<prefix>/lib), then the source tree's build folder, then the system's
+library path. Kernels run on the
+current CUDA stream. With torch available, ``torch.ops.sptune.twell_ffn`` is registered as a custom
+op (with a fake implementation for shapes), so torch.compile and CUDA graphs can capture it.
+"""
+import ctypes
+import ctypes.util
+import os
+import threading
+
+__all__ = ["SptuneError", "Kernel", "kernel", "twell_ffn", "version"]
+
+
+class SptuneError(RuntimeError):
+    """A failure reported by libsptune (its message)."""
+
+
+# ---- the library ------------------------------------------------------------------------------
+
+_ORIGINS = {0: "exact", 1: "nearest", 2: "default", 3: "same_arch"}
+_ROLES = {0: "input", 1: "output", 2: "workspace", 3: "dim", 4: "scalar"}
+
+
+class _Request(ctypes.Structure):
+    _fields_ = [("op", ctypes.c_char_p), ("problem", ctypes.c_char_p), ("gpu", ctypes.c_char_p),
+                ("db_path", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p), ("ignore_shipped", ctypes.c_int),
+                ("fixed", ctypes.c_char_p)]
+
+
+class _Arg(ctypes.Structure):
+    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_char_p), ("type_bytes", ctypes.c_size_t),
+                ("pointer", ctypes.c_int), ("role", ctypes.c_int), ("shape", ctypes.c_char_p), ("doc", ctypes.c_char_p),
+                ("elements", ctypes.c_longlong), ("elements_bound", ctypes.c_longlong),
+                ("typical", ctypes.c_longlong), ("bound", ctypes.c_longlong)]
+
+
+def _candidates():
+    env = os.environ.get("SPTUNE_LIB")
+    if env:
+        yield env
+    here = os.path.dirname(os.path.abspath(__file__))
+    # installed: <prefix>/lib/python3/site-packages/sptune -> <prefix>/lib; the source tree: python/sptune -> build
+    for rel in ("../../..", "../../build"):
+        yield os.path.join(here, rel, "libsptune.so.0")
+    found = ctypes.util.find_library("sptune")
+    if found:
+        yield found
+    yield "libsptune.so.0"
+
+
+_lib = None
+_lib_lock = threading.Lock()
+
+
+def _library():
+    global _lib
+    with _lib_lock:
+        if _lib is not None:
+            return _lib
+        errors = []
+        for path in _candidates():
+            if os.path.sep in path and not os.path.exists(path):
+                continue
+            try:
+                lib = ctypes.CDLL(path)
+                break
+            except OSError as e:
+                errors.append(f"{path}: {e}")
+        else:
+            raise SptuneError("libsptune not found (set SPTUNE_LIB to libsptune.so.0): " + "; ".join(errors))
+        P, I, S = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
+        lib.sptune_last_error.restype = S
+        lib.sptune_version.restype = S
+        lib.sptune_kernel_get.argtypes = [ctypes.POINTER(_Request), ctypes.POINTER(P)]
+        lib.sptune_kernel_get.restype = I
+        lib.sptune_kernel_config.argtypes = [P]
+        lib.sptune_kernel_config.restype = S
+        lib.sptune_kernel_origin.argtypes = [P, ctypes.POINTER(S)]
+        lib.sptune_kernel_origin.restype = I
+        lib.sptune_kernel_arg_count.argtypes = [P]
+        lib.sptune_kernel_arg_count.restype = I
+        lib.sptune_kernel_arg.argtypes = [P, I, ctypes.POINTER(_Arg)]
+        lib.sptune_kernel_arg.restype = I
+        lib.sptune_kernel_workspace.argtypes = [P, I, ctypes.POINTER(ctypes.c_size_t)]
+        lib.sptune_kernel_workspace.restype = I
+        lib.sptune_kernel_launch.argtypes = [P, P, ctypes.POINTER(P)]
+        lib.sptune_kernel_launch.restype = I
+        lib.sptune_kernel_free.argtypes = [P]
+        lib.sptune_kernel_free.restype = None
+        _lib = lib
+        return lib
+
+
+def _check(status):
+    if status != 0:
+        raise SptuneError(_library().sptune_last_error().decode(errors="replace"))
+
+
+def version():
+    """libsptune's version ("0.1.0")."""
+    return _library().sptune_version().decode()
+
+
+# ---- kernels ---------------------------------------------------------------------------------
+
+class Kernel:
+    """A tuned kernel of an op for one problem (sptune_kernel_get)."""
+
+    def __init__(self, op, problem, gpu="auto", db_path=None, cache_dir=None, fixed=None):
+        lib = _library()
+        enc = lambda s: None if s is None else s.encode()
+        req = _Request(enc(op), enc(problem), enc(gpu), enc(db_path), enc(cache_dir), 0, enc(fixed))
+        handle = ctypes.c_void_p()
+        _check(lib.sptune_kernel_get(ctypes.byref(req), ctypes.byref(handle)))
+        self._lib, self._h = lib, handle
+        self.op, self.problem = op, problem
+        self.config = lib.sptune_kernel_config(handle).decode()
+        detail = ctypes.c_char_p()
+        self.origin = _ORIGINS.get(lib.sptune_kernel_origin(handle, ctypes.byref(detail)), "?")
+        self.detail = detail.value.decode() if detail.value else ""
+        self.args = []
+        for i in range(lib.sptune_kernel_arg_count(handle)):
+            a = _Arg()
+            _check(lib.sptune_kernel_arg(handle, i, ctypes.byref(a)))
+            self.args.append({"name": a.name.decode(), "type": a.type.decode(), "type_bytes": a.type_bytes,
+                              "pointer": bool(a.pointer), "role": _ROLES.get(a.role, "?"), "shape": a.shape.decode(),
+                              "elements": a.elements, "elements_bound": a.elements_bound,
+                              "typical": a.typical, "bound": a.bound})
+
+    def workspace_bytes(self, bound=False):
+        """Bytes of the workspace arguments together (each part rounded up to 256 bytes)."""
+        n = ctypes.c_size_t()
+        _check(self._lib.sptune_kernel_workspace(self._h, 1 if bound else 0, ctypes.byref(n)))
+        return n.value
+
+    def launch(self, values, stream=0):
+        """Launches with `values`: one per argument in order (device pointers as ints, numbers)."""
+        if len(values) != len(self.args):
+            raise ValueError(f"{self.op} takes {len(self.args)} arguments, got {len(values)}")
+        keep, ptrs = [], (ctypes.c_void_p * len(values))()
+        for i, (a, v) in enumerate(zip(self.args, values)):
+            if a["pointer"] or a["type"] == "u64":
+                c = ctypes.c_uint64(int(v))
+            elif a["type"] == "f32":
+                c = ctypes.c_float(float(v))
+            else:
+                c = ctypes.c_int32(int(v))
+            keep.append(c)
+            ptrs[i] = ctypes.addressof(c)
+        _check(self._lib.sptune_kernel_launch(self._h, ctypes.c_void_p(int(stream)), ptrs))
+
+    def __del__(self):
+        h = getattr(self, "_h", None)
+        if h:
+            self._lib.sptune_kernel_free(h)
+            self._h = None
+
+    def __repr__(self):
+        return f"Kernel({self.op}, {self.problem}: {self.config} ({self.origin}))"
+
+
+_kernels = {}
+_kernels_lock = threading.Lock()
+
+
+def kernel(op, problem, gpu="auto", **kw):
+    """The tuned kernel for (op, problem, gpu), kept per process (one object per CUDA device)."""
+    key = (op, problem, gpu, tuple(sorted(kw.items())), _current_device())
+    with _kernels_lock:
+        k = _kernels.get(key)
+        if k is None:
+            k = _kernels[key] = Kernel(op, problem, gpu, **kw)
+        return k
+
+
+def _current_device():
+    try:
+        import torch
+        return torch.cuda.current_device() if torch.cuda.is_available() else -1
+    except ImportError:
+        return -1
+
+
+# ---- argument checks (shared by the ops; plain Python, so they run without a GPU) -----------------
+
+def _dtype_name(t):
+    return str(getattr(t, "dtype", "?")).replace("torch.", "")
+
+
+def _check_tensor(name, t, ndim, dtype="bfloat16"):
+    for attr in ("shape", "dtype", "device", "data_ptr", "is_contiguous"):
+        if not hasattr(t, attr):
+            raise TypeError(f"{name} must be a torch.Tensor (got {type(t).__name__})")
+    if len(t.shape) != ndim:
+        raise ValueError(f"{name} must be {ndim}-D (got shape {tuple(t.shape)})")
+    if _dtype_name(t) != dtype:
+        raise ValueError(f"{name} must be {dtype} (got {_dtype_name(t)})")
+    if getattr(t.device, "type", str(t.device)) != "cuda":
+        raise ValueError(f"{name} must be on a CUDA device (got {t.device})")
+    if not t.is_contiguous():
+        raise ValueError(f"{name} must be contiguous (row-major); call .contiguous() first")
+
+
+def check_twell_ffn(x, w_gate, w_up, w_down):
+    """Checks the arguments of twell_ffn; returns (M, D, F). Raises TypeError / ValueError."""
+    _check_tensor("x", x, 2)
+    for name, w in (("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
+        _check_tensor(name, w, 2)
+    M, D = (int(v) for v in x.shape)
+    F = int(w_gate.shape[0])
+    if M < 1 or D < 1 or F < 1:
+        raise ValueError(f"empty operand: x {tuple(x.shape)}, w_gate {tuple(w_gate.shape)}")
+    for name, w in (("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
+        if tuple(int(v) for v in w.shape) != (F, D):
+            raise ValueError(f"{name} must be d_ff x d = {F} x {D} (row j: neuron j), got {tuple(w.shape)}")
+    devices = {str(t.device) for t in (x, w_gate, w_up, w_down)}
+    if len(devices) != 1:
+        raise ValueError(f"all operands must be on one device (got {sorted(devices)})")
+    if M >= 2 ** 31 or D >= 2 ** 31 or F >= 2 ** 31:
+        raise ValueError("dimensions must fit 32-bit integers")
+    return M, D, F
+
+
+# ---- ops -------------------------------------------------------------------------------------------
+
+def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40):
+    M, D, F = check_twell_ffn(x, w_gate, w_up, w_down)
+    import torch
+    k = kernel("twell-ffn", f"M={M},D={D},F={F},nnz={int(nnz)}")
+    y = torch.empty((M, D), dtype=x.dtype, device=x.device)
+    named = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": y}
+    ws = torch.empty(max(k.workspace_bytes(), 1), dtype=torch.uint8, device=x.device)
+    offset, values = 0, []
+    for a in k.args:
+        if a["role"] in ("input", "output"):
+            values.append(named[a["name"]].data_ptr())
+        elif a["role"] == "workspace":
+            values.append(ws.data_ptr() + offset)
+            offset += (a["elements"] * a["type_bytes"] + 255) // 256 * 256
+        elif a["role"] == "dim":
+            values.append({"M": M, "D": D, "F": F}[a["name"]])
+        else:
+            values.append(a["typical"])
+    k.launch(values, torch.cuda.current_stream(x.device).cuda_stream)
+    return y
+
+
+def twell_ffn(x, w_gate, w_up, w_down, nnz=40):
+    """The gated FFN layer Y = (relu(X Wg^T) * X Wu^T) Wd with TwELL activation sparsity.
+
+    x: M x d, w_gate, w_up, w_down: d_ff x d (row j: neuron j), all bf16, contiguous, on one CUDA
+    device. nnz: the expected active neurons per token (the tuned results nearest to it are used).
+    Runs on the current stream; exact whatever the activations (dense tokens included)."""
+    op = _torch_op()
+    if op is not None:
+        return op(x, w_gate, w_up, w_down, int(nnz))
+    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz)
+
+
+_op = None
+
+
+def _torch_op():
+    """torch.ops.sptune.twell_ffn, registered once when torch has torch.library.custom_op."""
+    global _op
+    if _op is not None:
+        return _op
+    try:
+        import torch
+        custom_op = torch.library.custom_op
+    except (ImportError, AttributeError):
+        return None
+
+    @custom_op("sptune::twell_ffn", mutates_args=())
+    def _op_impl(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
+                 nnz: int) -> torch.Tensor:
+        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz)
+
+    @_op_impl.register_fake
+    def _(x, w_gate, w_up, w_down, nnz):
+        return x.new_empty(x.shape)
+
+    _op = _op_impl
+    return _op

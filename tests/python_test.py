@@ -1,0 +1,86 @@
+"""The Python package over the built libsptune (CPU only): the library loads, kernels are got and
+describe their arguments and workspace, errors raise with libsptune's message, and the ops' argument
+checks refuse what they must (fake tensors: no torch or GPU needed)."""
+import os
+import sys
+
+import sptune
+
+passed = failed = 0
+
+
+def check(cond, what):
+    global passed, failed
+    if cond:
+        passed += 1
+    else:
+        failed += 1
+        print("FAIL:", what)
+
+
+def raises(exc, fn, part, what):
+    try:
+        fn()
+    except exc as e:
+        check(part in str(e), f"{what}: message '{e}' lacks '{part}'")
+        return
+    except Exception as e:  # noqa: BLE001
+        check(False, f"{what}: raised {type(e).__name__}: {e}")
+        return
+    check(False, f"{what}: did not raise")
+
+
+class Dev:
+    def __init__(self, kind, index=0):
+        self.type, self.index = kind, index
+
+    def __str__(self):
+        return f"{self.type}:{self.index}"
+
+
+class Fake:
+    def __init__(self, shape, dtype="torch.bfloat16", device=None, contiguous=True):
+        self.shape, self.dtype, self.device, self._c = shape, dtype, device or Dev("cuda"), contiguous
+
+    def data_ptr(self):
+        return 0
+
+    def is_contiguous(self):
+        return self._c
+
+
+check(sptune.version() == os.environ.get("SPTUNE_EXPECT_VERSION", sptune.version()), "version")
+cache = os.environ.get("SPTUNE_CACHE_DIR")
+g = sptune.kernel("gemm", "M=64,N=64,K=64", gpu="h200", cache_dir=cache)
+check(g.config.startswith("bm=") and [a["name"] for a in g.args][:3] == ["A", "B", "C"], f"gemm kernel {g}")
+check(g.workspace_bytes() == 0 and sptune.kernel("gemm", "M=64,N=64,K=64", gpu="h200", cache_dir=cache) is g,
+      "gemm: no workspace; kept per process")
+f = sptune.kernel("twell-ffn", "M=1000,D=256,F=1024,nnz=40", gpu="h200", cache_dir=cache)
+names = [a["name"] for a in f.args]
+check(names[:5] == ["X", "Wg", "Wu", "Wd", "Y"] and "pool_capacity" in names, f"twell-ffn args {names}")
+check(0 < f.workspace_bytes() < f.workspace_bytes(bound=True), "twell-ffn workspace typical < bound")
+cap = next(a for a in f.args if a["name"] == "dense_capacity")
+check(cap["typical"] == 32 and cap["bound"] == 1000, f"dense_capacity {cap}")
+raises(sptune.SptuneError, lambda: sptune.Kernel("no-such-op", "M=1", gpu="h200"), "no-such-op", "unknown op")
+raises(sptune.SptuneError, lambda: sptune.Kernel("gemm", "M=64,N=64", gpu="h200"), "missing dimension", "bad problem")
+raises(ValueError, lambda: f.launch([1, 2]), "takes", "launch arity")
+
+x, w = Fake((1000, 256)), Fake((1024, 256))
+check(sptune.check_twell_ffn(x, w, w, w) == (1000, 256, 1024), "good arguments pass")
+raises(TypeError, lambda: sptune.check_twell_ffn([[1.0]], w, w, w), "must be a torch.Tensor", "not a tensor")
+raises(ValueError, lambda: sptune.check_twell_ffn(Fake((1000, 256), "torch.float16"), w, w, w), "must be bfloat16",
+       "fp16 x")
+raises(ValueError, lambda: sptune.check_twell_ffn(Fake((2, 1000, 256)), w, w, w), "must be 2-D", "3-D x")
+raises(ValueError, lambda: sptune.check_twell_ffn(x, w, Fake((1024, 255)), w), "w_up must be d_ff x d",
+       "mismatched w_up")
+raises(ValueError, lambda: sptune.check_twell_ffn(x, w, w, Fake((256, 1024))), "w_down must be d_ff x d",
+       "w_down transposed")
+raises(ValueError, lambda: sptune.check_twell_ffn(Fake((1000, 256), device=Dev("cpu")), w, w, w), "CUDA device",
+       "x on the CPU")
+raises(ValueError, lambda: sptune.check_twell_ffn(x, Fake((1024, 256), contiguous=False), w, w), "contiguous",
+       "non-contiguous weight")
+raises(ValueError, lambda: sptune.check_twell_ffn(x, Fake((1024, 256), device=Dev("cuda", 1)), w, w), "one device",
+       "operands on two GPUs")
+raises(ValueError, lambda: sptune.check_twell_ffn(Fake((0, 256)), w, w, w), "empty", "no tokens")
+print(f"python: {passed} passed, {failed} failed")
+sys.exit(1 if failed else 0)
