@@ -429,8 +429,9 @@ static sptune_status kernel_clone(const sptune_kernel *s, sptune_kernel **out)
               !(k->cubin.image = malloc(s->cubin.size ? s->cubin.size : 1));
     if (!oom) memcpy(k->cubin.image, s->cubin.image, s->cubin.size);
     for (int i = 0; i < k->nargs && !oom; i++) {
-        oom = !(k->arg[i].decl.doc = strdup(s->arg[i].decl.doc)) || !(k->arg[i].shape_text = strdup(s->arg[i].shape_text));
-        for (int j = 0; j < k->arg[i].decl.nshape && !oom; j++) oom = !(k->arg[i].decl.shape[j] = strdup(s->arg[i].decl.shape[j]));
+        kernel_arg *x = &k->arg[i];
+        oom = !(x->decl.doc = strdup(s->arg[i].decl.doc)) || !(x->shape_text = strdup(s->arg[i].shape_text));
+        for (int j = 0; j < x->decl.nshape && !oom; j++) oom = !(x->decl.shape[j] = strdup(s->arg[i].decl.shape[j]));
     }
     if (!oom && s->src.options) {
         int n = 0;
@@ -470,7 +471,8 @@ static char *memo_key(const sptune_kernel_request *req, const sp_gpu_profile *gp
         int has = stat(db, &a) == 0, has_wal = wal && stat(wal, &w) == 0;
         free(wal);
         snprintf(state, sizeof state, "%d:%lld:%lld.%ld:%llu|%d:%lld:%lld.%ld", has, has ? (long long)a.st_size : 0,
-                 has ? (long long)a.st_mtim.tv_sec : 0, has ? a.st_mtim.tv_nsec : 0L, has ? (unsigned long long)a.st_ino : 0,
+                 has ? (long long)a.st_mtim.tv_sec : 0, has ? a.st_mtim.tv_nsec : 0L,
+                 has ? (unsigned long long)a.st_ino : 0,
                  has_wal, has_wal ? (long long)w.st_size : 0, has_wal ? (long long)w.st_mtim.tv_sec : 0,
                  has_wal ? w.st_mtim.tv_nsec : 0L);
     }
@@ -664,7 +666,8 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
     for (int i = 0; i < k->nargs; i++) {
         const kernel_arg *x = &k->arg[i];
         if (x->decl.role != SP_ROLE_DIM || x->dim < 0) continue;
-        if (!args[i]) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: argument %d (%s) is missing", i, x->decl.name);
+        if (!args[i])
+            return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: argument %d (%s) is missing", i, x->decl.name);
         long long v;
         if (x->decl.type == SP_ARG_I32) v = *(const int *)args[i];
         else if (x->decl.type == SP_ARG_U32) v = *(const unsigned *)args[i];

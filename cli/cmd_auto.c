@@ -193,7 +193,9 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     const sp_tune_budget total = plan->total;
     sp_tune_opts o = plan->o;
     int jobs = 0, done = 0;
-    for (int k = d; k < wl->n; k += n) jobs++;
+    double shares = 0, shares_all = 0, shares_done = 0;   /* this GPU's problems', everyone's, those done */
+    for (int k = d; k < wl->n; k += n) { jobs++; shares += wl->items[k].share; }
+    for (int k = 0; k < wl->n; k++) shares_all += wl->items[k].share;
     cli_tuned *tuned = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *tuned);
     const sp_workload_item **item_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *item_of);
     if (!tuned || !item_of) rc = cli_error("", sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
@@ -207,16 +209,19 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
         if ((rc = cli_load_template("", w->op, &t))) break;
         o.budget.seconds = 0;
         o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : plan->sample;
+        /* a shared budget goes by the problems' shares (the product first, gemm the least) */
         if (total.evals > 0) {
-            long long all = wl->n;
-            o.budget.evals = total.evals / all > 0 ? total.evals / all : 1;
+            long long e = (long long)((double)total.evals * w->share / (shares_all > 0 ? shares_all : 1));
+            o.budget.evals = e > 0 ? e : 1;
         }
         if (total.seconds > 0) {
             struct timespec now;
             clock_gettime(CLOCK_MONOTONIC, &now);
             double left = total.seconds - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9);
-            o.budget.seconds = left > 0 ? left / (jobs - done) : 1e-3;
+            double rest = shares - shares_done;   /* time left over flows to the problems after */
+            o.budget.seconds = left > 0 ? left * w->share / (rest > 0 ? rest : 1) : 1e-3;
         }
+        shares_done += w->share;
         if (!json) printf("[%s:%d] %s %s (%s)\n", gpu.info.profile, ordinal, w->op, w->problem, w->why);
         fflush(stdout);
         if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);

@@ -152,7 +152,8 @@ static int show(cli_cmd *cmd, sp_db *db, int limit)
             char sp[16] = "-";
             if (speedup(w) > 0) snprintf(sp, sizeof sp, "%.2fx", speedup(w));
             printf("%-7s %-14s %-44s %9.4f %9.4f %8s  %s%s\n", gpu, op, s2 ? s2 + 1 : "", w->ms,
-                   w->baseline_ms > 0 ? w->baseline_ms : 0.0, sp, w->config, w->stale ? "  [stale: earlier template]" : "");
+                   w->baseline_ms > 0 ? w->baseline_ms : 0.0, sp, w->config,
+                   w->stale ? "  [stale: earlier template]" : "");
         }
         if (shown > (size_t)limit || failed)
             printf("%-7s %-14s %-44s   (%zu more passing, %zu failed)\n", "", "", "",
@@ -200,7 +201,8 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     int inspect = strcmp(action, "show") == 0 || strcmp(action, "verify") == 0;
     if (strcmp(action, "info") != 0 && strcmp(action, "export") != 0 && !wants_arg && !inspect)
         return cli_usage_error(cmd->name, "unknown action '%s' (info, show, verify, export, import, merge)", action);
-    if (inspect && npos > 1) return cli_usage_error(cmd->name, "%s takes no file (--db PATH names the database)", action);
+    if (inspect && npos > 1)
+        return cli_usage_error(cmd->name, "%s takes no file (--db PATH names the database)", action);
     if (wants_arg && npos < 2) return cli_usage_error(cmd->name, "%s needs a file", action);
     if (!wants_arg && npos > 2) return cli_usage_error(cmd->name, "too many arguments");
 

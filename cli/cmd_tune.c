@@ -96,6 +96,31 @@ static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_prob
     return SPTUNE_OK;
 }
 
+/* The configuration the runtime API serves now for this problem (the user's results, the shipped ones,
+ * the nearest, the default), as an index into the space: tuning measures it first and goes on from
+ * the best known, so a short run cannot end below what was served before. -1 when it is not in the
+ * space (or nothing can be got). */
+static long long served_index(sp_template *t, const cli_gpu_run *g, const char *key, sp_db *db, sp_cache *cache,
+                              const sp_configs *space, int quiet)
+{
+    sptune_kernel_request req = {sp_template_name(t), key, g->gpu.info.profile, db ? sp_db_path(db) : "",
+                                 cache ? sp_cache_dir(cache) : "", 0, NULL};
+    sptune_kernel *k = NULL;
+    long long found = -1;
+    sp_config c;
+    if (sptune_kernel_get(&req, &k) == SPTUNE_OK && sp_config_parse(t, sptune_kernel_config(k), &c) == SPTUNE_OK)
+        for (long long i = 0; i < space->n && found < 0; i++)
+            if (memcmp(space->v[i].idx, c.idx, sizeof c.idx[0] * (size_t)c.nparams) == 0) found = i;
+    if (found >= 0 && !quiet) {
+        const char *why = NULL;
+        sptune_kernel_origin(k, &why);
+        fprintf(stderr, "starting from the configuration served now (%s)\n", why);
+    }
+    sptune_kernel_free(k);
+    sp_clear_error();
+    return found;
+}
+
 int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, const sp_problem *p, sp_db *db,
                      sp_cache *cache, const sp_tune_opts *opts, int quiet, cli_tuned *out)
 {
@@ -144,6 +169,7 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     sp_tune_backend be = {&gb, gpu_evaluate};
     progress_state ps = {isatty(2), quiet, -1e9};
     sp_tune_opts o = *opts;
+    o.first = served_index(t, g, key, db, cache, &out->space, quiet);
     o.db = db;
     o.env = &env;
     o.baseline_ms = out->baseline_ms;

@@ -350,6 +350,7 @@ void sp_db_close(sp_db *db)
 }
 
 int sp_db_schema_version(const sp_db *db) { return db ? db->version : -1; }
+const char *sp_db_path(const sp_db *db) { return db ? db->path : NULL; }
 
 sptune_status sp_db_quick_check(sp_db *db)
 {

@@ -22,6 +22,7 @@ sptune_status sp_db_open(const char *path, int create, sp_db **out);
 sptune_status sp_db_open_readonly(const char *path, sp_db **out);
 void sp_db_close(sp_db *db);
 int sp_db_schema_version(const sp_db *db);
+const char *sp_db_path(const sp_db *db);   /* the file it was opened from */
 
 /* The machine and software a result was measured with. */
 typedef struct sp_env {

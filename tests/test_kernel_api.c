@@ -244,7 +244,8 @@ int main(void)
     CHECK_ST(sptune_kernel_get(&shipped, &k), SPTUNE_OK);
     if (k) {
         const char *detail = NULL;
-        CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT && !same_config("twell-ffn", sptune_kernel_config(k), FFN8));
+        CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT &&
+              !same_config("twell-ffn", sptune_kernel_config(k), FFN8));
         CHECK_MSG(strstr(detail, "shipped"), "%s", detail);
         sptune_kernel_free(k);
     }

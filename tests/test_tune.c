@@ -159,6 +159,29 @@ int main(void)
         printf("  descent seed %llu: %.4f vs best %.4f (+%.2f %%) with %lld of %lld evaluations\n", seed, r.best_ms,
                best, 100 * (r.best_ms / best - 1), r.measured, space.n);
     }
+    /* Starting from the served configuration (the best one here): with a budget of one evaluation, every
+     * strategy measures it, so the result is never worse than what was served; an exhaustive run still
+     * measures everything once more at most, and lists it once among the fastest. */
+    long long best_index = -1;
+    for (long long i = 0; i < space.n && best_index < 0; i++) {
+        int fails;
+        if (sim_time(&s, &space.v[i], &fails) == best && !fails) best_index = i;
+    }
+    for (int k = 0; k < 3; k++) {
+        sp_tune_opts_default(&o);
+        o.strategy = k == 0 ? SP_SEARCH_EXHAUSTIVE : k == 1 ? SP_SEARCH_RANDOM : SP_SEARCH_DESCENT;
+        o.first = best_index;
+        o.budget.evals = 1;
+        CHECK_ST(sp_tune_run(t, &p, &space, &be, &o, &r), SPTUNE_OK);
+        CHECK_MSG(r.measured == 1 && r.best_index == best_index && r.best_ms == best, "strategy %d: %lld, %.4f", k,
+                  r.best_index, r.best_ms);
+    }
+    sp_tune_opts_default(&o);
+    o.strategy = SP_SEARCH_EXHAUSTIVE;
+    o.first = best_index;
+    CHECK_ST(sp_tune_run(t, &p, &space, &be, &o, &r), SPTUNE_OK);
+    CHECK(r.measured == space.n + 1 && r.best_ms == best && r.top[0] == best_index && r.top[1] != best_index);
+
     /* Descent without a budget still proposes everything exactly once; progress comes after each
      * proposal and its ETA reaches zero at the end of the space. */
     sp_tune_opts_default(&o);

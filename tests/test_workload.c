@@ -53,6 +53,23 @@ static sp_workload make_file(const char *path)
 
 int main(void)
 {
+    /* the default list: the product first with the largest shares, gemm (the reference) last and least */
+    {
+        sp_workload d;
+        CHECK_ST(sp_workload_default(&d), SPTUNE_OK);
+        CHECK(d.n > 3 && strcmp(d.items[0].op, "twell-ffn") == 0 && strcmp(d.items[1].op, "slotfill-spmm") == 0);
+        double gemm_max = 0, product_min = 1e9;
+        for (int i = 0; i < d.n; i++) {
+            CHECK(d.items[i].share > 0);
+            if (strcmp(d.items[i].op, "gemm") == 0 && d.items[i].share > gemm_max) gemm_max = d.items[i].share;
+            if (!strcmp(d.items[i].op, "twell-ffn") || !strcmp(d.items[i].op, "slotfill-spmm"))
+                product_min = d.items[i].share < product_min ? d.items[i].share : product_min;
+            if (i > 0 && strcmp(d.items[i - 1].op, "gemm") == 0)
+                CHECK_MSG(!strcmp(d.items[i].op, "gemm"), "gemm before %s", d.items[i].op);
+        }
+        CHECK(gemm_max > 0 && gemm_max < product_min);
+        sp_workload_free(&d);
+    }
     const char *dir = sp_test_tmpdir("test_workload");
     char path[1200];
     snprintf(path, sizeof path, "%s/w.txt", dir);

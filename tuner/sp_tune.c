@@ -27,6 +27,7 @@ void sp_tune_opts_default(sp_tune_opts *o)
     memset(o, 0, sizeof *o);
     o->strategy = SP_SEARCH_DESCENT;
     o->seed = 1;
+    o->first = -1;
     o->resume = 1;
     o->baseline_ms = -1;
 }
@@ -56,6 +57,8 @@ sptune_status sp_tune_record(sp_db *db, const sp_env *env, sp_template *t, const
 /* Insertion into the short list of the fastest, which also gives the best. */
 static void keep_top(sp_tune_result *r, long long index, double ms)
 {
+    for (int i = 0; i < r->ntop; i++)
+        if (r->top[i] == index) return;   /* the served configuration, proposed again by the search */
     if (r->ntop == SP_TUNE_TOP && ms >= r->top_ms[SP_TUNE_TOP - 1]) return;
     int i = r->ntop < SP_TUNE_TOP ? r->ntop++ : SP_TUNE_TOP - 1;
     for (; i > 0 && r->top_ms[i - 1] > ms; i--) {
@@ -83,7 +86,12 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
     const double t0 = now_s();
     sp_tune_progress pr = {.total = space->n, .best_ms = INFINITY, .baseline_ms = o->baseline_ms};
     long long index;
-    while (sp_search_next(s, &index)) {
+    if (o->first >= 0 && o->first < space->n) sp_search_start_at(s, o->first);
+    /* the served configuration first (a descent's first proposal is then the same one, resumed) */
+    int pending_first = o->first >= 0 && o->first < space->n && o->strategy != SP_SEARCH_DESCENT;
+    while (pending_first ? (index = o->first, 1) : sp_search_next(s, &index)) {
+        const int from_search = !pending_first;
+        pending_first = 0;
         const sp_config *c = &space->v[index];
         char *text = sp_config_format(t, c);
         if (!text) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
@@ -124,7 +132,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
             if (!ok) r->failed[e.outcome]++;
         }
         free(text);
-        sp_search_report(s, index, ok, ms);
+        if (from_search) sp_search_report(s, index, ok, ms);
         if (ok) keep_top(r, index, ms);
         if (o->progress) {
             pr.done++;

@@ -45,6 +45,9 @@ typedef struct sp_tune_opts {
     const char *method;          /* stored with failures (OK results carry their own) */
     void (*progress)(const sp_tune_progress *p, void *ud);
     void *progress_ud;
+    long long first;             /* index into the space measured first (what the runtime API serves now,
+                                    so that tuning starts from the best known), and where a descent
+                                    starts; -1: the search's own start (the default) */
 } sp_tune_opts;
 
 void sp_tune_opts_default(sp_tune_opts *o);

@@ -9,17 +9,21 @@
 /* Token counts of a prefill batch; hidden sizes of Llama-3-8B (4096 / 14336) and of the TwELL
  * paper's 1.5B model (2048 / 5632). */
 static const sp_workload_item builtin[] = {
-    {"gemm", "M=4096,N=4096,K=4096", "square reference shape"},
-    {"gemm", "M=4096,N=14336,K=4096", "Llama-3-8B FFN gate/up projection, 4096 tokens"},
-    {"gemm", "M=4096,N=4096,K=14336", "Llama-3-8B FFN down projection, 4096 tokens"},
-    {"twell-d2t", "M=16384,D=2048,F=5632,nnz=40", "TwELL producer, 1.5B-class FFN (d=2048, d_ff=5632), ~40 nonzeros/token"},
-    {"twell-t2d", "M=16384,F=5632,D=2048,T=128,S=31,nnz=40", "TwELL down projection, same layer (T=128 matches the producer's default tile)"},
-    {"twell-gated", "M=16384,F=5632,D=2048,T=128,S=31,nnz=40", "TwELL gated consumer (up for active neurons, then down), same layer"},
-    {"twell-ffn", "M=16384,D=2048,F=5632,nnz=40", "TwELL gated FFN layer (producer + gated consumer), same layer"},
+    {"twell-ffn", "M=16384,D=2048,F=5632,nnz=40",
+     "TwELL gated FFN layer (producer + gated consumer), 1.5B-class FFN (d=2048, d_ff=5632), ~40 nonzeros/token"
+     " with dense tokens", 4},
     {"slotfill-spmm", "M=14336,K=4096,N=8,sparsity=50,fp16=0,dist=1",
-     "Slot-Filling: Llama-3-8B gate/up projection pruned to 50% (unstructured, Wanda-like rows), 8 tokens"},
+     "Slot-Filling: Llama-3-8B gate/up projection pruned to 50% (unstructured, Wanda-like rows), 8 tokens", 2},
     {"slotfill-spmm", "M=4096,K=14336,N=16,sparsity=50,fp16=0,dist=1",
-     "Slot-Filling: Llama-3-8B down projection pruned to 50%, 16 tokens"},
+     "Slot-Filling: Llama-3-8B down projection pruned to 50%, 16 tokens", 2},
+    {"twell-d2t", "M=16384,D=2048,F=5632,nnz=40", "TwELL producer, same layer", 1},
+    {"twell-t2d", "M=16384,F=5632,D=2048,T=128,S=31,nnz=40",
+     "TwELL down projection, same layer (T=128 matches the producer's default tile)", 1},
+    {"twell-gated", "M=16384,F=5632,D=2048,T=128,S=31,nnz=40",
+     "TwELL gated consumer (up for active neurons, then down), same layer", 1},
+    {"gemm", "M=4096,N=4096,K=4096", "dense reference: square shape", 0.5},
+    {"gemm", "M=4096,N=14336,K=4096", "dense reference: Llama-3-8B FFN gate/up projection, 4096 tokens", 0.5},
+    {"gemm", "M=4096,N=4096,K=14336", "dense reference: Llama-3-8B FFN down projection, 4096 tokens", 0.5},
 };
 
 sptune_status sp_workload_default(sp_workload *w)
@@ -71,7 +75,7 @@ sptune_status sp_workload_load(const char *path, sp_workload *w)
             if (!it) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
             w->items = it;
         }
-        w->items[w->n++] = (sp_workload_item){op, prob, *note ? note : path};
+        w->items[w->n++] = (sp_workload_item){op, prob, *note ? note : path, 1.0};
         line = next;
     }
     if (st == SPTUNE_OK && w->n == 0) st = sp_fail(SPTUNE_ERR_INVALID, "%s: no problem in the workload", path);

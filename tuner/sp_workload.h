@@ -1,4 +1,6 @@
-/* Workloads: the problems the main job tunes. The built-in default comes from common LLM shapes;
+/* Workloads: the problems the main job tunes. The built-in default comes from common LLM shapes, the
+ * product first: the whole TwELL layer and the Slot-Filling projections take the largest shares of a
+ * budget, the TwELL parts less, and gemm (the dense reference) the least;
  * a user's list is a text file, one problem per line:
  *
  *     # comment
@@ -17,6 +19,7 @@ typedef struct sp_workload_item {
     const char *op;
     const char *problem;   /* sp_problem_parse syntax */
     const char *why;       /* where the shape comes from */
+    double share;          /* its weight in a budget shared over the list (a user's file: 1 each) */
 } sp_workload_item;
 
 typedef struct sp_workload {
