@@ -49,6 +49,7 @@ typedef struct candidate {
     int other_gpu;        /* recorded on another GPU profile of the same architecture */
     int shipped;          /* from the results shipped with sptune, not the user's database */
     int other_version;    /* recorded with another version of the template */
+    int shadowed;         /* another version's, and the current version has a result for the problem */
     char gpu[32];
     double median_ms, baseline_ms;
 } candidate;
@@ -129,23 +130,29 @@ static double distance(const sp_template *t, const sp_problem *a, const sp_probl
  * < 0 when x is faster. */
 static int faster(const candidate *x, const candidate *y)
 {
-    if (x->baseline_ms > 0 && y->baseline_ms > 0 && x->median_ms > 0 && y->median_ms > 0) {
+    /* a total order: results with a time and a baseline, then with a time only, then the rest */
+    int kx = x->median_ms > 0 ? (x->baseline_ms > 0 ? 0 : 1) : 2;
+    int ky = y->median_ms > 0 ? (y->baseline_ms > 0 ? 0 : 1) : 2;
+    if (kx != ky) return kx - ky;
+    if (kx == 0) {
         double sx = x->baseline_ms / x->median_ms, sy = y->baseline_ms / y->median_ms;
         return (sx < sy) - (sx > sy);
     }
-    return (x->median_ms > y->median_ms) - (x->median_ms < y->median_ms);
+    return kx == 1 ? (x->median_ms > y->median_ms) - (x->median_ms < y->median_ms) : 0;
 }
 
 /* qsort order, best first: this GPU's results before those of its architecture's other GPUs; then
- * the nearest problem; then the fastest, whoever measured it and with whichever template version
- * (never worse: a short tuning run that measured a slow configuration does not displace a faster
- * recorded one; an earlier version's result is served marked as such); at equal speed the current
- * template version, then the user's results before the shipped ones. */
+ * the nearest problem; then the current template version's results before an earlier version's when
+ * the current one has any for that problem (a stale result is re-measured by tuning, which measures the
+ * served configuration first, and then gives way); then the fastest, whoever measured it (never worse:
+ * a short tuning run that measured a slow configuration does not displace a faster recorded one); at
+ * equal speed the current template version, then the user's results before the shipped ones. */
 static int by_preference(const void *pa, const void *pb)
 {
     const candidate *x = pa, *y = pb;
     if (x->other_gpu != y->other_gpu) return x->other_gpu - y->other_gpu;
     if (x->distance != y->distance) return x->distance < y->distance ? -1 : 1;
+    if (x->shadowed != y->shadowed) return x->shadowed - y->shadowed;
     int f = faster(x, y);
     if (f) return f;
     if (x->other_version != y->other_version) return x->other_version - y->other_version;
@@ -206,6 +213,11 @@ static int visit(const sp_result *r, void *ud)
     }
     c.distance = distance(s->t, &p, s->want);
     if (!isfinite(c.distance)) return 0;
+    /* A key written before the op had some of its dimensions (data dimensions with defaults added
+     * later) was measured on other data than the defaults say: near, never the same problem. */
+    int named = 1;
+    for (const char *q = r->problem_key; *q; q++) named += *q == ',';
+    if (named < sp_template_ndims(s->t)) c.distance += 1.0;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         candidate *m = realloc(s->c, cap * sizeof *m);
@@ -265,6 +277,11 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     s.shipped = 1;
     if (st == SPTUNE_OK && !req->ignore_shipped) st = scan_shipped(&s);
     if (st == SPTUNE_OK && s.oom) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    /* An earlier version's result gives way where the current version has one for the problem. */
+    for (size_t i = 0; i < s.n; i++)
+        for (size_t j = 0; j < s.n && s.c[i].other_version && !s.c[i].shadowed; j++)
+            s.c[i].shadowed = !s.c[j].other_version && strcmp(s.c[j].problem, s.c[i].problem) == 0 &&
+                              strcmp(s.c[j].gpu, s.c[i].gpu) == 0;
     /* Best first; the first whose configuration the current template accepts for this problem. */
     if (s.n > 1) qsort(s.c, s.n, sizeof *s.c, by_preference);
     for (size_t i = 0; st == SPTUNE_OK && !*found && i < s.n; i++) {
@@ -476,8 +493,9 @@ static char *memo_key(const sptune_kernel_request *req, const sp_gpu_profile *gp
                  has_wal, has_wal ? (long long)w.st_size : 0, has_wal ? (long long)w.st_mtim.tv_sec : 0,
                  has_wal ? w.st_mtim.tv_nsec : 0L);
     }
-    return sp_asprintf("%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%s", req->op, req->problem, gpu->info.profile,
-                       gpu->info.arch, db ? db : "", state, req->ignore_shipped,
+    return sp_asprintf("%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%lld\x1f%s\x1f%s\x1f%d\x1f%s", req->op, req->problem,
+                       gpu->info.profile, gpu->info.arch, gpu->info.sm_count, (long long)gpu->info.smem_per_block_optin,
+                       db ? db : "", state, req->ignore_shipped,
                        req->cache_dir ? req->cache_dir : "\x1e" "default");
 }
 

@@ -481,6 +481,8 @@ sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
     long long row = 0;
     int rc;
     while ((rc = sqlite3_step(s)) == SQLITE_ROW) {
+        /* checked before any value is read (reading converts, after which the types are not the stored ones) */
+        if ((st = check_row(db, s, ++row)) != SPTUNE_OK) break;
         sp_env env;
         sp_result r;
         memset(&env, 0, sizeof env);
@@ -518,7 +520,6 @@ sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
         r.smem_bytes = (int)column_int(s, 24, -1);
         r.spill_bytes = (int)column_int(s, 25, -1);
         r.recorded_at = column_int(s, 26, 0);
-        if ((st = check_row(db, s, ++row)) != SPTUNE_OK) break;
         if (cb(&r, ud) != 0) break;
     }
     if (st == SPTUNE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) st = sqlfail(db, "listing results");

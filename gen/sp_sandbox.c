@@ -355,38 +355,121 @@ static int sb_rep(lua_State *L)
     return lua_gettop(L);
 }
 
-/* Pattern matching backtracks: with k quantifiers (*, +, -) a match attempt may take ~n^k steps on a
- * subject of n bytes; an unanchored search tries every starting point, which multiplies that by n
- * unless the pattern starts with a plain character (attempts then start only where it occurs). That
- * estimate is charged, so "a*a*a*b" on a long run of a's, or ".-b" on a long string without b, is
- * refused before it starts while text substitution ("%${(%w+)}") costs about its length. */
+/* Lua's single-character classes (lstrlib.c semantics), for the cost estimate below. */
+static int class_match(int c, int cl)
+{
+    int r;
+    switch (tolower(cl)) {
+    case 'a': r = isalpha(c); break;
+    case 'c': r = iscntrl(c); break;
+    case 'd': r = isdigit(c); break;
+    case 'g': r = isgraph(c); break;
+    case 'l': r = islower(c); break;
+    case 'p': r = ispunct(c); break;
+    case 's': r = isspace(c); break;
+    case 'u': r = isupper(c); break;
+    case 'w': r = isalnum(c); break;
+    case 'x': r = isxdigit(c); break;
+    default: return cl == c;
+    }
+    return isupper(cl) ? !r : r != 0;
+}
+
+/* c in the set p[0] = '[' .. ep[-1] = ']'. */
+static int set_match(int c, const char *p, const char *ep)
+{
+    int yes = 1;
+    p++;
+    if (*p == '^') { yes = 0; p++; }
+    for (const char *end = ep - 1; p < end; p++) {
+        if (*p == '%' && p + 1 < end) {
+            if (class_match(c, (unsigned char)*++p)) return yes;
+        } else if (p + 2 < end && p[1] == '-') {
+            if ((unsigned char)*p <= c && c <= (unsigned char)p[2]) return yes;
+            p += 2;
+        } else if ((unsigned char)*p == c) {
+            return yes;
+        }
+    }
+    return !yes;
+}
+
+static int single_match(int c, const char *p, const char *ep)
+{
+    if (*p == '.') return 1;
+    if (*p == '%') return class_match(c, (unsigned char)p[1]);
+    if (*p == '[') return set_match(c, p, ep);
+    return (unsigned char)*p == c;
+}
+
+/* The end of the single-character item at p ('x', '%x', '[...]'). */
+static const char *item_end(const char *p, const char *pe)
+{
+    if (*p == '%') return p + 2 <= pe ? p + 2 : pe;
+    if (*p != '[') return p + 1;
+    const char *q = p + 1;
+    if (q < pe && *q == '^') q++;
+    do {
+        if (q >= pe) return pe;
+        if (*q == '%' && q + 1 < pe) q++;
+        q++;
+    } while (q < pe && *q != ']');
+    return q < pe ? q + 1 : pe;
+}
+
+/* Pattern matching backtracks: a match attempt may try, for each quantified item (*, +, -), every
+ * length of the longest run of subject characters that item matches, so an attempt costs up to the
+ * product of those runs; an unanchored search attempts at every position where the first item
+ * matches (everywhere when it may match empty). The runs and those positions are counted on the
+ * subject (one pass per item, charged too) and the estimate charged to the instruction budget before
+ * the call: "a*a*a*b" on a run of a's, "a.-b" on a's or ".-b" on a string without b are refused
+ * before they start, while "%${([%w_]+)}" over a source costs about its length (identifiers are
+ * short). %b counts as a run over the whole subject. A plain find (4th argument true) is linear. */
 static int sb_pattern(lua_State *L)
 {
     size_t n = 0, lp = 0;
-    luaL_checklstring(L, 1, &n);
-    const char *p = luaL_checklstring(L, 2, &lp);
-    int k = 0, anchored = lp > 0 && p[0] == '^';
-    for (size_t i = 0; i < lp; i++) {
-        if (p[i] == '%') { i++; continue; }
-        if (p[i] == '[') {   /* a set: skip to its end ("[]" and "[^]" take a literal ']') */
-            size_t j = i + 1;
-            if (j < lp && p[j] == '^') j++;
-            if (j < lp && p[j] == ']') j++;
-            while (j < lp && p[j] != ']') j += p[j] == '%' ? 2 : 1;
-            i = j;
-            continue;
+    const char *s = luaL_checklstring(L, 1, &n);
+    const char *p = luaL_checklstring(L, 2, &lp), *pe = p + lp;
+    const char *name = lua_tostring(L, lua_upvalueindex(2));
+    double work = (double)n + (double)lp + 1;
+    if (!(strcmp(name, "string.find") == 0 && lua_toboolean(L, 4))) {
+        /* gmatch takes a leading '^' as a plain character, not as an anchor */
+        int anchored = lp > 0 && *p == '^' && strcmp(name, "string.gmatch") != 0;
+        double attempt = (double)lp + 1, starts = anchored ? 1 : (double)n + 1;
+        int first = 1;
+        for (const char *q = p + anchored; q < pe;) {
+            if (*q == '(' || *q == ')') { q++; continue; }
+            if (*q == '%' && q + 1 < pe && (q[1] == 'b' || q[1] == 'f')) {
+                if (q[1] == 'b') attempt *= (double)n + 1;
+                q = q[1] == 'b' ? (q + 4 <= pe ? q + 4 : pe) : item_end(q + 2 < pe ? q + 2 : pe, pe);
+                first = 0;
+                continue;
+            }
+            const char *e = item_end(q, pe);
+            char quant = e < pe ? *e : 0;
+            int multi = quant == '*' || quant == '+' || quant == '-';
+            if (multi) {
+                size_t run = 0, best = 0;
+                for (size_t i = 0; i < n; i++) {
+                    run = single_match((unsigned char)s[i], q, e) ? run + 1 : 0;
+                    if (run > best) best = run;
+                }
+                attempt *= (double)best + 1;
+                work += (double)n;
+            }
+            /* attempts start only where a first item that cannot match empty matches */
+            if (first && !anchored && quant != '*' && quant != '-' && quant != '?') {
+                double hits = 0;
+                for (size_t i = 0; i < n; i++) hits += single_match((unsigned char)s[i], q, e);
+                starts = hits + 1;
+                work += (double)n;
+            }
+            first = 0;
+            q = e + (quant == '*' || quant == '+' || quant == '-' || quant == '?');
         }
-        k += p[i] == '*' || p[i] == '+' || p[i] == '-';
+        work += starts * attempt;
     }
-    /* the first item: a plain character (or %-escaped punctuation) with no quantifier after it? */
-    size_t f = anchored, w = f < lp && p[f] == '%' ? 2 : 1;
-    int literal = f < lp && p[f] != '.' && p[f] != '[' && p[f] != '(' &&
-                  !(p[f] == '%' && (f + 1 >= lp || isalnum((unsigned char)p[f + 1]))) &&
-                  !(f + w < lp && strchr("*+-?", p[f + w]));
-    int e = k == 0 ? 1 : k + (!anchored && !literal);
-    double work = (double)lp + 1;
-    for (int i = 0; i < e; i++) work *= (double)n + 1;
-    sb_charge(L, work, lua_tostring(L, lua_upvalueindex(2)));
+    sb_charge(L, work, name);
     lua_pushvalue(L, lua_upvalueindex(1));
     lua_insert(L, 1);
     lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);

@@ -25,10 +25,15 @@ static void put_timed(sp_db *db, const sp_env *env, const char *op, const char *
     if (!t) return;
     sp_result r;
     memset(&r, 0, sizeof r);
+    /* as the tuner records it: every dimension spelled out */
+    sp_problem pp;
+    char *key = NULL;
+    CHECK_ST(sp_problem_parse(t, problem, &pp), SPTUNE_OK);
+    CHECK((key = sp_problem_format(&pp)) != NULL);
     r.env = env;
     r.template_name = op;
     r.template_hash = sp_template_hash(t);
-    r.problem_key = problem;
+    r.problem_key = key ? key : problem;
     r.config = config;
     r.outcome = outcome;
     r.detail = outcome == SP_OUTCOME_OK ? NULL : "simulated";
@@ -39,6 +44,7 @@ static void put_timed(sp_db *db, const sp_env *env, const char *op, const char *
     r.timing.method = "simulated";
     r.registers = r.smem_bytes = r.spill_bytes = -1;
     CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
+    free(key);
     sp_template_free(t);
 }
 

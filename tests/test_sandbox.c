@@ -229,6 +229,9 @@ static void test_c_calls(void)
     refused_at_load("local s = ('a'):rep(1000000) local i = s:find('.-b')", "by string.find", NULL);
     refused_at_load("local s = ('x'):rep(200000) for a, b in s:gmatch('(x*)(x*)y') do end", "by string.gmatch", NULL);
     refused_at_load("local s = ('x'):rep(200000) local r = s:gsub('(.*)(.*)(.*)z', '')", "by string.gsub", NULL);
+    refused_at_load("local s = ('a'):rep(40000) local i = s:find('a.-b')", "by string.find", NULL);
+    refused_at_load("local s = ('^'):rep(20000) for x in s:gmatch('^.-b') do end", "by string.gmatch", NULL);
+    refused_at_load("local s = ('a'):rep(30000) local i = s:find('a?.-b')", "by string.find", NULL);
     refused_at_load("local s = string.format('%99999d', 1)", "invalid conversion", NULL);
     double spent = (double)(clock() - t0) / CLOCKS_PER_SEC;
     CHECK_MSG(spent < 2.0, "refusals took %.2f s", spent);
@@ -238,7 +241,9 @@ static void test_c_calls(void)
                "assert(n == 20000 and not out:find('%$'))\n"
                "assert(('k=v,a=b'):gsub('(%w+)=(%w+)', '%2=%1') == 'v=k,b=a')\n"
                "assert(('  trim  '):match('^%s*(.-)%s*$') == 'trim' and ('a.b'):find('.', 1, true) == 2)\n"
-               "assert(string.format('%5.2f|%-3d|%s', 1.5, 7, 'x') == ' 1.50|7  |x')");
+               "assert(string.format('%5.2f|%-3d|%s', 1.5, 7, 'x') == ' 1.50|7  |x')\n"
+               "assert(('x'):rep(100000):find('a*b*c', 1, true) == nil)\n"
+               "assert(('%b()'):len() == 4 and ('f(a(b)c)'):match('%b()') == '(a(b)c)')");
     g_limits = saved;
 }
 

@@ -77,6 +77,17 @@ int main(void)
         CHECK_MSG(sp_twell_dist_get(&q, 100, &d) == SPTUNE_ERR_INVALID, "%s accepted", bad[i]);
     }
 
+    /* a mean the dense tokens alone exceed is refused, saying why */
+    {
+        sp_problem q = problem(t, "M=32,D=64,F=5632,nnz=40");
+        unsigned short *small = malloc((size_t)32 * 5632 * 2);
+        uint64_t rng = 1;
+        CHECK_ST(sp_twell_dist_get(&q, 5632, &d), SPTUNE_OK);
+        CHECK_ST(sp_twell_gate_data(&rng, 32, 5632, &d, small), SPTUNE_ERR_INVALID);
+        CHECK_MSG(strstr(sptune_last_error(), "cannot be the mean over 32 tokens"), "%s", sptune_last_error());
+        free(small);
+    }
+
     /* gate data: realistic at two placements, then uniform */
     const int M = 2000, F = 1000;
     unsigned short *G = malloc((size_t)M * F * 2);

@@ -89,9 +89,15 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
     if (o->first >= 0 && o->first < space->n) sp_search_start_at(s, o->first);
     /* the served configuration first (a descent's first proposal is then the same one, resumed) */
     int pending_first = o->first >= 0 && o->first < space->n && o->strategy != SP_SEARCH_DESCENT;
+    int first_seen = 0, first_ok = 0;
+    double first_ms = INFINITY;
     while (pending_first ? (index = o->first, 1) : sp_search_next(s, &index)) {
         const int from_search = !pending_first;
         pending_first = 0;
+        if (from_search && first_seen && index == o->first) {   /* measured first already */
+            sp_search_report(s, index, first_ok, first_ms);
+            continue;
+        }
         const sp_config *c = &space->v[index];
         char *text = sp_config_format(t, c);
         if (!text) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
@@ -133,6 +139,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
         }
         free(text);
         if (from_search) sp_search_report(s, index, ok, ms);
+        else { first_seen = 1; first_ok = ok; first_ms = ms; }
         if (ok) keep_top(r, index, ms);
         if (o->progress) {
             pr.done++;

@@ -39,13 +39,15 @@ sptune_status sp_twell_dist_get(const sp_problem *p, int F, sp_twell_dist *d)
     dim(p, "dense_nnz", &d->dense_nnz);
     dim(p, "at", &at);
     if (!(d->nnz > 0 && d->nnz <= F)) return sp_fail(SPTUNE_ERR_INVALID, "nnz=%g: wants 0 < nnz <= F (%d)", d->nnz, F);
-    if (!(d->dead >= 0 && d->dead < 100)) return sp_fail(SPTUNE_ERR_INVALID, "dead=%g: a percentage below 100", d->dead);
+    if (!(d->dead >= 0 && d->dead < 100))
+        return sp_fail(SPTUNE_ERR_INVALID, "dead=%g: a percentage below 100", d->dead);
     if (!(d->tail >= 0 && d->tail <= 8)) return sp_fail(SPTUNE_ERR_INVALID, "tail=%g: an exponent in [0, 8]", d->tail);
     if (!(d->dense >= 0 && d->dense <= 100))
         return sp_fail(SPTUNE_ERR_INVALID, "dense=%g: a percentage of tokens in [0, 100]", d->dense);
     if (!(d->dense_nnz >= 0)) return sp_fail(SPTUNE_ERR_INVALID, "dense_nnz=%g: wants a count >= 0", d->dense_nnz);
     if (!(at == 0 || at == 1 || at == 2))
-        return sp_fail(SPTUNE_ERR_INVALID, "at=%g: 0 (first tokens), 1 (scattered) or 2 (token 0, the rest scattered)", at);
+        return sp_fail(SPTUNE_ERR_INVALID, "at=%g: 0 (first tokens), 1 (scattered) or 2 (token 0, the rest scattered)",
+                       at);
     d->at = (int)at;
     return SPTUNE_OK;
 }
@@ -90,9 +92,10 @@ sptune_status sp_twell_draw_init(uint64_t *rng, int M, int F, const sp_twell_dis
         return sp_fail(SPTUNE_ERR_NOMEM, "out of host memory drawing activations (M=%d, F=%d)", M, F);
     }
     /* which neurons are dead, and the others' heavy-tailed weights (ranks drawn, so unordered) */
-    for (int j = 0; j < F; j++)
-        weight[j] = (double)(sp_rng_next(rng) % 100000) < d->dead * 1000 ? 0.0
-                                                                         : pow(1.0 + (double)(sp_rng_next(rng) % (uint64_t)F), -d->tail);
+    for (int j = 0; j < F; j++) {
+        int dead = (double)(sp_rng_next(rng) % 100000) < d->dead * 1000;
+        weight[j] = dead ? 0.0 : pow(1.0 + (double)(sp_rng_next(rng) % (uint64_t)F), -d->tail);
+    }
     /* dense tokens */
     if (d->dense > 0 && M > 0) {
         double want = ceil((double)M * d->dense / 100.0 - 1e-9);
@@ -109,36 +112,53 @@ sptune_status sp_twell_draw_init(uint64_t *rng, int M, int F, const sp_twell_dis
         w->dense_row[pick[first + k]] = 1;
     }
     free(pick);
-    /* ordinary tokens' firing rates: scaled so that the whole batch has a mean of nnz per token */
-    double ordinary = w->ndense < M ? (d->nnz * M - w->ndense * d->dense_nnz) / (M - w->ndense) : d->nnz;
-    if (ordinary < 0.25) ordinary = 0.25;
-    double lo = 0, hi = 1;
-    for (int it = 0; it < 200; it++) {
-        double s = 0;
-        for (int j = 0; j < F; j++) s += fmin(MAX_RATE, hi * weight[j]);
-        if (s >= ordinary || hi > 1e300) break;
-        hi *= 2;
-    }
-    for (int it = 0; it < 80; it++) {
-        double mid = 0.5 * (lo + hi), s = 0;
-        for (int j = 0; j < F; j++) s += fmin(MAX_RATE, mid * weight[j]);
-        if (s < ordinary) lo = mid; else hi = mid;
-    }
-    for (int j = 0; j < F; j++) {
-        w->prob[j] = fmin(MAX_RATE, hi * weight[j]);
-        w->z[j] = weight[j] > 0 ? probit(fmax(w->prob[j], 1e-12)) : DEAD_Z;
+    /* Ordinary tokens' rates scaled so that the whole batch has a mean of nnz per token, with the dense
+     * tokens' count as their lambda achieves it (capped: see below): two rounds, the second with the
+     * count the first achieved. */
+    double dense_count = d->dense_nnz;
+    for (int round = 0; round < 2; round++) {
+        double ordinary = w->ndense < M ? (d->nnz * M - w->ndense * dense_count) / (M - w->ndense) : d->nnz;
+        if (ordinary < 0.25) {
+            free(weight);
+            sptune_status st = sp_fail(SPTUNE_ERR_INVALID, "nnz=%g cannot be the mean over %d tokens of which %d"
+                                       " dense with ~%.0f nonzeros each: raise nnz or M, or lower dense or dense_nnz",
+                                       d->nnz, M, w->ndense, dense_count);
+            sp_twell_draw_free(w);
+            return st;
+        }
+        double lo = 0, hi = 1;
+        for (int it = 0; it < 200; it++) {
+            double s = 0;
+            for (int j = 0; j < F; j++) s += fmin(MAX_RATE, hi * weight[j]);
+            if (s >= ordinary || hi > 1e300) break;
+            hi *= 2;
+        }
+        for (int it = 0; it < 80; it++) {
+            double mid = 0.5 * (lo + hi), s = 0;
+            for (int j = 0; j < F; j++) s += fmin(MAX_RATE, mid * weight[j]);
+            if (s < ordinary) lo = mid; else hi = mid;
+        }
+        for (int j = 0; j < F; j++) {
+            w->prob[j] = fmin(MAX_RATE, hi * weight[j]);
+            w->z[j] = weight[j] > 0 ? probit(fmax(w->prob[j], 1e-12)) : DEAD_Z;
+        }
+        /* dense tokens fire live neuron j with Phi(lambda z_j) (lambda = 1: an ordinary token); the
+         * count is capped by what lambda = -1.1 gives, most of the live neurons */
+        double a = -1.1, b = 1.0;
+        for (int it = 0; it < 60; it++) {
+            double mid = 0.5 * (a + b), s = 0;
+            for (int j = 0; j < F; j++) s += w->z[j] > DEAD_Z ? normal_cdf(mid * w->z[j]) : 0.0;
+            if (s > d->dense_nnz) a = mid; else b = mid;
+        }
+        w->lambda = 0.5 * (a + b);
+        dense_count = 0;
+        for (int j = 0; j < F; j++) {
+            w->dense_prob[j] = w->z[j] > DEAD_Z ? normal_cdf(w->lambda * w->z[j]) : 0.0;
+            dense_count += w->dense_prob[j];
+        }
+        if (w->ndense == 0 || fabs(dense_count - d->dense_nnz) <= 0.02 * d->dense_nnz + 1) break;
     }
     free(weight);
-    /* dense tokens fire live neuron j with Phi(lambda z_j) (lambda = 1: an ordinary token; the
-     * count is capped by what lambda = -1.1 gives, most of the live neurons) */
-    double a = -1.1, b = 1.0;
-    for (int it = 0; it < 60; it++) {
-        double mid = 0.5 * (a + b), s = 0;
-        for (int j = 0; j < F; j++) s += w->z[j] > DEAD_Z ? normal_cdf(mid * w->z[j]) : 0.0;
-        if (s > d->dense_nnz) a = mid; else b = mid;
-    }
-    w->lambda = 0.5 * (a + b);
-    for (int j = 0; j < F; j++) w->dense_prob[j] = w->z[j] > DEAD_Z ? normal_cdf(w->lambda * w->z[j]) : 0.0;
     return SPTUNE_OK;
 }
 
@@ -172,7 +192,8 @@ sptune_status sp_twell_producer_data(uint64_t *rng, int M, int D, int F, const s
     for (int r = 0; r < M; r++) {
         double c = w.dense_row[r] ? cd : 0.5;
         for (int k = 0; k < D; k++)
-            X[(size_t)r * D + k] = sp_float_to_bf16(k == 0 ? 1.0f : (float)(c + (double)(sp_rng_next(rng) >> 11) * 0x1p-53 - 0.5));
+            X[(size_t)r * D + k] =
+                sp_float_to_bf16(k == 0 ? 1.0f : (float)(c + (double)(sp_rng_next(rng) >> 11) * 0x1p-53 - 0.5));
     }
     for (int j = 0; j < F; j++) {
         int dead = w.z[j] <= DEAD_Z;
