@@ -4,7 +4,9 @@
  * rejected (and counted), never executed or compiled. */
 #include "cli.h"
 #include "sp_db.h"
+#include "sp_db_t4.h"
 #include "sp_db_text.h"
+#include "sp_hash.h"
 #include "sp_status.h"
 
 #include <limits.h>
@@ -182,6 +184,169 @@ static int verify(cli_cmd *cmd, sp_db *db, const char *path)
     return rc;
 }
 
+static int report(const char *what, const sp_db_import_stats *s);
+
+/* ---- Kernel Tuner's T4 results (db/sp_db_t4.h): one op, problem and GPU profile per file --------- */
+
+typedef struct t4_ctx {
+    sp_template *t;
+    const char *key, *profile;
+    FILE *out;
+    int n;
+    /* import */
+    sp_db *db;
+    accept_ctx *acc;
+    sp_env env;
+    char hash[65];
+    sp_db_import_stats stats;
+    sptune_status st;
+} t4_ctx;
+
+static int t4_write(const sp_result *r, void *ud)
+{
+    t4_ctx *x = ud;
+    if (strcmp(r->template_name, sp_template_name(x->t)) || strcmp(r->problem_key, x->key) ||
+        strcmp(r->env->gpu_profile, x->profile))
+        return 0;
+    printf("%s\n  {\"timestamp\": \"%lld\", \"configuration\": {", x->n++ ? "," : "", r->recorded_at);
+    char *cfg = strdup(r->config);
+    int first = 1;
+    for (char *save = NULL, *kv = cfg ? strtok_r(cfg, ",", &save) : NULL; kv; kv = strtok_r(NULL, ",", &save)) {
+        char *eq = strchr(kv, '=');
+        if (!eq) continue;
+        *eq = 0;
+        cli_json_key(kv, first);
+        first = 0;
+        char *end = NULL;
+        strtoll(eq + 1, &end, 10);
+        if (*(eq + 1) && !*end) printf("%s", eq + 1);   /* an integer */
+        else cli_json_str(eq + 1);
+    }
+    free(cfg);
+    int ok = r->outcome == SP_OUTCOME_OK;
+    printf("}, \"objectives\": [\"time\"], \"times\": {\"runtimes\": [");
+    if (ok) cli_json_num(r->timing.median_ms, 6);
+    printf("]}, \"invalidity\": \"%s\", \"correctness\": %d, \"measurements\": [", sp_t4_invalidity(r->outcome), ok);
+    if (ok) {
+        printf("{\"name\": \"time\", \"value\": ");
+        cli_json_num(r->timing.median_ms, 6);
+        printf(", \"unit\": \"ms\"}");
+        if (r->timing.baseline_ms > 0) {
+            printf(", {\"name\": \"baseline\", \"value\": ");
+            cli_json_num(r->timing.baseline_ms, 6);
+            printf(", \"unit\": \"ms\"}");
+        }
+    }
+    printf("]}");
+    return 0;
+}
+
+static int t4_take(const sp_t4_result *in, void *ud)
+{
+    t4_ctx *x = ud;
+    x->stats.read++;
+    sp_config c;
+    char *cfg = NULL, why[600] = "";
+    if (sp_config_parse(x->t, in->config, &c) != SPTUNE_OK || !(cfg = sp_config_format(x->t, &c))) {
+        snprintf(why, sizeof why, "%s", sptune_last_error());
+    } else {
+        sp_result r;
+        memset(&r, 0, sizeof r);
+        r.env = &x->env;
+        r.template_name = sp_template_name(x->t);
+        r.template_hash = x->hash;
+        r.problem_key = x->key;
+        r.config = cfg;
+        r.outcome = in->outcome;
+        r.detail = in->outcome == SP_OUTCOME_OK ? NULL : "imported from a T4 file";
+        r.timing.runs = in->runs > 0 ? in->runs : 1;
+        r.timing.median_ms = r.timing.min_ms = r.timing.max_ms = r.timing.p10_ms = r.timing.p90_ms = in->median_ms;
+        r.timing.baseline_ms = in->baseline_ms;
+        r.timing.rel_error = in->outcome == SP_OUTCOME_OK ? 0 : -1;
+        r.timing.method = "imported from a T4 file";
+        r.registers = r.smem_bytes = r.spill_bytes = -1;
+        if (accept_result(&r, x->acc, why, sizeof why)) {
+            if ((x->st = sp_db_record(x->db, &r)) != SPTUNE_OK) { free(cfg); return 1; }
+            x->stats.recorded++;
+        }
+    }
+    if (*why) {
+        if (x->stats.rejected++ == 0)
+            snprintf(x->stats.first_rejection, sizeof x->stats.first_rejection, "result %lld: %s", x->stats.read - 1,
+                     why);
+        sp_clear_error();
+    }
+    free(cfg);
+    return 0;
+}
+
+/* --t4: the op, problem and GPU profile the file is about. */
+static int t4_target(cli_cmd *cmd, accept_ctx *acc, sp_gpu_profile *gpu, t4_ctx *x, char **key)
+{
+    const char *op = cli_get(cmd, "op"), *shape = cli_get(cmd, "shape"), *g = cli_get(cmd, "gpu");
+    if (!op || !shape || !g)
+        return cli_usage_error(cmd->name, "--t4 needs --op, --shape and --gpu (a T4 file is one kernel's results for "
+                               "one problem on one device)");
+    sp_problem p;
+    sptune_status st;
+    if (!(x->t = template_for(acc, op)))
+        return cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOT_FOUND, "no template '%s'", op));
+    if ((st = sp_gpu_profile_named(g, gpu)) != SPTUNE_OK || (st = sp_problem_parse(x->t, shape, &p)) != SPTUNE_OK)
+        return cli_error(cmd->name, st);
+    if (!(*key = sp_problem_format(&p))) return cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
+    x->key = *key;
+    x->profile = gpu->info.profile;
+    return CLI_OK;
+}
+
+static int t4_export(cli_cmd *cmd, sp_db *db)
+{
+    accept_ctx acc = {{0}, 0};
+    sp_gpu_profile gpu;
+    t4_ctx x;
+    char *key = NULL;
+    memset(&x, 0, sizeof x);
+    int rc = t4_target(cmd, &acc, &gpu, &x, &key);
+    if (rc == CLI_OK) {
+        printf("{\"schema_version\": \"1.0.0\", \"results\": [");
+        sptune_status st = sp_db_foreach(db, t4_write, &x);
+        printf("\n]}\n");
+        if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
+        else fprintf(stderr, "%d results of %s %s on %s\n", x.n, sp_template_name(x.t), x.key, x.profile);
+    }
+    free(key);
+    accept_free(&acc);
+    return rc;
+}
+
+static int t4_import(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc)
+{
+    sp_gpu_profile gpu;
+    t4_ctx x;
+    char *key = NULL;
+    memset(&x, 0, sizeof x);
+    int rc = t4_target(cmd, acc, &gpu, &x, &key);
+    if (rc != CLI_OK) return rc;
+    /* another tool's measurements: their own "template version", so that sptune's own results of the
+     * problem come first and tuning re-measures what is served */
+    sp_sha256 h;
+    uint8_t d[32];
+    sp_sha256_init(&h);
+    sp_sha256_field(&h, "T4 import", 9);
+    sp_sha256_field(&h, sp_template_hash(x.t), strlen(sp_template_hash(x.t)));
+    sp_sha256_final(&h, d);
+    sp_hex(d, 32, x.hash);
+    x.env = (sp_env){"(imported from a T4 file)", gpu.info.profile, gpu.info.cc_major, gpu.info.cc_minor,
+                     gpu.info.sm_count, "unknown", "unknown", sptune_version()};
+    x.db = db;
+    x.acc = acc;
+    sptune_status st = sp_t4_read(file, t4_take, &x);
+    if (st == SPTUNE_OK) st = x.st;
+    rc = st == SPTUNE_OK ? report(file, &x.stats) : cli_error(cmd->name, st);
+    free(key);
+    return rc;
+}
+
 static int report(const char *what, const sp_db_import_stats *s)
 {
     printf("%s: %lld results read, %lld recorded, %lld rejected\n", what, s->read, s->recorded, s->rejected);
@@ -221,6 +386,15 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
             long long n = 0;
             if ((st = sp_db_count(db, &n)) != SPTUNE_OK) rc = cli_error(cmd->name, st);
             else printf("%s: sptune database, schema %d, %lld results\n", path, sp_db_schema_version(db), n);
+        } else if (cli_get(cmd, "t4")) {
+            if (npos == 2 && strcmp(pos[1], "-") != 0 && !freopen(pos[1], "w", stdout)) {
+                sp_db_close(db);
+                fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);
+                return CLI_FAIL;
+            }
+            rc = t4_export(cmd, db);
+            if (fflush(stdout) != 0 && rc == CLI_OK)
+                rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_IO, "cannot finish the output"));
         } else {
             FILE *out = stdout;
             if (npos == 2 && strcmp(pos[1], "-") != 0 && !(out = fopen(pos[1], "w"))) {
@@ -243,7 +417,9 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     if ((st = sp_db_open(path, 1, &db)) != SPTUNE_OK) return cli_error(cmd->name, st);
     accept_ctx acc = {{0}, 0};
     sp_db_import_stats stats;
-    if (strcmp(action, "import") == 0) {
+    if (strcmp(action, "import") == 0 && cli_get(cmd, "t4")) {
+        rc = t4_import(cmd, db, pos[1], &acc);
+    } else if (strcmp(action, "import") == 0) {
         FILE *in = strcmp(pos[1], "-") == 0 ? stdin : fopen(pos[1], "r");
         if (!in) {
             fprintf(stderr, "sptune db: cannot read %s\n", pos[1]);

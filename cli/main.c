@@ -72,6 +72,10 @@ static cli_opt best_opts[] = {
 static cli_opt db_opts[] = {
     {"db", "PATH", "the database (default: $SPTUNE_DB or the XDG data folder)", NULL},
     {"limit", "N", "show: passing results listed per problem, fastest first (default 3)", NULL},
+    {"t4", NULL, "export/import Kernel Tuner's T4 results JSON (one op, problem and GPU: --op, --shape, --gpu)", NULL},
+    {"op", "OP", "--t4: the op", NULL},
+    {"shape", "PROBLEM", "--t4: the problem", NULL},
+    {"gpu", "PROFILE", "--t4: the GPU profile (h200, ...)", NULL},
     {NULL, NULL, NULL, NULL}};
 static cli_opt auto_opts[] = {
     {"gpu", "G", "auto or all (every GPU found), or a target: h100, h200, rtx-pro-6000, sm_XX", NULL},
@@ -134,7 +138,8 @@ static cli_cmd commands[] = {
      1, 1, encode_opts, cmd_encode},
     {"db", "ACTION [FILE]", "Tuning databases: info; show (results per op and problem, fastest first, stale ones "
                             "marked); verify (integrity, and every result still valid for the local templates); "
-                            "export [FILE|-] (reviewable text); import FILE|-; merge OTHER.db.",
+                            "export [FILE|-] (reviewable text, or --t4 JSON); import FILE|- (or --t4 FILE); "
+                            "merge OTHER.db.",
      "Imported and merged results are checked against the local templates (op, problem, configuration, GPU\n"
      "profile) and rejected otherwise; a malformed file is refused whole. A result never replaces a newer one\n"
      "for the same environment, template version, problem and configuration.", 1, 2, db_opts, cmd_db},
