@@ -700,6 +700,56 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
     return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
 }
 
+sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, const unsigned long long *tensors,
+                                      unsigned long long workspace, size_t workspace_bytes)
+{
+    if (!k || !tensors) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: no kernel or no tensors");
+    size_t typical = 0, bound = 0;
+    sptune_status st = sptune_kernel_workspace(k, 0, &typical);
+    if (st != SPTUNE_OK) return st;
+    int at_bound = sptune_kernel_workspace(k, 1, &bound) == SPTUNE_OK && workspace_bytes >= bound;
+    sp_clear_error();
+    if (workspace_bytes < typical || (typical > 0 && !workspace))
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: the workspace has %zu bytes, the kernel needs %zu "
+                       "(sptune_kernel_workspace)", workspace_bytes, typical);
+    unsigned long long ptr[SP_MAX_ARGS];
+    long long num[SP_MAX_ARGS];
+    int i32[SP_MAX_ARGS];
+    void *args[SP_MAX_ARGS];
+    size_t offset = 0;
+    int t = 0;
+    for (int i = 0; i < k->nargs; i++) {
+        const kernel_arg *x = &k->arg[i];
+        switch (x->decl.role) {
+        case SP_ROLE_INPUT:
+        case SP_ROLE_OUTPUT:
+            ptr[i] = tensors[t++];
+            args[i] = &ptr[i];
+            break;
+        case SP_ROLE_WORKSPACE: {
+            long long n = at_bound ? x->elements_bound : x->elements;
+            ptr[i] = workspace + offset;
+            offset += ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+            args[i] = &ptr[i];
+            break;
+        }
+        default: {   /* a dimension: the problem's; a scalar: its declared size */
+            long long v = x->decl.role == SP_ROLE_DIM ? x->dim : at_bound ? x->bound : x->typical;
+            if (x->decl.type != SP_ARG_I32 && x->decl.type != SP_ARG_U32 && x->decl.type != SP_ARG_U64) v = -1;
+            if (v < 0)
+                return sp_fail(SPTUNE_ERR_INVALID,
+                               "sptune_kernel_launch_ws: no value for %s (use sptune_kernel_launch)", x->decl.name);
+            num[i] = v;
+            i32[i] = (int)v;
+            args[i] = x->decl.type == SP_ARG_U64 ? (void *)&num[i] : (void *)&i32[i];
+            if (x->decl.type == SP_ARG_U32) i32[i] = (int)(unsigned)v;
+            break;
+        }
+        }
+    }
+    return sptune_kernel_launch(k, stream, args);
+}
+
 void sptune_kernel_free(sptune_kernel *k)
 {
     if (!k) return;

@@ -175,6 +175,15 @@ SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int inde
  * a dimension argument (M, ...) other than the problem's the kernel was got for is SPTUNE_ERR_INVALID
  * (its geometry was fixed for that problem). No host synchronization happens inside a launch. */
 SPTUNE_API sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
+/* The same without building the argument list: `tensors` holds the device pointers (CUdeviceptr) of
+ * the op's inputs and outputs in declaration order (sptune_kernel_arg roles input and output; twell-ffn:
+ * X, Wg, Wu, Wd, Y), `workspace` one device allocation of `workspace_bytes`, cut into the workspace
+ * arguments as sptune_kernel_workspace counts them (256-byte parts in declaration order). The
+ * capacities are their bounds when the workspace holds them, else their typical values (at least
+ * sptune_kernel_workspace(k, 0, ...) bytes are needed: SPTUNE_ERR_INVALID otherwise); the dimensions are
+ * the problem's the kernel was got for. The op clears what it needs of the workspace itself. */
+SPTUNE_API sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, const unsigned long long *tensors,
+                                                 unsigned long long workspace, size_t workspace_bytes);
 SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
 
 /* ---- Slot-Filling weights (op slotfill-spmm) --------------------------------------------------- */

@@ -64,6 +64,8 @@ check(cap["typical"] == 32 and cap["bound"] == 1000, f"dense_capacity {cap}")
 raises(sptune.SptuneError, lambda: sptune.Kernel("no-such-op", "M=1", gpu="h200"), "no-such-op", "unknown op")
 raises(sptune.SptuneError, lambda: sptune.Kernel("gemm", "M=64,N=64", gpu="h200"), "missing dimension", "bad problem")
 raises(ValueError, lambda: f.launch([1, 2]), "takes", "launch arity")
+raises(sptune.SptuneError, lambda: f.launch_ws([1, 2, 3, 4, 5], 4096, f.workspace_bytes() - 1), "the kernel needs",
+       "a workspace too small")
 
 x, w = Fake((1000, 256)), Fake((1024, 256))
 check(sptune.check_twell_ffn(x, w, w, w) == (1000, 256, 1024), "good arguments pass")

@@ -321,6 +321,27 @@ int main(void)
         sptune_kernel_free(a);
     }
 
+    /* The launch with one workspace: too small is refused before anything runs; large enough goes on to
+     * the launch (which needs a GPU). */
+    {
+        sptune_kernel_request rq = {"twell-ffn", "M=1000,D=256,F=1024,nnz=40", "h200", "", cache, 1, NULL};
+        sptune_kernel *a = NULL;
+        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+        if (a) {
+            unsigned long long tensors[5] = {0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
+            size_t need = 0;
+            CHECK_ST(sptune_kernel_workspace(a, 0, &need), SPTUNE_OK);
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, tensors, 0x10000, need - 1), SPTUNE_ERR_INVALID);
+            CHECK_MSG(strstr(sptune_last_error(), "the kernel needs"), "%s", sptune_last_error());
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, NULL, 0x10000, need), SPTUNE_ERR_INVALID);
+            int gpus = 0;
+            if (sptune_gpu_count(&gpus) != SPTUNE_OK)
+                CHECK(sptune_kernel_launch_ws(a, NULL, tensors, 0x10000, need) != SPTUNE_OK &&
+                      !strstr(sptune_last_error(), "workspace"));
+        }
+        sptune_kernel_free(a);
+    }
+
     /* Errors: a broken database, an unknown op, a bad problem, a missing field. */
     FILE *f = fopen(junk, "w");
     if (f) { fputs("this is not a database, but long enough to look like a file header........", f); fclose(f); }

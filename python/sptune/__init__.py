@@ -92,6 +92,8 @@ def _library():
         lib.sptune_kernel_workspace.restype = I
         lib.sptune_kernel_launch.argtypes = [P, P, ctypes.POINTER(P)]
         lib.sptune_kernel_launch.restype = I
+        lib.sptune_kernel_launch_ws.argtypes = [P, P, ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint64, ctypes.c_size_t]
+        lib.sptune_kernel_launch_ws.restype = I
         lib.sptune_kernel_free.argtypes = [P]
         lib.sptune_kernel_free.restype = None
         _lib = lib
@@ -155,6 +157,13 @@ class Kernel:
             keep.append(c)
             ptrs[i] = ctypes.addressof(c)
         _check(self._lib.sptune_kernel_launch(self._h, ctypes.c_void_p(int(stream)), ptrs))
+
+    def launch_ws(self, tensors, workspace, workspace_bytes, stream=0):
+        """Launches with the inputs' and outputs' device pointers in declaration order and one workspace
+        allocation (sptune_kernel_launch_ws: the library cuts it and sets the capacities)."""
+        ptrs = (ctypes.c_uint64 * max(len(tensors), 1))(*[int(t) for t in tensors])
+        _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(int(stream)), ptrs, int(workspace),
+                                                 int(workspace_bytes)))
 
     def __del__(self):
         h = getattr(self, "_h", None)
@@ -236,19 +245,10 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40):
     k = kernel("twell-ffn", f"M={M},D={D},F={F},nnz={int(nnz)}")
     y = torch.empty((M, D), dtype=x.dtype, device=x.device)
     named = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": y}
-    ws = torch.empty(max(k.workspace_bytes(), 1), dtype=torch.uint8, device=x.device)
-    offset, values = 0, []
-    for a in k.args:
-        if a["role"] in ("input", "output"):
-            values.append(named[a["name"]].data_ptr())
-        elif a["role"] == "workspace":
-            values.append(ws.data_ptr() + offset)
-            offset += (a["elements"] * a["type_bytes"] + 255) // 256 * 256
-        elif a["role"] == "dim":
-            values.append({"M": M, "D": D, "F": F}[a["name"]])
-        else:
-            values.append(a["typical"])
-    k.launch(values, torch.cuda.current_stream(x.device).cuda_stream)
+    need = k.workspace_bytes()
+    ws = torch.empty(max(need, 1), dtype=torch.uint8, device=x.device)
+    tensors = [named[a["name"]].data_ptr() for a in k.args if a["role"] in ("input", "output")]
+    k.launch_ws(tensors, ws.data_ptr(), need, torch.cuda.current_stream(x.device).cuda_stream)
     return y
 
 
