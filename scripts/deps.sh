@@ -4,7 +4,7 @@
 set -euo pipefail
 
 need=()
-for pkg in liblua5.4-dev libsqlite3-dev cmake gcc make; do
+for pkg in liblua5.4-dev libsqlite3-dev cmake gcc make pkg-config python3; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
