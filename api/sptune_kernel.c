@@ -316,12 +316,13 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
     return st;
 }
 
-/* A scalar's declared size (typical or bound) for the problem and configuration in vars; -1 when
- * none is declared or it does not evaluate. */
-static long long scalar_size(const char *expr, const sp_vars *vars)
+/* A scalar's declared size (typical or bound) for the problem and configuration; -1 when none is
+ * declared or it does not evaluate. */
+static long long scalar_size(const sp_template *t, const sp_config *cfg, const sp_problem *want, const char *name,
+                             int bound)
 {
     long long v = -1;
-    if (expr && sp_expr_eval(expr, vars, &v) != SPTUNE_OK) v = -1;
+    if (sp_config_scalar_size(t, cfg, want, name, bound, &v) != SPTUNE_OK) v = -1;
     sp_clear_error();
     return v;
 }
@@ -339,8 +340,8 @@ static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const
         kernel_arg *x = &k->arg[i];
         x->typical = x->bound = -1;
         if (a->role != SP_ROLE_SCALAR) continue;
-        x->typical = scalar_size(a->typical, &vars);
-        x->bound = scalar_size(a->bound, &vars);
+        x->typical = scalar_size(t, cfg, want, a->name, 0);
+        x->bound = scalar_size(t, cfg, want, a->name, 1);
         if (x->typical >= 0) sp_vars_set(&typical, a->name, (double)x->typical);
         if (x->bound >= 0) sp_vars_set(&bound, a->name, (double)x->bound);
     }
@@ -474,7 +475,7 @@ static struct {
 
 /* What a request's answer depends on: the request, the GPU profile it resolved to, and the state of
  * the user's database file (size, time, inode of it and of its -wal), so that a result recorded
- * meanwhile is seen. NULL (no memo) with $SPTUNE_TEMPLATES set: templates being edited. */
+ * meanwhile is seen, and the fixed parameters. NULL (no memo) with $SPTUNE_TEMPLATES set: templates being edited. */
 static char *memo_key(const sptune_kernel_request *req, const sp_gpu_profile *gpu)
 {
     if (getenv("SPTUNE_TEMPLATES")) return NULL;
@@ -493,31 +494,26 @@ static char *memo_key(const sptune_kernel_request *req, const sp_gpu_profile *gp
                  has_wal, has_wal ? (long long)w.st_size : 0, has_wal ? (long long)w.st_mtim.tv_sec : 0,
                  has_wal ? w.st_mtim.tv_nsec : 0L);
     }
-    return sp_asprintf("%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%lld\x1f%s\x1f%s\x1f%d\x1f%s", req->op, req->problem,
+    return sp_asprintf("%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%lld\x1f%s\x1f%s\x1f%d\x1f%s\x1f%s", req->op, req->problem,
                        gpu->info.profile, gpu->info.arch, gpu->info.sm_count, (long long)gpu->info.smem_per_block_optin,
                        db ? db : "", state, req->ignore_shipped,
-                       req->cache_dir ? req->cache_dir : "\x1e" "default");
+                       req->cache_dir ? req->cache_dir : "\x1e" "default", req->fixed ? req->fixed : "");
 }
 
-static int memo_find(const char *key, const char *fixed, sptune_kernel **out)
+static int memo_find(const char *key, sptune_kernel **out)
 {
     int hit = 0;
     pthread_mutex_lock(&memo.lock);
-    for (int i = 0; i < memo.n && !hit; i++) {
-        const char *f = strrchr(memo.key[i], '\x1d');
-        if (!f || strncmp(memo.key[i], key, (size_t)(f - memo.key[i])) != 0 || key[f - memo.key[i]] != 0 ||
-            strcmp(f + 1, fixed ? fixed : "") != 0)
-            continue;
-        hit = kernel_clone(memo.k[i], out) == SPTUNE_OK;
-    }
+    for (int i = 0; i < memo.n && !hit; i++)
+        if (strcmp(memo.key[i], key) == 0) hit = kernel_clone(memo.k[i], out) == SPTUNE_OK;
     pthread_mutex_unlock(&memo.lock);
     return hit;
 }
 
-static void memo_add(const char *key, const char *fixed, const sptune_kernel *k)
+static void memo_add(const char *key, const sptune_kernel *k)
 {
     sptune_kernel *copy = NULL;
-    char *full = sp_asprintf("%s\x1d%s", key, fixed ? fixed : "");
+    char *full = strdup(key);
     if (!full || kernel_clone(k, &copy) != SPTUNE_OK) {
         free(full);
         sp_clear_error();
@@ -546,7 +542,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
                                                      : sp_gpu_profile_named(req->gpu, &gpu);
     if (st != SPTUNE_OK) return st;
     char *key = memo_key(req, &gpu);
-    if (key && memo_find(key, req->fixed, out)) {
+    if (key && memo_find(key, out)) {
         free(key);
         return SPTUNE_OK;
     }
@@ -591,7 +587,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     sp_cache_close(cache);
     sp_template_free(t);
     free(why);
-    if (key) memo_add(key, req->fixed, k);
+    if (key) memo_add(key, k);
     free(key);
     *out = k;
     return SPTUNE_OK;

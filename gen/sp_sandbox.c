@@ -340,6 +340,15 @@ static void sb_charge(lua_State *L, double work, const char *what)
     lua_error(L);
 }
 
+/* The wrapped library function (upvalue 1) on the caller's arguments, with all its results. */
+static int call_original(lua_State *L)
+{
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_insert(L, 1);
+    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
+    return lua_gettop(L);
+}
+
 /* string.rep: the result's length, and the count itself (an empty string repeated 2^60 times is
  * a 2^60-step loop in C). */
 static int sb_rep(lua_State *L)
@@ -349,10 +358,7 @@ static int sb_rep(lua_State *L)
     lua_Integer n = luaL_checkinteger(L, 2);
     luaL_optlstring(L, 3, "", &lsep);
     if (n > 0) sb_charge(L, (double)n * (double)(l + lsep) + (double)n / 8, "string.rep");
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
+    return call_original(L);
 }
 
 /* Lua's single-character classes (lstrlib.c semantics), for the cost estimate below. */
@@ -470,10 +476,7 @@ static int sb_pattern(lua_State *L)
         work += starts * attempt;
     }
     sb_charge(L, work, name);
-    lua_pushvalue(L, lua_upvalueindex(1));
-    lua_insert(L, 1);
-    lua_call(L, lua_gettop(L) - 1, LUA_MULTRET);
-    return lua_gettop(L);
+    return call_original(L);
 }
 
 /* Replaces string[name] by f with the original (and the name) as upvalues. */
