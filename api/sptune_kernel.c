@@ -29,7 +29,15 @@ typedef struct kernel_arg {
     long long dim;        /* a dimension's value in the problem the kernel was got for */
 } kernel_arg;
 
+/* The geometry of a launch with fewer tokens than the problem's, as the template works it out. */
+#define GEO_MAX 16
+typedef struct geometry {
+    long long tokens;
+    sp_kernel_stage stage[SP_MAX_KERNELS];
+} geometry;
+
 struct sptune_kernel {
+    char *op;
     char *config;
     char *args;
     int nargs;
@@ -40,6 +48,18 @@ struct sptune_kernel {
     sp_kernel_src src;
     sp_cubin cubin;
     sp_kernel loaded;     /* loaded.module is NULL until the first launch */
+    /* the token count: which argument and dimension it is (-1: none), and its maximum, the problem's */
+    int tokens_arg, tokens_dim;
+    long long max_tokens;
+    /* what a launch with fewer tokens needs: the template (loaded at the first such launch), the
+       configuration and problem rendered, and the geometries worked out so far (the last GEO_MAX) */
+    char hash[65];
+    sp_config cfg;
+    sp_gpu_profile gpu;
+    sp_problem want;
+    sp_template *t;
+    int ngeo, geo_next;
+    geometry geo[GEO_MAX];
 };
 
 /* One recorded candidate: a problem of the op on this GPU profile with its fastest configuration. */
@@ -433,7 +453,9 @@ static sptune_status kernel_clone(const sptune_kernel *s, sptune_kernel **out)
     *k = *s;
     /* nothing shared with s from here on, so that a failure below frees only k's own copies */
     memset(&k->loaded, 0, sizeof k->loaded);
-    k->config = k->args = NULL;
+    k->t = NULL;
+    k->ngeo = k->geo_next = 0;
+    k->op = k->config = k->args = NULL;
     k->src.source = NULL;
     k->src.options = NULL;
     k->cubin.image = NULL;
@@ -442,7 +464,7 @@ static sptune_status kernel_clone(const sptune_kernel *s, sptune_kernel **out)
         k->arg[i].decl.doc = k->arg[i].shape_text = NULL;
         for (int j = 0; j < k->arg[i].decl.nshape; j++) k->arg[i].decl.shape[j] = NULL;
     }
-    int oom = !(k->config = strdup(s->config)) || !(k->args = strdup(s->args)) ||
+    int oom = !(k->op = strdup(s->op)) || !(k->config = strdup(s->config)) || !(k->args = strdup(s->args)) ||
               !(k->src.source = strdup(s->src.source)) || !(k->cubin.log = strdup(s->cubin.log ? s->cubin.log : "")) ||
               !(k->cubin.image = malloc(s->cubin.size ? s->cubin.size : 1));
     if (!oom) memcpy(k->cubin.image, s->cubin.image, s->cubin.size);
@@ -576,9 +598,23 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
             goto fail;
         }
     }
+    k->op = strdup(req->op);
     k->config = sp_config_format(t, &cfg);
     k->args = strdup(sp_template_args(t));
-    if (!k->config || !k->args) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); goto fail; }
+    if (!k->op || !k->config || !k->args) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); goto fail; }
+    k->cfg = cfg;
+    k->gpu = gpu;
+    k->want = want;
+    snprintf(k->hash, sizeof k->hash, "%s", sp_template_hash(t));
+    k->tokens_arg = k->tokens_dim = -1;
+    k->max_tokens = -1;
+    if (sp_template_tokens(t)) {
+        k->tokens_arg = sp_template_arg_index(t, sp_template_tokens(t));
+        for (int d = 0; d < want.n; d++)
+            if (strcmp(want.name[d], sp_template_tokens(t)) == 0) k->tokens_dim = d;
+        k->max_tokens = k->tokens_dim >= 0 ? (long long)want.v[k->tokens_dim] : -1;
+        if (k->tokens_dim < 0) k->tokens_arg = -1;
+    }
     if ((st = keep_args(t, &cfg, &want, k)) != SPTUNE_OK) goto fail;
     if (!req->cache_dir || *req->cache_dir) {
         if ((st = sp_cache_open(req->cache_dir, &cache)) != SPTUNE_OK) goto fail;
@@ -672,11 +708,46 @@ sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned
     return SPTUNE_OK;
 }
 
+/* The geometry of a launch with `tokens` tokens (fewer than the problem's): worked out by the template
+ * at its first use and kept (the last GEO_MAX). */
+static sptune_status geometry_for(sptune_kernel *k, long long tokens, const sp_kernel_stage **out)
+{
+    for (int i = 0; i < k->ngeo; i++)
+        if (k->geo[i].tokens == tokens) {
+            *out = k->geo[i].stage;
+            return SPTUNE_OK;
+        }
+    sptune_status st;
+    if (!k->t) {
+        if ((st = sp_template_load(k->op, &k->t)) != SPTUNE_OK) return st;
+        if (strcmp(sp_template_hash(k->t), k->hash) != 0) {
+            sp_template_free(k->t);
+            k->t = NULL;
+            return sp_fail(SPTUNE_ERR_INVALID, "%s: the templates changed since the kernel was got (get it again)", k->op);
+        }
+    }
+    sp_problem p = k->want;
+    p.v[k->tokens_dim] = (double)tokens;
+    sp_kernel_src src;
+    if ((st = sp_template_geometry(k->t, &k->cfg, &k->gpu, &p, &src)) != SPTUNE_OK) return st;
+    if (src.nkernels != k->src.nkernels)
+        return sp_fail(SPTUNE_ERR_TEMPLATE, "%s: %d kernels for %s=%lld, %d for the problem's", k->op, src.nkernels,
+                       p.name[k->tokens_dim], tokens, k->src.nkernels);
+    int slot = k->ngeo < GEO_MAX ? k->ngeo++ : k->geo_next;
+    if (k->ngeo == GEO_MAX) k->geo_next = (slot + 1) % GEO_MAX;
+    k->geo[slot].tokens = tokens;
+    memcpy(k->geo[slot].stage, src.stage, sizeof src.stage);
+    *out = k->geo[slot].stage;
+    return SPTUNE_OK;
+}
+
 sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
 {
     if (!k || !args) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: no kernel or no arguments");
-    /* The geometry (and tensor maps) were fixed for the problem at get time: a dimension passed with
-     * another value would compute part of the output, or read past the inputs. */
+    /* The source was rendered for the problem: its dimensions are fixed, but for the token count, which
+     * may be anything from 1 to the problem's (the geometry and tensor maps follow it); a larger one
+     * would leave rows uncomputed, another dimension would read past the inputs. */
+    long long tokens = -1;
     for (int i = 0; i < k->nargs; i++) {
         const kernel_arg *x = &k->arg[i];
         if (x->decl.role != SP_ROLE_DIM || x->dim < 0) continue;
@@ -687,19 +758,35 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
         else if (x->decl.type == SP_ARG_U32) v = *(const unsigned *)args[i];
         else if (x->decl.type == SP_ARG_U64) v = (long long)*(const unsigned long long *)args[i];
         else continue;
-        if (v != x->dim)
+        if (i == k->tokens_arg) {
+            if (v < 1 || v > x->dim)
+                return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: %s=%lld, but the kernel serves %s from 1 to "
+                               "%lld (the problem it was got for; get one for a larger %s)", x->decl.name, v,
+                               x->decl.name, x->dim, x->decl.name);
+            tokens = v;
+        } else if (v != x->dim) {
             return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: %s=%lld, but the kernel was got for %s=%lld "
                            "(get one for this problem)", x->decl.name, v, x->decl.name, x->dim);
+        }
     }
     sptune_status st;
     if (!k->loaded.module && (st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
-    return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
+    if (tokens < 0 || tokens == k->max_tokens) return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
+    const sp_kernel_stage *stages;
+    if ((st = geometry_for(k, tokens, &stages)) != SPTUNE_OK) return st;
+    return sp_kernel_launch_stages(&k->loaded, stages, (CUstream)stream, args);
 }
 
-sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, const unsigned long long *tensors,
-                                      unsigned long long workspace, size_t workspace_bytes)
+sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long tokens,
+                                      const unsigned long long *tensors, unsigned long long workspace,
+                                      size_t workspace_bytes)
 {
     if (!k || !tensors) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: no kernel or no tensors");
+    if (tokens != 0 && k->tokens_arg < 0)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %s has no token count to set (pass 0)", k->op);
+    if (tokens < 0 || (k->tokens_arg >= 0 && tokens > k->max_tokens))
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %lld tokens, but the kernel serves 1 to %lld (0: "
+                       "the problem's)", tokens, k->max_tokens);
     size_t typical = 0, bound = 0;
     sptune_status st = sptune_kernel_workspace(k, 0, &typical);
     if (st != SPTUNE_OK) return st;
@@ -730,7 +817,8 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, const unsi
             break;
         }
         default: {   /* a dimension: the problem's; a scalar: its declared size */
-            long long v = x->decl.role == SP_ROLE_DIM ? x->dim : at_bound ? x->bound : x->typical;
+            long long v = x->decl.role == SP_ROLE_SCALAR ? (at_bound ? x->bound : x->typical)
+                          : i == k->tokens_arg && tokens != 0 ? tokens : x->dim;
             if (x->decl.type != SP_ARG_I32 && x->decl.type != SP_ARG_U32 && x->decl.type != SP_ARG_U64) v = -1;
             if (v < 0)
                 return sp_fail(SPTUNE_ERR_INVALID,
@@ -750,6 +838,8 @@ void sptune_kernel_free(sptune_kernel *k)
 {
     if (!k) return;
     if (k->loaded.module) sp_kernel_unload(&k->loaded);
+    sp_template_free(k->t);
+    free(k->op);
     sp_cubin_free(&k->cubin);
     sp_kernel_src_free(&k->src);
     free(k->config);
@@ -759,4 +849,48 @@ void sptune_kernel_free(sptune_kernel *k)
         free(k->arg[i].shape_text);
     }
     free(k);
+}
+
+const char *sptune_kernel_tokens(const sptune_kernel *k, long long *max_tokens)
+{
+    if (max_tokens) *max_tokens = k && k->tokens_arg >= 0 ? k->max_tokens : -1;
+    return k && k->tokens_arg >= 0 ? k->arg[k->tokens_arg].decl.name : NULL;
+}
+
+/* ---- launch helpers per family ---- */
+
+static sptune_status family_launch(sptune_kernel *k, const char *op, void *stream, long long tokens,
+                                   const unsigned long long *tensors, int ntensors, unsigned long long workspace,
+                                   size_t workspace_bytes)
+{
+    if (!k) return sp_fail(SPTUNE_ERR_INVALID, "sptune_%s: no kernel", op);
+    if (strcmp(k->op, op) != 0)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_%s: the kernel is %s's, not %s's", op, k->op, op);
+    int n = 0;
+    for (int i = 0; i < k->nargs; i++) n += k->arg[i].decl.role == SP_ROLE_INPUT || k->arg[i].decl.role == SP_ROLE_OUTPUT;
+    if (n != ntensors) /* the template's arguments and this helper disagree: a build of mismatched parts */
+        return sp_fail(SPTUNE_ERR_TEMPLATE, "sptune_%s: the op declares %d tensors, the helper passes %d", op, n, ntensors);
+    return sptune_kernel_launch_ws(k, stream, tokens, tensors, workspace, workspace_bytes);
+}
+
+sptune_status sptune_twell_ffn(sptune_kernel *k, void *stream, long long tokens, unsigned long long x,
+                               unsigned long long w_gate, unsigned long long w_up, unsigned long long w_down,
+                               unsigned long long y, unsigned long long workspace, size_t workspace_bytes)
+{
+    const unsigned long long t[] = {x, w_gate, w_up, w_down, y};
+    return family_launch(k, "twell-ffn", stream, tokens, t, 5, workspace, workspace_bytes);
+}
+
+sptune_status sptune_gemm(sptune_kernel *k, void *stream, long long tokens, unsigned long long a, unsigned long long b,
+                          unsigned long long c)
+{
+    const unsigned long long t[] = {a, b, c};
+    return family_launch(k, "gemm", stream, tokens, t, 3, 0, 0);
+}
+
+sptune_status sptune_slotfill_spmm(sptune_kernel *k, void *stream, long long tokens, unsigned long long w_image,
+                                   unsigned long long x, unsigned long long y)
+{
+    const unsigned long long t[] = {w_image, x, y};
+    return family_launch(k, "slotfill-spmm", stream, tokens, t, 3, 0, 0);
 }

@@ -445,6 +445,21 @@ static void read_args(lua_State *L, sp_template *t, int m)
     lua_pop(L, 1);
 }
 
+/* tokens: the dimension a launch may lower below the problem's (the token count), so that one compiled
+ * kernel serves every batch up to the problem's; a dimension passed as a `dim` argument. The source
+ * must not depend on it: emit does not see it (run_emit). */
+static void read_tokens(lua_State *L, sp_template *t, int m)
+{
+    t->tokens = -1;
+    const char *s = opt_string(L, t, m, "tokens", "tokens");
+    if (!s) return;
+    for (int d = 0; d < t->ndims; d++)
+        if (strcmp(t->dims[d], s) == 0) t->tokens = d;
+    int a = sp_template_arg_index(t, s);
+    if (t->tokens < 0 || t->dim_optional[t->tokens] || a < 0 || t->args[a].role != SP_ROLE_DIM)
+        vfail(L, t, "tokens '%.40s' must name a dimension without a default that is passed as a dim argument", s);
+}
+
 static void read_constraints(lua_State *L, sp_template *t, int m, int T)
 {
     int ty = rawfield(L, m, "constraints"), cs = lua_gettop(L);
@@ -530,6 +545,7 @@ static int tpl_load(lua_State *L)
     read_dims(L, t, m);
     read_params(L, t, m, T);
     read_args(L, t, m);
+    read_tokens(L, t, m);
     read_constraints(L, t, m, T);
     read_functions(L, t, m, T);
     lua_pushvalue(L, T);
@@ -567,6 +583,7 @@ static sptune_status load_common(const char *path, const char *stem, const char 
     }
     t->libs = libs;
     t->nlibs = nlibs;
+    t->tokens = -1;
     compute_hash(t, src, len);
     load_ctx x = {.t = t, .src = src, .len = len, .stem = stem, .folder = ""};
     char folder[64] = "";
@@ -720,6 +737,8 @@ const char *sp_template_dim(const sp_template *t, int i)
 {
     return i >= 0 && i < t->ndims ? t->dims[i] : NULL;
 }
+
+const char *sp_template_tokens(const sp_template *t) { return t->tokens >= 0 ? t->dims[t->tokens] : NULL; }
 
 int sp_template_dim_default(const sp_template *t, int i, double *v)
 {

@@ -80,6 +80,11 @@ const char *sp_template_dim(const sp_template *t, int i);
 /* 1 when dimension i may be left out of a problem (its default then in *v, which may be NULL). */
 int sp_template_dim_default(const sp_template *t, int i, double *v);
 
+/* The dimension a launch may lower below the problem's (the token count: "M", "N"), NULL when none.
+ * The source does not depend on it (emit is not given it), so one kernel serves every value up to the
+ * problem's with the geometry sp_template_geometry gives for the value launched. */
+const char *sp_template_tokens(const sp_template *t);
+
 /* "bm=128,bn=64" -> config; parameters not named take their default. Unknown names or values
  * are SPTUNE_ERR_INVALID with the accepted values in the message. */
 sptune_status sp_config_parse(const sp_template *t, const char *text, sp_config *out);
@@ -119,5 +124,10 @@ sptune_status sp_template_space(sp_template *t, const sp_gpu_profile *gpu, const
  * {0,0,0}. Deterministic: the same inputs give the same bytes. */
 sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
                                const sp_problem *problem, sp_kernel_src *out);
+
+/* The kernels and their launch geometry only (no source): for a launch with fewer tokens than the
+ * problem a kernel was rendered for. out->source stays NULL. */
+sptune_status sp_template_geometry(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
+                                   const sp_problem *problem, sp_kernel_src *out);
 
 #endif

@@ -35,6 +35,7 @@ struct sp_template {
     char dims[SP_MAX_DIMS][24];
     int dim_optional[SP_MAX_DIMS];   /* 1: the dimension may be left out of a problem and takes dim_default */
     double dim_default[SP_MAX_DIMS];
+    int tokens;        /* index of the dimension a launch may lower (the token count), -1 when none */
     int nconstraints;
     char **why;        /* nconstraints entries */
     sp_tfile *libs;    /* templates/lib files, read at load time (require() loads from here) */

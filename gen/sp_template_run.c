@@ -29,6 +29,7 @@ typedef struct run_ctx {
     sp_config cur;
     /* emit */
     sp_kernel_src *out;
+    int geometry_only;    /* kernel and launch, no source */
 } run_ctx;
 
 /* ---- what templates see: c, gpu, p ------------------------------------------------------- */
@@ -414,6 +415,18 @@ static void read_launch(lua_State *L, const sp_template *t, int r, sp_kernel_sta
     read_tmaps(L, t, r, &out->tmaps);
 }
 
+/* p without the token dimension (what emit sees and the source's opening comment names). */
+static const sp_problem *without_tokens(const sp_template *t, const sp_problem *p, sp_problem *out)
+{
+    out->n = 0;
+    for (int i = 0; i < p->n; i++)
+        if (i != t->tokens) {
+            memcpy(out->name[out->n], p->name[i], sizeof out->name[0]);
+            out->v[out->n++] = p->v[i];
+        }
+    return out;
+}
+
 static int run_emit(lua_State *L)
 {
     run_ctx *x = lua_touserdata(L, 1);
@@ -425,6 +438,10 @@ static int run_emit(lua_State *L)
     int c = push_config(L, t, T, x->c);
     int g = push_gpu(L, x->gpu);
     int p = push_problem(L, x->p);
+    /* emit sees the problem without the token count: one source serves every batch up to the problem's */
+    sp_problem fixed;
+    int pe = p;
+    if (x->p && t->tokens >= 0) pe = push_problem(L, without_tokens(t, x->p, &fixed));
 
     x->stage = "kernel";
     if (lua_rawgeti(L, T, SP_T_KERNEL) == LUA_TFUNCTION) {
@@ -478,11 +495,15 @@ static int run_emit(lua_State *L)
         lua_pop(L, 1);
     }
     out->nkernels = nk;
+    if (x->geometry_only) {
+        x->stage = NULL;
+        return 0;
+    }
 
     x->stage = "emit";
     lua_rawgeti(L, T, SP_T_EMIT);
     lua_pushvalue(L, c);
-    lua_pushvalue(L, p);
+    lua_pushvalue(L, pe);
     lua_pushvalue(L, g);
     sp_sandbox_reset(&t->sb);
     lua_call(L, 3, 1);
@@ -519,6 +540,23 @@ static int run_emit(lua_State *L)
     return 2; /* source, options (nil or a list of strings) */
 }
 
+sptune_status sp_template_geometry(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
+                                   const sp_problem *problem, sp_kernel_src *out)
+{
+    if (!out || !problem) return sp_fail(SPTUNE_ERR_INVALID, "sp_template_geometry: no problem or no output");
+    memset(out, 0, sizeof *out);
+    sptune_status st = check_args(t, gpu, problem);
+    if (st == SPTUNE_OK) st = sp_config_validate(t, c);
+    if (st != SPTUNE_OK) return st;
+    run_ctx x = {.t = t, .c = c, .gpu = gpu, .p = problem, .constraint = -1, .out = out, .geometry_only = 1};
+    st = sp_sandbox_pcall(&t->sb, run_emit, &x, 0);
+    if (st != SPTUNE_OK) {
+        memset(out, 0, sizeof *out);
+        return annotate(st, t, c, x.stage ? x.stage : "launch");
+    }
+    return SPTUNE_OK;
+}
+
 sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
                                const sp_problem *problem, sp_kernel_src *out)
 {
@@ -538,13 +576,17 @@ sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_
     const char *src = lua_tolstring(L, -2, &n);
     /* Every generated source opens with where it comes from: the op, its kernels, the
      * configuration and problem, the template's content hash and the sptune version. */
-    char *cfg = sp_config_format(t, c), *prob = problem ? sp_problem_format(problem) : NULL;
+    sp_problem fixed;
+    char *cfg = sp_config_format(t, c);
+    char *prob = !problem ? NULL : sp_problem_format(t->tokens >= 0 ? without_tokens(t, problem, &fixed) : problem);
     sp_buf head = {0};
     sp_buf_printf(&head, "/* sptune %s %s: %s", SPTUNE_VERSION_STRING, t->name, out->stage[0].kernel);
     for (int i = 1; i < out->nkernels; i++) sp_buf_printf(&head, ", %s", out->stage[i].kernel);
-    sp_buf_printf(&head, "\n * generated from %s (content %s) for %s\n * configuration %s\n * problem %s\n"
+    sp_buf_printf(&head, "\n * generated from %s (content %s) for %s\n * configuration %s\n * problem %s%s%s%s\n"
                   " * Do not edit: change the template. */\n",
-                  t->path, t->hash, gpu->info.arch, cfg ? cfg : "?", prob ? prob : "(none: no launch geometry)");
+                  t->path, t->hash, gpu->info.arch, cfg ? cfg : "?", prob ? prob : "(none: no launch geometry)",
+                  prob && t->tokens >= 0 ? " (" : "", prob && t->tokens >= 0 ? t->dims[t->tokens] : "",
+                  prob && t->tokens >= 0 ? " at launch)" : "");
     free(cfg);
     free(prob);
     sp_buf_append(&head, src, n);

@@ -35,7 +35,7 @@ typedef enum sptune_status {
 SPTUNE_API const char *sptune_last_error(void);
 /* Short, stable name of a status ("ok", "invalid", ...). */
 SPTUNE_API const char *sptune_status_name(sptune_status st);
-/* "0.1.0" */
+/* "0.2.0" (0.2: launches take a token count up to the problem's; sptune_kernel_launch_ws gained it) */
 SPTUNE_API const char *sptune_version(void);
 
 /* ---- GPUs ---------------------------------------------------------------------------- */
@@ -171,19 +171,44 @@ SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int inde
 /* Launches every kernel of k in order on `stream` (a CUstream; NULL: the default stream) with
  * the op's argument list (pointers to the arguments, as for cuLaunchKernel; the list is
  * sptune_kernel_args). The module is loaded into the context current at the first launch,
- * which must stay the current context for later launches. Checks the launches, not completion;
- * a dimension argument (M, ...) other than the problem's the kernel was got for is SPTUNE_ERR_INVALID
- * (its geometry was fixed for that problem). No host synchronization happens inside a launch. */
+ * which must stay the current context for later launches. Checks the launches, not completion.
+ * The token count (the dimension sptune_kernel_tokens names: M, slotfill-spmm's N) may be anything
+ * from 1 to the problem's: one kernel object serves every batch up to the problem's, the grid and
+ * tensor maps of each launch made for the count passed (worked out once per count; the last 16 kept).
+ * A count above the problem's, or another dimension different from the problem's, is
+ * SPTUNE_ERR_INVALID. The configuration is the one found for the problem as got: get a second
+ * kernel for a much smaller typical batch if its speed matters. No host synchronization happens inside
+ * a launch (CUDA graphs can capture it). */
 SPTUNE_API sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
+/* The name of the token-count dimension ("M"; slotfill-spmm: "N") and its maximum (the problem's);
+ * NULL and -1 for an op without one. */
+SPTUNE_API const char *sptune_kernel_tokens(const sptune_kernel *k, long long *max_tokens);
 /* The same without building the argument list: `tensors` holds the device pointers (CUdeviceptr) of
  * the op's inputs and outputs in declaration order (sptune_kernel_arg roles input and output; twell-ffn:
  * X, Wg, Wu, Wd, Y), `workspace` one device allocation of `workspace_bytes`, cut into the workspace
  * arguments as sptune_kernel_workspace counts them (256-byte parts in declaration order). The
  * capacities are their bounds when the workspace holds them, else their typical values (at least
- * sptune_kernel_workspace(k, 0, ...) bytes are needed: SPTUNE_ERR_INVALID otherwise); the dimensions are
- * the problem's the kernel was got for. The op clears what it needs of the workspace itself. */
-SPTUNE_API sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, const unsigned long long *tensors,
-                                                 unsigned long long workspace, size_t workspace_bytes);
+ * sptune_kernel_workspace(k, 0, ...) bytes are needed: SPTUNE_ERR_INVALID otherwise); `tokens` is the
+ * token count (1 to the problem's; 0: the problem's), the other dimensions the problem's. The op
+ * clears what it needs of the workspace itself. */
+SPTUNE_API sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long tokens,
+                                                 const unsigned long long *tensors, unsigned long long workspace,
+                                                 size_t workspace_bytes);
+
+/* Launch helpers per family, over sptune_kernel_launch_ws: device pointers (CUdeviceptr), the token
+ * count (1 to the problem's; 0: the problem's) and a stream. Each refuses a kernel of another op.
+ * twell-ffn: Y = (relu(X Wg^T) * (X Wu^T)) Wd, X and Y tokens x D, Wg, Wu, Wd F x D, bf16. */
+SPTUNE_API sptune_status sptune_twell_ffn(sptune_kernel *k, void *stream, long long tokens, unsigned long long x,
+                                          unsigned long long w_gate, unsigned long long w_up,
+                                          unsigned long long w_down, unsigned long long y,
+                                          unsigned long long workspace, size_t workspace_bytes);
+/* gemm: C = A B^T, A tokens x K, B N x K, C tokens x N, bf16. */
+SPTUNE_API sptune_status sptune_gemm(sptune_kernel *k, void *stream, long long tokens, unsigned long long a,
+                                     unsigned long long b, unsigned long long c);
+/* slotfill-spmm: Y = X W^T, W the device copy of an encoded matrix (sptune_slotfill_image), X tokens x K,
+ * Y tokens x M. */
+SPTUNE_API sptune_status sptune_slotfill_spmm(sptune_kernel *k, void *stream, long long tokens,
+                                              unsigned long long w_image, unsigned long long x, unsigned long long y);
 SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
 
 /* ---- Slot-Filling weights (op slotfill-spmm) --------------------------------------------------- */

@@ -62,6 +62,15 @@ static const sp_cuda_sym sp_cuda_syms[] = {
     SYM(EventSynchronize, "cuEventSynchronize"),
     /* _v2 appeared in CUDA 12.8; the original has the same signature. */
     SYM_OR(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
+    SYM_OPT(StreamBeginCapture, "cuStreamBeginCapture_v2"),
+    SYM_OPT(StreamEndCapture, "cuStreamEndCapture"),
+    SYM_OPT(GraphInstantiate, "cuGraphInstantiateWithFlags"),
+    SYM_OPT(GraphLaunch, "cuGraphLaunch"),
+    SYM_OPT(GraphExecDestroy, "cuGraphExecDestroy"),
+    SYM_OPT(GraphDestroy, "cuGraphDestroy"),
+    SYM_OPT(CtxCreate, "cuCtxCreate_v4"),
+    SYM_OPT(CtxDestroy, "cuCtxDestroy_v2"),
+    SYM_OPT(CtxGetCurrent, "cuCtxGetCurrent"),
     SYM(GetErrorName, "cuGetErrorName"),
     SYM(GetErrorString, "cuGetErrorString"),
 };

@@ -44,6 +44,16 @@ typedef struct sp_cuda_api {
     __typeof__(cuEventRecord) *EventRecord;
     __typeof__(cuEventSynchronize) *EventSynchronize;
     __typeof__(cuEventElapsedTime_v2) *EventElapsedTime;
+    /* graphs and extra contexts: used by the tests of the API's contract; may be NULL */
+    __typeof__(cuStreamBeginCapture_v2) *StreamBeginCapture;
+    __typeof__(cuStreamEndCapture) *StreamEndCapture;
+    __typeof__(cuGraphInstantiateWithFlags) *GraphInstantiate;
+    __typeof__(cuGraphLaunch) *GraphLaunch;
+    __typeof__(cuGraphExecDestroy) *GraphExecDestroy;
+    __typeof__(cuGraphDestroy) *GraphDestroy;
+    __typeof__(cuCtxCreate_v4) *CtxCreate;
+    __typeof__(cuCtxDestroy_v2) *CtxDestroy;
+    __typeof__(cuCtxGetCurrent) *CtxGetCurrent;
     __typeof__(cuGetErrorName) *GetErrorName;
     __typeof__(cuGetErrorString) *GetErrorString;
 } sp_cuda_api;

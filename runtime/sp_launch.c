@@ -18,6 +18,7 @@ static sptune_status load_fn(const sp_cuda_api *cu, CUmodule m, const sp_kernel_
             SPTUNE_OK)
         return st;
     out->at = *k;
+    out->smem_limit = k->smem > 48 * 1024 ? k->smem : 48 * 1024;
     return SPTUNE_OK;
 }
 
@@ -113,6 +114,27 @@ sptune_status sp_kernel_launch(const sp_kernel *k, CUstream stream, void **args)
     if (st != SPTUNE_OK) return st;
     for (int i = 0; i < k->n; i++)
         if ((st = launch_fn(cu, &k->fn[i], stream, args)) != SPTUNE_OK) return st;
+    return SPTUNE_OK;
+}
+
+sptune_status sp_kernel_launch_stages(sp_kernel *k, const sp_kernel_stage *stages, CUstream stream, void **args)
+{
+    const sp_cuda_api *cu;
+    sptune_status st = sp_cuda_load(&cu);
+    if (st != SPTUNE_OK) return st;
+    for (int i = 0; i < k->n; i++) {
+        sp_kernel_fn f = {k->fn[i].fn, stages[i], k->fn[i].smem_limit};
+        if (strcmp(stages[i].kernel, k->fn[i].at.kernel) != 0)
+            return sp_fail(SPTUNE_ERR_INVALID, "kernel %d is %s, the geometry given is %s's", i, k->fn[i].at.kernel,
+                           stages[i].kernel);
+        if (stages[i].smem > k->fn[i].smem_limit) {
+            if ((st = SP_CU(cu->FuncSetAttribute(f.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
+                                                 (int)stages[i].smem))) != SPTUNE_OK)
+                return st;
+            k->fn[i].smem_limit = stages[i].smem;
+        }
+        if ((st = launch_fn(cu, &f, stream, args)) != SPTUNE_OK) return st;
+    }
     return SPTUNE_OK;
 }
 

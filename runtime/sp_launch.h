@@ -9,6 +9,7 @@
 typedef struct sp_kernel_fn {
     CUfunction fn;
     sp_kernel_stage at;                 /* its name and geometry */
+    unsigned smem_limit;                /* the dynamic shared memory it may take (raised at load as at needs) */
 } sp_kernel_fn;
 
 typedef struct sp_kernel {
@@ -24,6 +25,10 @@ sptune_status sp_kernel_load(const sp_cubin *cubin, const sp_kernel_src *src, sp
  * from its arguments (sp_tmaps) and passed after them. Checks the launches (not the kernels'
  * completion). */
 sptune_status sp_kernel_launch(const sp_kernel *k, CUstream stream, void **args);
+/* The same with another geometry of the same kernels (stages[i] names k's kernel i): a launch for
+ * fewer tokens than the source was rendered for. Raises a kernel's shared-memory limit when a stage
+ * asks for more than it was loaded with. */
+sptune_status sp_kernel_launch_stages(sp_kernel *k, const sp_kernel_stage *stages, CUstream stream, void **args);
 void sp_kernel_unload(sp_kernel *k);
 
 #endif

@@ -365,7 +365,7 @@ sptune_status sp_nvrtc_version_text(char *buf, size_t len)
 {
     if (!buf || len == 0) return sp_fail(SPTUNE_ERR_INVALID, "NVRTC version: no buffer");
     buf[0] = 0;
-    int ma, mi;
+    int ma = 0, mi = 0;
     sptune_status st = sp_nvrtc_version(&ma, &mi);
     if (st != SPTUNE_OK) return st;
     char text[32];

@@ -300,23 +300,43 @@ int main(void)
         sptune_kernel_free(c);
     }
 
-    /* A launch with another M than the kernel was got for is refused before anything runs. */
+    /* The token count (M) may be 1 to the problem's; above it, 0, or another dimension changed is refused
+     * before anything runs. */
     {
         sptune_kernel_request rq = {"gemm", "M=640,N=640,K=640", "h200", db_path, cache, 1, NULL};
         sptune_kernel *a = NULL;
         CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
         if (a) {
-            unsigned long long ptr[8] = {0};
-            int dims[8];
-            void *argv[8] = {0};
-            for (int i = 0; i < sptune_kernel_arg_count(a) && i < 8; i++) {
-                sptune_arg x;
-                CHECK_ST(sptune_kernel_arg(a, i, &x), SPTUNE_OK);
-                dims[i] = !strcmp(x.name, "M") ? 641 : 640;
-                argv[i] = x.pointer ? (void *)&ptr[i] : (void *)&dims[i];
+            long long max = 0;
+            CHECK(sptune_kernel_tokens(a, &max) && !strcmp(sptune_kernel_tokens(a, NULL), "M") && max == 640);
+            const struct { const char *dim; int value; const char *says; } bad[] = {
+                {"M", 641, "M=641, but the kernel serves M from 1 to 640"},
+                {"M", 0, "M=0, but the kernel serves M from 1 to 640"},
+                {"M", -3, "M=-3, but"},
+                {"N", 641, "N=641, but the kernel was got for N=640"},
+                {"K", 320, "K=320, but the kernel was got for K=640"}};
+            for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+                unsigned long long ptr[8] = {0};
+                int dims[8];
+                void *argv[8] = {0};
+                for (int i = 0; i < sptune_kernel_arg_count(a) && i < 8; i++) {
+                    sptune_arg x;
+                    CHECK_ST(sptune_kernel_arg(a, i, &x), SPTUNE_OK);
+                    dims[i] = !strcmp(x.name, bad[b].dim) ? bad[b].value : 640;
+                    argv[i] = x.pointer ? (void *)&ptr[i] : (void *)&dims[i];
+                }
+                CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_ERR_INVALID);
+                CHECK_MSG(strstr(sptune_last_error(), bad[b].says), "%s", sptune_last_error());
             }
-            CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_ERR_INVALID);
-            CHECK_MSG(strstr(sptune_last_error(), "M=641, but the kernel was got for M=640"), "%s", sptune_last_error());
+            unsigned long long t3[3] = {0x1000, 0x2000, 0x3000};
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 641, t3, 0, 0), SPTUNE_ERR_INVALID);
+            CHECK_MSG(strstr(sptune_last_error(), "641 tokens, but the kernel serves 1 to 640"), "%s", sptune_last_error());
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, -1, t3, 0, 0), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_gemm(a, NULL, 641, 0x1000, 0x2000, 0x3000), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_twell_ffn(a, NULL, 1, 1, 2, 3, 4, 5, 0, 0), SPTUNE_ERR_INVALID);
+            CHECK_MSG(strstr(sptune_last_error(), "the kernel is gemm's, not twell-ffn's"), "%s", sptune_last_error());
+            CHECK_ST(sptune_slotfill_spmm(a, NULL, 1, 1, 2, 3), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_twell_ffn(NULL, NULL, 1, 1, 2, 3, 4, 5, 0, 0), SPTUNE_ERR_INVALID);
         }
         sptune_kernel_free(a);
     }
@@ -331,13 +351,16 @@ int main(void)
             unsigned long long tensors[5] = {0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
             size_t need = 0;
             CHECK_ST(sptune_kernel_workspace(a, 0, &need), SPTUNE_OK);
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, tensors, 0x10000, need - 1), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, tensors, 0x10000, need - 1), SPTUNE_ERR_INVALID);
             CHECK_MSG(strstr(sptune_last_error(), "the kernel needs"), "%s", sptune_last_error());
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, NULL, 0x10000, need), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_twell_ffn(a, NULL, 999, 1, 2, 3, 4, 5, 0x10000, need - 1), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, NULL, 0x10000, need), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1001, tensors, 0x10000, need), SPTUNE_ERR_INVALID);
             int gpus = 0;
             if (sptune_gpu_count(&gpus) != SPTUNE_OK)
-                CHECK(sptune_kernel_launch_ws(a, NULL, tensors, 0x10000, need) != SPTUNE_OK &&
-                      !strstr(sptune_last_error(), "workspace"));
+                for (int tokens = 0; tokens <= 1000; tokens += 333)   /* past the checks, to the driver */
+                    CHECK(sptune_kernel_launch_ws(a, NULL, tokens, tensors, 0x10000, need) != SPTUNE_OK &&
+                          !strstr(sptune_last_error(), "workspace") && !strstr(sptune_last_error(), "tokens"));
         }
         sptune_kernel_free(a);
     }

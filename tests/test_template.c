@@ -824,6 +824,79 @@ static void test_embedded(void)
     sp_strv_free(names);
 }
 
+/* The token count: emit does not see it, so the source is the same for every batch, and the geometry
+ * alone (sp_template_geometry) is what a smaller batch's emit gives; tokens must name a dim argument. */
+static void test_tokens(void)
+{
+    const char *src =
+        "return {name = 'tok', dims = {'M', 'K'}, tokens = 'M', params = {{name = 'a', values = {1}}},\n"
+        "  args = {{name = 'M', type = 'i32', role = 'dim'}, {name = 'K', type = 'i32', role = 'dim'}},\n"
+        "  kernel = 'k', launch = function(c, p) return {grid = {(p.M + 63) // 64, p.K}, block = {64}} end,\n"
+        "  emit = function(c, p) return 'extern \"C\" __global__ void k() {} // ' .. tostring(p and p.M) end}\n";
+    sp_kernel_src a, b, g;
+    CHECK_ST(render("templates/test/tok.lua", src, "1000x3", &a), SPTUNE_OK);
+    CHECK_ST(render("templates/test/tok.lua", src, "65x3", &b), SPTUNE_OK);
+    if (a.source && b.source) {
+        CHECK_MSG(strcmp(a.source, b.source) == 0 && has(a.source, "// nil") && has(a.source, "problem K=3 (M at launch)"),
+                  "%s", a.source);
+        CHECK(a.stage[0].grid[0] == 16 && b.stage[0].grid[0] == 2 && b.stage[0].grid[1] == 3);
+    }
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/tok.lua", src, NULL, &t), SPTUNE_OK);
+    if (t) {
+        sp_gpu_profile gp = rtx_pro_6000();
+        sp_config c;
+        sp_problem p;
+        sp_config_default(t, &c);
+        CHECK(sp_template_tokens(t) && strcmp(sp_template_tokens(t), "M") == 0);
+        CHECK_ST(sp_problem_parse(t, "65x3", &p), SPTUNE_OK);
+        CHECK_ST(sp_template_geometry(t, &c, &gp, &p, &g), SPTUNE_OK);
+        CHECK(g.source == NULL && g.nkernels == 1 && memcmp(g.stage, b.stage, sizeof g.stage) == 0);
+        CHECK_ST(sp_template_geometry(t, &c, &gp, NULL, &g), SPTUNE_ERR_INVALID);
+        sp_template_free(t);
+    }
+    sp_kernel_src_free(&a);
+    sp_kernel_src_free(&b);
+    /* every shipped op with a token count renders the same source for two batches */
+    const char *ops[][3] = {{"twell-ffn", "M=4096,D=2048,F=5632,nnz=40", "M=77,D=2048,F=5632,nnz=40"},
+                            {"gemm", "M=4096,N=1024,K=512", "M=5,N=1024,K=512"},
+                            {"slotfill-spmm", "M=1024,K=1024,N=512,sparsity=50,fp16=0,dist=1",
+                             "M=1024,K=1024,N=9,sparsity=50,fp16=0,dist=1"}};
+    sp_gpu_profile h200;
+    CHECK_ST(sp_gpu_profile_named("h200", &h200), SPTUNE_OK);
+    for (size_t i = 0; i < sizeof ops / sizeof ops[0]; i++) {
+        CHECK_ST(sp_template_load(ops[i][0], &t), SPTUNE_OK);
+        if (!t) continue;
+        sp_config c;
+        sp_problem p, q;
+        sp_config_default(t, &c);
+        CHECK(sp_template_tokens(t) != NULL);
+        CHECK_ST(sp_problem_parse(t, ops[i][1], &p), SPTUNE_OK);
+        CHECK_ST(sp_problem_parse(t, ops[i][2], &q), SPTUNE_OK);
+        CHECK_ST(sp_template_emit(t, &c, &h200, &p, &a), SPTUNE_OK);
+        CHECK_ST(sp_template_emit(t, &c, &h200, &q, &b), SPTUNE_OK);
+        CHECK_ST(sp_template_geometry(t, &c, &h200, &q, &g), SPTUNE_OK);
+        CHECK_MSG(a.source && b.source && strcmp(a.source, b.source) == 0, "%s", ops[i][0]);
+        CHECK_MSG(memcmp(g.stage, b.stage, sizeof g.stage) == 0 && memcmp(a.stage, b.stage, sizeof a.stage) != 0, "%s",
+                  ops[i][0]);
+        sp_kernel_src_free(&a);
+        sp_kernel_src_free(&b);
+        sp_template_free(t);
+    }
+    const char *bad[][2] = {{"'X'", "tokens 'X' must name a dimension"}, {"'K'", "tokens 'K' must name"},
+                            {"3", "tokens must be a string"}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        char s[512];
+        snprintf(s, sizeof s, "return {name = 'v', dims = {'M', {'K', 2}}, tokens = %s, params = {{name = 'a', "
+                 "values = {1}}}, args = {{name = 'M', type = 'i32', role = 'dim'}}, kernel = 'k', launch = function() "
+                 "return {grid = {1}, block = {1}} end, emit = function() return '' end}", bad[i][0]);
+        t = NULL;
+        CHECK_ST(sp_template_load_source("templates/test/v.lua", s, NULL, &t), SPTUNE_ERR_TEMPLATE);
+        CHECK_MSG(has(sptune_last_error(), bad[i][1]), "%s", sptune_last_error());
+        sp_template_free(t);
+    }
+}
+
 int main(void)
 {
     unsetenv("SPTUNE_TEMPLATES");
@@ -841,6 +914,7 @@ int main(void)
     }
     test_bad_render();
     test_pipeline();
+    test_tokens();
     test_args();
     test_validation();
     test_folder();

@@ -92,7 +92,8 @@ def _library():
         lib.sptune_kernel_workspace.restype = I
         lib.sptune_kernel_launch.argtypes = [P, P, ctypes.POINTER(P)]
         lib.sptune_kernel_launch.restype = I
-        lib.sptune_kernel_launch_ws.argtypes = [P, P, ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint64, ctypes.c_size_t]
+        lib.sptune_kernel_launch_ws.argtypes = [P, P, ctypes.c_longlong, ctypes.POINTER(ctypes.c_uint64),
+                                                ctypes.c_uint64, ctypes.c_size_t]
         lib.sptune_kernel_launch_ws.restype = I
         lib.sptune_kernel_free.argtypes = [P]
         lib.sptune_kernel_free.restype = None
@@ -106,7 +107,7 @@ def _check(status):
 
 
 def version():
-    """libsptune's version ("0.1.0")."""
+    """libsptune's version ("0.2.0")."""
     return _library().sptune_version().decode()
 
 
@@ -158,12 +159,13 @@ class Kernel:
             ptrs[i] = ctypes.addressof(c)
         _check(self._lib.sptune_kernel_launch(self._h, ctypes.c_void_p(int(stream)), ptrs))
 
-    def launch_ws(self, tensors, workspace, workspace_bytes, stream=0):
+    def launch_ws(self, tensors, workspace, workspace_bytes, stream=0, tokens=0):
         """Launches with the inputs' and outputs' device pointers in declaration order and one workspace
-        allocation (sptune_kernel_launch_ws: the library cuts it and sets the capacities)."""
+        allocation (sptune_kernel_launch_ws: the library cuts it and sets the capacities); tokens: the
+        token count, 1 to the problem's (0: the problem's)."""
         ptrs = (ctypes.c_uint64 * max(len(tensors), 1))(*[int(t) for t in tensors])
-        _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(int(stream)), ptrs, int(workspace),
-                                                 int(workspace_bytes)))
+        _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(int(stream)), int(tokens), ptrs,
+                                                 int(workspace), int(workspace_bytes)))
 
     def __del__(self):
         h = getattr(self, "_h", None)
@@ -239,16 +241,22 @@ def check_twell_ffn(x, w_gate, w_up, w_down):
 
 # ---- ops -------------------------------------------------------------------------------------------
 
+def token_bucket(M):
+    """The batch a kernel is got for when M tokens come: the next power of two (at least 16), so that
+    a few kernel objects serve every batch (a launch passes its own M, any value up to the bucket)."""
+    return max(16, 1 << (int(M) - 1).bit_length())
+
+
 def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40):
     M, D, F = check_twell_ffn(x, w_gate, w_up, w_down)
     import torch
-    k = kernel("twell-ffn", f"M={M},D={D},F={F},nnz={int(nnz)}")
+    k = kernel("twell-ffn", f"M={token_bucket(M)},D={D},F={F},nnz={int(nnz)}")
     y = torch.empty((M, D), dtype=x.dtype, device=x.device)
     named = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": y}
     need = k.workspace_bytes()
     ws = torch.empty(max(need, 1), dtype=torch.uint8, device=x.device)
     tensors = [named[a["name"]].data_ptr() for a in k.args if a["role"] in ("input", "output")]
-    k.launch_ws(tensors, ws.data_ptr(), need, torch.cuda.current_stream(x.device).cuda_stream)
+    k.launch_ws(tensors, ws.data_ptr(), need, torch.cuda.current_stream(x.device).cuda_stream, tokens=M)
     return y
 
 

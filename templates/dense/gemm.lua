@@ -30,6 +30,7 @@ return {
   description = "dense GEMM C = A*B^T (bf16 in, fp32 accumulate, bf16 out) on mma.sync tensor cores",
   args = ARGS,
   dims = {"M", "N", "K"},
+  tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = mma.constraints,
 

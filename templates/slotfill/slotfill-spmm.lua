@@ -438,6 +438,7 @@ return {
   args = ARGS,
   dims = {"M", "K", "N", "sparsity", "fp16", "dist"}, -- sparsity (percent) and dist (0 uniform, 1 magnitude-pruned,
                                                       -- 2 per-row): how benchmarks draw W
+  tokens = "N",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,
 

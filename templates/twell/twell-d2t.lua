@@ -23,6 +23,7 @@ return {
     .. " (exact, overflow pool)",
   args = ARGS,
   dims = dist.with{"M", "D", "F", "nnz"},   -- nnz and the rest: the data the op is measured on
+  tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = produce.params,
   constraints = produce.constraints,
 

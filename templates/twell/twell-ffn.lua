@@ -86,6 +86,7 @@ return {
     .. " neurons only",
   args = ARGS,
   dims = dist.with{"M", "D", "F", "nnz"},   -- nnz and the rest: the data the op is measured on
+  tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,
 
