@@ -587,7 +587,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     if ((st = lookup(t, &gpu, &want, req, &fixed, k, &cfg, &found)) != SPTUNE_OK) goto fail;
     if (!found) {
         k->origin = SPTUNE_ORIGIN_DEFAULT;
-        sp_config_default(t, &cfg);
+        if ((st = sp_config_default_for(t, &gpu, &cfg)) != SPTUNE_OK) goto fail;
         for (int i = 0; i < fixed.n; i++) cfg.idx[fixed.param[i]] = fixed.value[i];
         if ((st = sp_template_check(t, &cfg, &gpu, &want, &ok, &why)) != SPTUNE_OK) goto fail;
         if (!ok && (st = nearest_valid(t, &gpu, &want, &fixed, &cfg, &ok)) != SPTUNE_OK) goto fail;

@@ -528,6 +528,10 @@ static void read_functions(lua_State *L, sp_template *t, int m, int T)
         vfail(L, t, "options must be a function(c, gpu) or a list of strings (got %s)", luaL_typename(L, -1));
     }
     lua_rawseti(L, T, SP_T_OPTIONS);
+    ty = rawfield(L, m, "defaults");
+    if (ty != LUA_TNIL && ty != LUA_TFUNCTION)
+        vfail(L, t, "defaults must be a function(gpu) returning parameter values (got %s)", luaL_typename(L, -1));
+    lua_rawseti(L, T, SP_T_DEFAULTS);
 }
 
 static int tpl_load(lua_State *L)

@@ -17,7 +17,8 @@ enum {
     SP_T_OPTIONS = 4,     /* nil, function or list of strings */
     SP_T_CONSTRAINTS = 5, /* list of check functions */
     SP_T_VALUES = 6,      /* list (per parameter) of lists of Lua values */
-    SP_T_NAMES = 7        /* list of parameter names */
+    SP_T_NAMES = 7,       /* list of parameter names */
+    SP_T_DEFAULTS = 8     /* nil or function(gpu): the GPU's default configuration */
 };
 extern const char sp_template_key;
 

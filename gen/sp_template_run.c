@@ -189,6 +189,50 @@ static int run_check(lua_State *L)
     return 1;
 }
 
+/* The template's defaults(gpu): nil or a string of parameter values. */
+static int run_defaults(lua_State *L)
+{
+    run_ctx *x = lua_touserdata(L, 1);
+    luaL_checkstack(L, 10, NULL);
+    int T = push_internal(L);
+    if (lua_rawgeti(L, T, SP_T_DEFAULTS) != LUA_TFUNCTION) {
+        lua_pushnil(L);
+        return 1;
+    }
+    push_gpu(L, x->gpu);
+    sp_sandbox_reset(&x->t->sb);
+    lua_call(L, 1, 1);
+    if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
+        sp_sandbox_error(L, "%s: defaults returned %s (must be nil or \"name=value,...\")", x->t->path,
+                         luaL_typename(L, -1));
+    return 1;
+}
+
+sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, sp_config *out)
+{
+    sp_config_default(t, out);
+    if (!gpu) return SPTUNE_OK;
+    run_ctx x = {.t = t, .gpu = gpu, .constraint = -1};
+    sptune_status st = sp_sandbox_pcall(&t->sb, run_defaults, &x, 1);
+    if (st != SPTUNE_OK) return sp_wrap(st, "%s: the defaults for %s", t->path, gpu->info.profile);
+    lua_State *L = t->sb.L;
+    if (lua_type(L, -1) == LUA_TSTRING) {
+        char *text = sp_strdup(lua_tostring(L, -1));
+        lua_pop(L, 1);
+        if (!text) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+        st = sp_config_parse(t, text, out);
+        free(text);
+        if (st != SPTUNE_OK) {
+            sp_config_default(t, out);
+            return sp_fail(SPTUNE_ERR_TEMPLATE, "%s: the defaults for %s: %s", t->path, gpu->info.profile,
+                           sptune_last_error());
+        }
+        return SPTUNE_OK;
+    }
+    lua_pop(L, 1);
+    return SPTUNE_OK;
+}
+
 static int run_space(lua_State *L)
 {
     run_ctx *x = lua_touserdata(L, 1);

@@ -76,7 +76,7 @@ h100=$out
 expect 0 "space count rtx" "$bin" space gemm --gpu rtx-pro-6000 --count; has "positive count" "^[1-9][0-9]*$"
 # The RTX PRO 6000 has less shared memory per block, so fewer pipelines fit.
 [ "$out" -lt "$h100" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: rtx-pro-6000 space ($out) not smaller than h100 ($h100)"; }
-expect 0 "space list" "$bin" space gemm --gpu sm_80 --limit 3; has "space lists configs" "^bm=[0-9]+,bn="
+expect 0 "space list" "$bin" space gemm --gpu sm_80 --limit 3; has "space lists configs" "^mainloop=mma,bm=[0-9]+,bn="
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --limit 3"; }
 expect 2 "unknown gpu" "$bin" space gemm --gpu tpu;  has "unknown gpu lists names" "h100"
 expect 2 "old gpu" "$bin" space gemm --gpu sm_75;    has "sm_75 refused" "sm_80"
@@ -84,14 +84,14 @@ expect 2 "unknown op" "$bin" space nosuchop --gpu h100; has "unknown op named" "
 
 expect 0 "gen default" "$bin" gen gemm --gpu h100;  has "gen prints CUDA C" 'extern "C" __global__'
 expect 0 "gen config" "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3
-has "gen uses the config" "configuration bm=64,bn=128,"; has "gen names the kernel by what differs from the default" "sp_gemm_bm64[(]"
+has "gen uses the config" "configuration mainloop=mma,bm=64,bn=128,"; has "gen names the kernel by what differs from the default" "sp_gemm_bm64[(]"
 a="$out"; "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3 >"$tmp/b.cu" 2>&1
 [ "$a" = "$(cat "$tmp/b.cu")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: gen is not deterministic"; }
 expect 0 "gen a pipeline" "$bin" gen twell-ffn --gpu rtx-pro-6000 --shape M=1000,D=64,F=300,nnz=5
 has "gen names each kernel's launch" "^/\* then sp_twell_ffn_produce.*grid \(24, 1, 1\)"
 has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*block \(256, 1, 1\)"
 expect 0 "best, no results" "$bin" best twell-ffn --gpu h100 --shape M=300,D=200,F=1000,nnz=40 --no-db --no-shipped
-has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: mainloop=mma,bm=.* \(default: nothing usable recorded.*no database of the user's"
+has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: mainloop=wgmma,bm=.* \(default: nothing usable recorded.*no database of the user's"
 has "best lists both kernels of the pipeline" "kernel 2: grid"
 has "best shows the argument list" "arguments: const bf16 \*X \(M x D\)"
 expect 0 "best, no file" "$bin" best gemm --gpu h100 --shape M=64,N=64,K=64 --db "$tmp/none.db" --no-shipped
@@ -137,7 +137,7 @@ row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s
 expect 0 "db import" "$bin" db import "$tmp/in.tsv" --db "$tmp/shared.db"
 has "db import counts" "4 results read, 1 recorded, 3 rejected"; has "db import names the first rejection" "in.tsv:4: .*bm=100"
 expect 0 "db info" "$bin" db info --db "$tmp/shared.db"; has "db info" "schema 1, 1 results"
-expect 0 "db show" "$bin" db show --db "$tmp/shared.db"; has "db show lists the result" "^h200 +gemm +M=4096,N=4096,K=4096 +0.4000 +0.1700 +0.42x +bm="
+expect 0 "db show" "$bin" db show --db "$tmp/shared.db"; has "db show lists the result" "^h200 +gemm +M=4096,N=4096,K=4096 +0.4000 +0.1700 +0.42x +(mainloop=mma,)?bm="
 has "db show marks results of another template version" "\[stale: earlier template\]"
 expect 2 "db show --limit 0" "$bin" db show --db "$tmp/shared.db" --limit 0; has "db show --limit checked" "positive count"
 expect 0 "db verify" "$bin" db verify --db "$tmp/shared.db"

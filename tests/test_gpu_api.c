@@ -23,12 +23,14 @@ static const sp_cuda_api *cu;
 static char cache_dir[1024];
 
 /* The problems got for (the maximum token count) and the counts launched under them. */
-static const struct { const char *op, *problem; } maxima[] = {
-    {"gemm", "M=640,N=264,K=136"},
-    {"twell-ffn", "M=700,D=256,F=1000,nnz=40,dense=1,dense_nnz=400"},
-    {"slotfill-spmm", "M=512,K=520,N=384,sparsity=55,fp16=0,dist=1"},
+static const struct { const char *op, *problem, *fixed; } maxima[] = {
+    {"gemm", "M=640,N=264,K=136", "mainloop=mma"},
+    {"gemm", "M=640,N=264,K=136", "mainloop=wgmma,load=tma,epi=overlap"},   /* tensor maps per count */
+    {"twell-ffn", "M=700,D=256,F=1000,nnz=40,dense=1,dense_nnz=400", "mainloop=wgmma,load=tma"},
+    {"slotfill-spmm", "M=512,K=520,N=384,sparsity=55,fp16=0,dist=1", NULL},
 };
 #define NMAX (int)(sizeof maxima / sizeof maxima[0])
+#define FFN_MAX "M=700,D=256,F=1000,nnz=40,dense=1,dense_nnz=400"
 static const long long counts[] = {1, 7, 61, 128, 333, 0 /* the maximum - 1 */, -1 /* the maximum */};
 #define NCOUNTS (int)(sizeof counts / sizeof counts[0])
 
@@ -109,7 +111,7 @@ static void run_token_range(sp_bench *b)
 {
     for (int m = 0; m < NMAX; m++) {
         const char *op = maxima[m].op;
-        sptune_kernel_request req = {op, maxima[m].problem, b->gpu.info.profile, "", cache_dir, 1, NULL};
+        sptune_kernel_request req = {op, maxima[m].problem, b->gpu.info.profile, "", cache_dir, 1, maxima[m].fixed};
         sptune_kernel *k = NULL;
         CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
         long long max = 0;
@@ -145,8 +147,8 @@ static void run_token_range(sp_bench *b)
                 sp_case_destroy(&cs);
             }
         }
-        printf("  tokens %-14s got for %-50s %s = 1, 7, 61, 128, 333, %lld, %lld: list and helper ok\n", op,
-               maxima[m].problem, dim, max - 1, max);
+        printf("  tokens %-14s got for %-50s %s = 1, 7, 61, 128, 333, %lld, %lld: list and helper ok (%s)\n", op,
+               maxima[m].problem, dim, max - 1, max, sptune_kernel_config(k));
         if (ws) cu->MemFree(ws);
         sptune_kernel_free(k);
     }
@@ -168,7 +170,7 @@ static void run_graph(sp_bench *b)
         return;
     }
     const char *problem = "M=333,D=256,F=1000,nnz=40,dense=1,dense_nnz=400";
-    sptune_kernel_request req = {"twell-ffn", maxima[1].problem, b->gpu.info.profile, "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {"twell-ffn", FFN_MAX, b->gpu.info.profile, "", cache_dir, 1, NULL};
     sptune_kernel *k = NULL;
     sp_case a, c2;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
@@ -239,7 +241,7 @@ static void *work(void *arg)
     CUdeviceptr in[4] = {0}, y = 0, ws = 0;
     size_t ws_bytes = 0;
     sptune_status st = SP_CU(cu->CtxSetCurrent(w->ctx));
-    sptune_kernel_request req = {"twell-ffn", maxima[1].problem, "auto", "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {"twell-ffn", FFN_MAX, "auto", "", cache_dir, 1, NULL};
     if (st == SPTUNE_OK) st = sptune_kernel_get(&req, &k);
     if (st == SPTUNE_OK) st = SP_CU(cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
     if (st == SPTUNE_OK) st = sptune_kernel_workspace(k, 1, &ws_bytes);
@@ -269,7 +271,7 @@ static void run_threads(sp_bench *b)
 {
     const int tokens = 333;
     const char *problem = "M=333,D=256,F=1000,nnz=40,dense=1,dense_nnz=400";
-    sptune_kernel_request req = {"twell-ffn", maxima[1].problem, b->gpu.info.profile, "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {"twell-ffn", FFN_MAX, b->gpu.info.profile, "", cache_dir, 1, NULL};
     sptune_kernel *k = NULL;
     sp_case a;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
@@ -341,7 +343,7 @@ static void run_threads(sp_bench *b)
 /* Host cost: a repeated get (the in-process copy) and a launch through the helper (not the GPU time). */
 static void run_host_cost(sp_bench *b)
 {
-    sptune_kernel_request req = {"twell-ffn", maxima[1].problem, b->gpu.info.profile, "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {"twell-ffn", FFN_MAX, b->gpu.info.profile, "", cache_dir, 1, NULL};
     sptune_kernel *k = NULL;
     double t0 = now_us();
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);

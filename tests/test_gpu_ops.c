@@ -26,6 +26,13 @@ static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=15",
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap,slots=7",
     "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8", NULL};
+/* gemm's wgmma main loop: both loaders, one and two warpgroups, the store after the main loop and the
+ * persistent kernel's overlapped store, bm = 256, the smallest tile. */
+static const char *const gemm_wgmma_configs[] = {
+    "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2", "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap",
+    "mainloop=wgmma,bm=256,bn=128,bk=64,stages=3,wgs=2,epi=overlap", "mainloop=wgmma,bm=128,bn=64,bk=64,stages=4,wgs=1",
+    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=3,wgs=2,load=cpasync",
+    "mainloop=wgmma,bm=64,bn=128,bk=64,stages=5,wgs=1,group_m=1,epi=overlap", NULL};
 /* The gated consumers' wider dot products (8 Wu rows in flight, the sweep over D unrolled), with
  * and without split rows; every shape, D % 8 != 0 (element-wise path) included; and the
  * tensor-core tile consumer (where D % 8 == 0 and D <= 2048), after either producer. */
@@ -57,7 +64,8 @@ static const char *const slotfill_configs[] = {
  * the benchmark layers' widths. twell-ffn: the whole layer (producer and gated consumer) at the
  * same kinds of shape. */
 static const op_cases cases[] = {
-    {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", NULL, NULL}, {NULL, NULL, NULL}},
+    {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", "M=300,N=201,K=256",
+              "M=2048,N=1536,K=1024", NULL}, {gemm_wgmma_configs, NULL, NULL}},
     {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40",
                    "M=128,D=256,F=1000,nnz=100", NULL, NULL}, {wgmma_configs, wgmma_d2t_configs, NULL}},
     {"twell-t2d", {"M=300,F=1000,D=200,T=256,S=31,nnz=20", "M=77,F=130,D=61,T=64,S=7,nnz=30",

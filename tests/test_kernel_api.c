@@ -140,12 +140,19 @@ int main(void)
 
     /* Nothing for the profile, no database, no file: the default, saying so. */
     sp_template *t = NULL;
-    sp_config def;
-    char *def_text = NULL;
+    sp_config def, hopper;
+    char *def_text = NULL, *hopper_text = NULL;
+    sp_gpu_profile h100;
     CHECK_ST(sp_template_load("gemm", &t), SPTUNE_OK);
+    CHECK_ST(sp_gpu_profile_named("h100", &h100), SPTUNE_OK);
     if (t) {
         sp_config_default(t, &def);
         def_text = sp_config_format(t, &def);
+        /* a Hopper's default is the template's for it: the wgmma main loop */
+        CHECK_ST(sp_config_default_for(t, &h100, &hopper), SPTUNE_OK);
+        hopper_text = sp_config_format(t, &hopper);
+        CHECK_MSG(hopper_text && strstr(hopper_text, "mainloop=wgmma") && strstr(def_text, "mainloop=mma"), "%s / %s",
+                  hopper_text, def_text);
         sp_template_free(t);
     }
     sptune_kernel_free(get(db_path, cache, "gemm", "M=512,N=512,K=512", "rtx-pro-6000", SPTUNE_ORIGIN_DEFAULT,
@@ -153,11 +160,12 @@ int main(void)
     /* An H200 with nothing of its own for twell-ffn gets the H100's results (both sm_90a). */
     sptune_kernel_free(get(db_path, cache, "twell-ffn", "M=4096,D=2048,F=5632,nnz=40", "h200", SPTUNE_ORIGIN_SAME_ARCH,
                            FFN8, "on h100 at 0.6000 ms (2.00x the baseline), a GPU of the same architecture"));
-    sptune_kernel_free(get("", cache, "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, def_text,
+    sptune_kernel_free(get("", cache, "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, hopper_text,
                            "no database of the user's"));
-    sptune_kernel_free(get(junk, "", "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, def_text,
+    sptune_kernel_free(get(junk, "", "gemm", "M=512,N=512,K=512", "h100", SPTUNE_ORIGIN_DEFAULT, hopper_text,
                            "no database at"));
     free(def_text);
+    free(hopper_text);
 
     /* A recorded configuration that does not fit the problem is passed over for one that does. */
     k = get(db_path, cache, "twell-ffn", "M=16384,D=4096,F=14336,nnz=40", "h100", SPTUNE_ORIGIN_NEAREST, FFN8,

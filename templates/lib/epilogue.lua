@@ -45,9 +45,7 @@ end
 
 -- Shared memory the TwELL packing epilogue stages its tile in (bytes): bm rows of bn bf16, each
 -- row padded by 8 elements against bank conflicts.
-function M.twell_pack_smem(c)
-  return c.bm * (c.bn + 8) * 2
-end
+function M.twell_pack_smem(c) return M.staging_bytes(c) end
 
 -- TwELL packing (runtime/sp_twell.h) in two steps, so that a kernel may give them to different
 -- warps: twell_stage writes relu(acc) of the CTA's bm x bn tile to shared memory as bf16 (rows
@@ -56,8 +54,13 @@ end
 -- deterministic, no atomics) into the row's S slots, or, when they do not fit, into the overflow
 -- pool at an offset taken with one atomicAdd per (row, tile). Tile width T = bn.
 
--- Expects in scope: sC (sp_bf16 *), N (= F), n0, lane, acc; the warps that hold accumulators run it.
-function M.twell_stage(d, c)
+-- act(acc) of the CTA's bm x bn tile to shared memory as bf16, rows padded by 8 elements against bank
+-- conflicts (staging_bytes). Expects in scope: sC (sp_bf16 *), N, n0, lane, acc; the warps that hold
+-- accumulators run it.
+function M.staging_bytes(c) return c.bm * (c.bn + 8) * 2 end
+
+function M.stage(d, c, act_name)
+  local act = acts[act_name]
   return text.fill([[
         #pragma unroll
         for (int i = 0; i < ${mt}; ++i) {
@@ -68,12 +71,50 @@ function M.twell_stage(d, c)
                 for (int h = 0; h < 2; ++h) {
                     const int r = ${arow} + (lane >> 2) + h * 8;
                     /* columns past N are zeros: they never become entries */
-                    const float x0 = n0 + col < N ? fmaxf(acc[i][j][2 * h], 0.0f) : 0.0f;
-                    const float x1 = n0 + col + 1 < N ? fmaxf(acc[i][j][2 * h + 1], 0.0f) : 0.0f;
+                    const float x0 = n0 + col < N ? ${x0} : 0.0f;
+                    const float x1 = n0 + col + 1 < N ? ${x1} : 0.0f;
                     *(sp_u32 *)(sC + r * ${row} + col) = sp_pack_bf16x2(x0, x1);
                 }
             }
-        }]], {mt = d.mt, nt = d.nt, arow = d.acc_row, acol = d.acc_col, row = c.bn + 8})
+        }]], {mt = d.mt, nt = d.nt, arow = d.acc_row, acol = d.acc_col, row = c.bn + 8,
+              x0 = act("acc[i][j][2 * h]"), x1 = act("acc[i][j][2 * h + 1]")})
+end
+
+function M.twell_stage(d, c) return M.stage(d, c, "relu") end
+
+-- Rows first, first + step, ... of the staged tile (M.stage) to C (M x N, row-major): one warp per
+-- row, 16 bytes per lane when N % 8 == 0 and C is 16-byte aligned. Expects in scope: sC, C, M, N,
+-- m0, n0, lane.
+function M.store_rows(c, first, step)
+  return text.fill([[
+        const bool vec = (N % 8 == 0) && ((((unsigned long long)C) & 15ull) == 0);
+        for (int r = ${first}; r < ${bm} && m0 + r < M; r += ${step}) {
+            const sp_bf16 *src = sC + r * ${row};
+            sp_bf16 *dst = C + (size_t)(m0 + r) * N + n0;
+            if (vec) {
+                for (int ch = lane; ch < ${bn} / 8; ch += 32)
+                    if (n0 + ch * 8 < N) *(uint4 *)(dst + ch * 8) = *(const uint4 *)(src + ch * 8);
+            } else {
+                for (int col = lane; col < ${bn}; col += 32)
+                    if (n0 + col < N) dst[col] = src[col];
+            }
+        }]], {first = first, step = step, bm = c.bm, bn = c.bn, row = c.bn + 8})
+end
+
+-- The whole CTA after its main loop: the accumulators staged in the pipeline's shared memory, then
+-- written out row by row (coalesced). Expects in scope what both need, plus sp_smem and warp.
+function M.store_staged(d, c)
+  return text.fill([[
+    {
+        __syncthreads(); /* every warp is done with the pipeline's shared memory */
+        sp_bf16 *sC = (sp_bf16 *)sp_smem;
+        if (${owner}) {  /* the warps that hold accumulators */
+${stage}
+        }
+        __syncthreads();
+${rows}
+    }
+]], {owner = d.acc_owner or "true", stage = M.stage(d, c, "none"), rows = M.store_rows(c, "warp", d.warps)})
 end
 
 -- Rows first, first + step, ... of the staged tile. Expects in scope: sC, packed, pool,

@@ -1,20 +1,15 @@
 -- The TwELL producer, shared by twell-d2t (alone) and twell-ffn (first kernel of the pipeline):
--- relu(A B^T) on a tensor-core main loop, packed to TwELL straight from the epilogue
--- (lib/epilogue.lua), so the dense activations never reach device memory. The CTA's bn is the
--- TwELL tile width T. Two main loops: `mma` (lib/mma_sync.lua: sm_80, sm_90a, sm_120) and
--- `wgmma` (lib/wgmma.lua: sm_90a only); each ignores the other's parameters, which then stay at
--- their defaults so that the space holds each kernel once.
+-- relu(A B^T) on a tensor-core main loop (lib/mainloop.lua, gemm's), packed to TwELL straight from
+-- the epilogue (lib/epilogue.lua), so the dense activations never reach device memory. The CTA's
+-- bn is the TwELL tile width T.
 local text = require("lib.text")
-local mma = require("lib.mma_sync")
-local wgmma = require("lib.wgmma")
+local mainloop = require("lib.mainloop")
 local epilogue = require("lib.epilogue")
 
 local M = {}
 
-M.params = {{name = "mainloop", values = {"mma", "wgmma"}, default = "mma",
-             doc = "tensor-core main loop: mma.sync + ldmatrix (portable), or wgmma from shared memory (sm_90a)"}}
-for _, p in ipairs(mma.params) do M.params[#M.params + 1] = p end
-for _, p in ipairs(wgmma.params) do M.params[#M.params + 1] = p end
+M.params = {}
+for _, p in ipairs(mainloop.params) do M.params[#M.params + 1] = p end
 M.params[#M.params + 1] = {name = "epi", values = {"inline", "overlap"}, default = "inline",
   doc = "packing: by the whole CTA after its main loop, or (wgmma + tma) by packer warps of a persistent CTA"
     .. " while the next tile's main loop runs"}
@@ -23,32 +18,12 @@ M.params[#M.params + 1] = {name = "group_m", values = {1, 8}, default = 8,
 M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 31,
                            doc = "TwELL slots per (row, tile): more slots, fewer overflows, more bytes"}
 
--- Parameters only one main loop reads.
-local only = {wm = "mma", wn = "mma", swizzle = "mma", prefetch = "mma", wgs = "wgmma", load = "wgmma"}
-local defaults = {}
-for _, p in ipairs(M.params) do defaults[p.name] = p.default end
+-- Packer warps of the persistent kernel (epi = overlap).
+local PACKERS = 3
 
-M.constraints = {
-  {why = "parameters the main loop does not use stay at their defaults",
-   check = function(c)
-     for name, loop in pairs(only) do
-       if c.mainloop ~= loop and c[name] ~= defaults[name] then return false, name end
-     end
-     return true
-   end},
-}
-local function add(list, loop)
-  for _, k in ipairs(list) do
-    M.constraints[#M.constraints + 1] = {why = k.why, check = function(c, gpu, p)
-      if c.mainloop ~= loop then return true end
-      return k.check(c, gpu, p)
-    end}
-  end
-end
-add(mma.constraints, "mma")
-add(wgmma.constraints, "wgmma")
-M.constraints[#M.constraints + 1] = {why = "the copy engine needs rows of a multiple of 16 bytes (D % 8 == 0)",
-  check = function(c, gpu, p) return p == nil or c.mainloop ~= "wgmma" or c.load ~= "tma" or p.D % 8 == 0 end}
+function M.overlap_smem(c) return mainloop.persistent_smem(c, epilogue.twell_pack_smem(c)) end
+
+M.constraints = mainloop.constraints(function(p) return p.D end)
 M.constraints[#M.constraints + 1] = {why = "overlapped packing needs the wgmma main loop with tma",
   check = function(c) return c.epi == "inline" or (c.mainloop == "wgmma" and c.load == "tma") end}
 M.constraints[#M.constraints + 1] = {why = "overlapped packing: pipeline and staging tile fit in shared memory",
@@ -62,136 +37,43 @@ M.constraints[#M.constraints + 1] = {why = "slots fit in a tile", check = functi
 M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory",
   check = function(c, gpu) return epilogue.twell_pack_smem(c) <= gpu.smem_per_block end}
 
+-- The producer's best measured form on Hopper (bench/RESULTS.md): wgmma + TMA, overlapped packing,
+-- 128 x 256 tiles (T = 256), 15 slots; for a template's defaults(gpu). `extra` appended.
+function M.hopper_default(gpu, extra)
+  return mainloop.hopper_default(gpu, "bm=128,bn=256,stages=3,epi=overlap,slots=15" .. (extra and ("," .. extra) or ""))
+end
+
 M.name_keys = {}
 for _, p in ipairs(M.params) do M.name_keys[#M.name_keys + 1] = p.name end
 
-local function loop(c) return c.mainloop == "wgmma" and wgmma or mma end
-
--- The persistent kernel with overlapped packing: warps 0 .. 4*wgs-1 run the wgmma main loop
--- tile after tile and stage each finished tile in shared memory; the next warpgroup holds the
--- copy engine's warp and PACKERS packer warps, which pack the staged tile while the main loop
--- runs on (the dense tensor-core work never waits for the packing, only for the staging tile
--- to be free).
-local PACKERS = 3
-
-local function overlap_layout(c)
-  local d = wgmma.derive(c)
-  local l = {pipe = c.stages * (d.a_stage + d.b_stage) * 2, staging = epilogue.twell_pack_smem(c)}
-  l.staging = (l.staging + 15) // 16 * 16
-  l.bars = l.pipe + l.staging
-  l.total = 1024 + l.bars + (2 * c.stages + 2) * 8
-  return l
-end
-
-function M.overlap_smem(c) return overlap_layout(c).total end
-
-local function overlap_threads(c) return 32 * (4 * c.wgs + 1 + PACKERS) end
-
+-- The persistent kernel with overlapped packing (lib/mainloop.lua): the packer warps pack each
+-- staged tile while the main loop runs on (the dense tensor-core work never waits for the packing,
+-- only for the staging tile to be free).
 function M.overlap_body(c)
-  local d = wgmma.derive(c)
-  local l = overlap_layout(c)
-  return text.fill([[
-    extern __shared__ __align__(1024) unsigned char sp_smem[];
-    const int tiles_m = (M + ${bm} - 1) / ${bm}, tiles_n = (N + ${bn} - 1) / ${bn}, ntiles = tiles_m * tiles_n;
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const sp_u32 base = (sp_smem_u32(sp_smem) + 1023u) & ~1023u;
-    const sp_u32 sA = base, sB = sA + ${stages} * ${a_stage} * 2;
-    sp_bf16 *sC = (sp_bf16 *)(sp_smem + (base - sp_smem_u32(sp_smem)) + ${pipe});
-    const sp_u32 full = base + ${bars}, empty = full + ${stages} * 8;
-    const sp_u32 staged = empty + ${stages} * 8, packed_bar = staged + 8;
-    const int KT = (K + ${bk} - 1) / ${bk};
-    if (tid == 0) {
-        for (int s = 0; s < ${stages}; ++s) {
-            sp_mbar_init(full + s * 8, 1);
-            sp_mbar_init(empty + s * 8, ${mma_warps});
-        }
-        sp_mbar_init(staged, ${mma_threads});
-        sp_mbar_init(packed_bar, ${pack_threads});
-        sp_fence_mbar_init();
-    }
-    __syncthreads();
-    /* tile t of this CTA's sequence: group_m CTA rows walked together along M (L2 reuse) */
-#define SP_GROUP_ROWS(t) min(tiles_m - ((t) / (${group_m} * tiles_n)) * ${group_m}, ${group_m})
-#define SP_PID_M(t) (((t) / (${group_m} * tiles_n)) * ${group_m} + ((t) % (${group_m} * tiles_n)) % SP_GROUP_ROWS(t))
-#define SP_PID_N(t) (((t) % (${group_m} * tiles_n)) / SP_GROUP_ROWS(t))
-    if (warp < ${mma_warps}) {
-        const int wg = warp >> 2;
-        int it = 0, n = 0;
-        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
-            const int n0 = SP_PID_N(t) * ${bn};
-${acc}
-${consume}
-            /* the packers are done with the previous tile's staging */
-            if (n > 0) sp_mbar_wait(packed_bar, (n - 1) & 1);
-${stage}
-            sp_mbar_arrive(staged);
-        }
-    } else if (warp == ${mma_warps}) {
-        if (lane == 0) {
-            int it = 0;
-            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
-                const int pid_m = SP_PID_M(t), pid_n = SP_PID_N(t);
-                for (int kt = 0; kt < KT; ++kt, ++it) {
-${issue}
-                }
-            }
-        }
-        __syncwarp();
-    } else {
-        const int pw = warp - ${mma_warps} - 1;
-        int n = 0;
-        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
-            const int pid_n = SP_PID_N(t), m0 = SP_PID_M(t) * ${bm};
-            sp_mbar_wait(staged, n & 1);
-            {
-${rows}
-            }
-            sp_mbar_arrive(packed_bar);
-        }
-    }
-#undef SP_PID_N
-#undef SP_PID_M
-#undef SP_GROUP_ROWS
-]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
-     pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, mma_threads = 32 * d.mma_warps,
-     pack_threads = 32 * PACKERS, group_m = c.group_m,
-     issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn),
-     acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1"),
-     stage = epilogue.twell_stage(d, c),
-     rows = epilogue.twell_pack_rows(c, "pw", PACKERS)})
+  return mainloop.persistent(c, {staging = epilogue.twell_pack_smem(c), drainers = PACKERS,
+                                 stage = function(d) return epilogue.twell_stage(d, c) end,
+                                 drain = epilogue.twell_pack_rows(c, "pw", PACKERS)})
 end
 
 -- The producer's launch, from named fields: c (the configuration), rows (M) of the argument named
 -- a against F rows of the argument named b, each D long (a and b: for the copy engine's tensor
 -- maps), gpu.
 function M.launch(x)
-  local c, rows, F, D, gpu = x.c, x.rows, x.F, x.D, x.gpu
-  local d = loop(c).derive(c)
-  local tiles = ((rows + c.bm - 1) // c.bm) * ((F + c.bn - 1) // c.bn)
-  local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, rows, x.b, F, D) or nil
-  if c.epi == "overlap" then   -- persistent: one CTA per SM at most
-    return {grid = {math.min(tiles, gpu.sm_count), 1, 1}, block = {overlap_threads(c), 1, 1},
-            smem = M.overlap_smem(c), tmaps = tmaps}
-  end
-  return {grid = {tiles, 1, 1}, block = {d.threads, 1, 1}, smem = math.max(d.smem, epilogue.twell_pack_smem(c)),
-          tmaps = tmaps}
+  local c = x.c
+  return mainloop.launch{c = c, M = x.rows, N = x.F, K = x.D, a = x.a, b = x.b, gpu = x.gpu,
+                         smem = epilogue.twell_pack_smem(c),
+                         persistent = c.epi == "overlap" and {threads = M.persistent_threads(c), smem = M.overlap_smem(c)}
+                                      or nil}
 end
 
--- Kernel parameters after the ordinary ones (the tensor maps, when the main loop takes them).
-function M.kernel_params(c)
-  return c.mainloop == "wgmma" and wgmma.kernel_params(c) or ""
-end
-
--- Device functions the body needs (before the kernel).
-function M.device(c)
-  return c.mainloop == "wgmma" and wgmma.device(c) or ""
-end
+M.kernel_params = mainloop.kernel_params
+M.device = mainloop.device
 
 -- The kernel body. Expects in scope: A (rows x K), B (N x K), packed, pool, pool_counter,
 -- pool_capacity, M, N, K (M.aliases names them after the TwELL arguments).
 function M.body(c)
   if c.epi == "overlap" then return M.overlap_body(c) end
-  local l = loop(c)
+  local l = mainloop.loop(c)
   return text.lines({l.cta_prologue(c), l.mainloop(c), epilogue.twell_pack(l.derive(c), c)})
 end
 
@@ -217,6 +99,7 @@ M.args = {
                    bound = "min(M * (F + cdiv(F, bn)), 1073741823)"},
 }
 
-function M.threads(c) return c.epi == "overlap" and overlap_threads(c) or loop(c).derive(c).threads end
+function M.persistent_threads(c) return mainloop.persistent_threads(c, PACKERS) end
+function M.threads(c) return c.epi == "overlap" and M.persistent_threads(c) or mainloop.derive(c).threads end
 
 return M

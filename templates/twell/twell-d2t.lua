@@ -26,6 +26,7 @@ return {
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = produce.params,
   constraints = produce.constraints,
+  defaults = function(gpu) return produce.hopper_default(gpu) end,
 
   kernel = function(c, gpu) return kernel_name(c) end,
 

@@ -89,6 +89,11 @@ return {
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,
+  -- on Hopper the producer's wgmma + TMA loop with overlapped packing and the row consumer that measured
+  -- fastest on realistic activations (bench/RESULTS.md)
+  defaults = function(gpu)
+    return produce.hopper_default(gpu, "warps=16,split=1,unroll=4,dots=8,dunroll=2,route=512")
+  end,
 
   kernel = function(c, gpu)
     local n = names(c)

@@ -1,0 +1,167 @@
+-- The tensor-core main loop a GEMM-shaped kernel runs, and the CTA around it, shared by gemm and the
+-- TwELL producer (which differ only in their epilogue): `mma` (lib/mma_sync.lua: sm_80, sm_90a,
+-- sm_120) or `wgmma` (lib/wgmma.lua: sm_90a only); each ignores the other's parameters, which then
+-- stay at their defaults so that a space holds each kernel once. With wgmma + tma a kernel may also
+-- be persistent with its epilogue overlapped (persistent below): the accumulator warpgroups stage a
+-- finished tile in shared memory and go on with the next tile while drain warps write the staged one.
+local text = require("lib.text")
+local mma = require("lib.mma_sync")
+local wgmma = require("lib.wgmma")
+local M = {}
+
+M.params = {{name = "mainloop", values = {"mma", "wgmma"}, default = "mma",
+             doc = "tensor-core main loop: mma.sync + ldmatrix (portable), or wgmma from shared memory (sm_90a)"}}
+for _, p in ipairs(mma.params) do M.params[#M.params + 1] = p end
+for _, p in ipairs(wgmma.params) do M.params[#M.params + 1] = p end
+
+-- Parameters only one main loop reads.
+local only = {wm = "mma", wn = "mma", swizzle = "mma", prefetch = "mma", wgs = "wgmma", load = "wgmma"}
+
+-- The constraints of the main loops, each applying to its own; K(p): the reduction length of problem
+-- p (the copy engine needs rows of a multiple of 16 bytes).
+function M.constraints(K)
+  local defaults = {}
+  for _, p in ipairs(M.params) do defaults[p.name] = p.default end
+  local list = {
+    {why = "parameters the main loop does not use stay at their defaults",
+     check = function(c)
+       for name, loop in pairs(only) do
+         if c.mainloop ~= loop and c[name] ~= defaults[name] then return false, name end
+       end
+       return true
+     end}}
+  for _, pair in ipairs({{mma.constraints, "mma"}, {wgmma.constraints, "wgmma"}}) do
+    for _, k in ipairs(pair[1]) do
+      list[#list + 1] = {why = k.why, check = function(c, gpu, p)
+        if c.mainloop ~= pair[2] then return true end
+        return k.check(c, gpu, p)
+      end}
+    end
+  end
+  list[#list + 1] = {why = "the copy engine needs rows of a multiple of 16 bytes (K % 8 == 0)",
+    check = function(c, gpu, p) return p == nil or c.mainloop ~= "wgmma" or c.load ~= "tma" or K(p) % 8 == 0 end}
+  return list
+end
+
+-- The Hopper main loop, for a template's defaults(gpu) on GPUs with wgmma: `extra` appended.
+function M.hopper_default(gpu, extra)
+  if not gpu.wgmma then return nil end
+  return "mainloop=wgmma,bk=64,wgs=2,load=tma" .. (extra and ("," .. extra) or "")
+end
+
+function M.loop(c) return c.mainloop == "wgmma" and wgmma or mma end
+function M.derive(c) return M.loop(c).derive(c) end
+
+-- Kernel parameters after the ordinary ones (the tensor maps, when the main loop takes them).
+function M.kernel_params(c) return c.mainloop == "wgmma" and wgmma.kernel_params(c) or "" end
+-- Device functions the body needs (before the kernel).
+function M.device(c) return c.mainloop == "wgmma" and wgmma.device(c) or "" end
+
+-- The launch of an M x N output tile by tile over K: the argument named a (M x K) against the
+-- argument named b (N x K) (for the copy engine's tensor maps); smem: at least what the epilogue
+-- needs. Persistent (one CTA per SM at most) with `persistent = {threads = ..., smem = ...}`.
+function M.launch(x)
+  local c = x.c
+  local tiles = ((x.M + c.bm - 1) // c.bm) * ((x.N + c.bn - 1) // c.bn)
+  local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, x.M, x.b, x.N, x.K) or nil
+  if x.persistent then
+    return {grid = {math.min(tiles, x.gpu.sm_count), 1, 1}, block = {x.persistent.threads, 1, 1},
+            smem = x.persistent.smem, tmaps = tmaps}
+  end
+  local d = M.derive(c)
+  return {grid = {tiles, 1, 1}, block = {d.threads, 1, 1}, smem = math.max(d.smem, x.smem or 0), tmaps = tmaps}
+end
+
+-- ---- the persistent kernel with an overlapped epilogue (wgmma + tma) ----
+
+-- Shared memory: the pipeline, the staging tile (staging bytes), the mbarriers.
+local function layout(c, staging)
+  local d = wgmma.derive(c)
+  local l = {pipe = c.stages * (d.a_stage + d.b_stage) * 2, staging = (staging + 15) // 16 * 16}
+  l.bars = l.pipe + l.staging
+  l.total = 1024 + l.bars + (2 * c.stages + 2) * 8
+  return l
+end
+
+function M.persistent_smem(c, staging) return layout(c, staging).total end
+function M.persistent_threads(c, drainers) return 32 * (4 * c.wgs + 1 + drainers) end
+
+-- The body: warps 0 .. 4*wgs-1 run the wgmma main loop tile after tile and run x.stage (accumulators
+-- to sC, in scope: acc, n0, lane, wg) for each finished tile; the next warp drives the copy engine;
+-- x.drainers warps ("packers" in the code: TwELL packs, gemm stores) then run x.drain on the staged
+-- tile (in scope: sC, m0, pid_n, lane, pw = the drain warp's index) while the main loop goes on.
+-- x.staging: bytes of the staging tile.
+function M.persistent(c, x)
+  local d = wgmma.derive(c)
+  local l = layout(c, x.staging)
+  return text.fill([[
+    extern __shared__ __align__(1024) unsigned char sp_smem[];
+    const int tiles_m = (M + ${bm} - 1) / ${bm}, tiles_n = (N + ${bn} - 1) / ${bn}, ntiles = tiles_m * tiles_n;
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
+    const sp_u32 base = (sp_smem_u32(sp_smem) + 1023u) & ~1023u;
+    const sp_u32 sA = base, sB = sA + ${stages} * ${a_stage} * 2;
+    sp_bf16 *sC = (sp_bf16 *)(sp_smem + (base - sp_smem_u32(sp_smem)) + ${pipe});
+    const sp_u32 full = base + ${bars}, empty = full + ${stages} * 8;
+    const sp_u32 staged = empty + ${stages} * 8, packed_bar = staged + 8;
+    const int KT = (K + ${bk} - 1) / ${bk};
+    if (tid == 0) {
+        for (int s = 0; s < ${stages}; ++s) {
+            sp_mbar_init(full + s * 8, 1);
+            sp_mbar_init(empty + s * 8, ${mma_warps});
+        }
+        sp_mbar_init(staged, ${mma_threads});
+        sp_mbar_init(packed_bar, ${pack_threads});
+        sp_fence_mbar_init();
+    }
+    __syncthreads();
+    /* tile t of this CTA's sequence: group_m CTA rows walked together along M (L2 reuse) */
+#define SP_GROUP_ROWS(t) min(tiles_m - ((t) / (${group_m} * tiles_n)) * ${group_m}, ${group_m})
+#define SP_PID_M(t) (((t) / (${group_m} * tiles_n)) * ${group_m} + ((t) % (${group_m} * tiles_n)) % SP_GROUP_ROWS(t))
+#define SP_PID_N(t) (((t) % (${group_m} * tiles_n)) / SP_GROUP_ROWS(t))
+    if (warp < ${mma_warps}) {
+        const int wg = warp >> 2;
+        int it = 0, n = 0;
+        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
+            const int n0 = SP_PID_N(t) * ${bn};
+${acc}
+${consume}
+            /* the packers are done with the previous tile's staging */
+            if (n > 0) sp_mbar_wait(packed_bar, (n - 1) & 1);
+${stage}
+            sp_mbar_arrive(staged);
+        }
+    } else if (warp == ${mma_warps}) {
+        if (lane == 0) {
+            int it = 0;
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+                const int pid_m = SP_PID_M(t), pid_n = SP_PID_N(t);
+                for (int kt = 0; kt < KT; ++kt, ++it) {
+${issue}
+                }
+            }
+        }
+        __syncwarp();
+    } else {
+        const int pw = warp - ${mma_warps} - 1;
+        int n = 0;
+        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
+            const int pid_n = SP_PID_N(t), m0 = SP_PID_M(t) * ${bm};
+            sp_mbar_wait(staged, n & 1);
+            {
+${rows}
+            }
+            sp_mbar_arrive(packed_bar);
+        }
+    }
+#undef SP_PID_N
+#undef SP_PID_M
+#undef SP_GROUP_ROWS
+]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
+     pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, mma_threads = 32 * d.mma_warps,
+     pack_threads = 32 * x.drainers, group_m = c.group_m,
+     issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn),
+     acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1"),
+     stage = x.stage(d), rows = x.drain})
+end
+
+return M
