@@ -29,6 +29,12 @@ void cli_json_str(const char *s)
     putchar('"');
 }
 
+void cli_joules(double j, char *buf, size_t len)
+{
+    if (j > 0 && isfinite(j)) snprintf(buf, len, "%.4g", j);
+    else snprintf(buf, len, "-");
+}
+
 void cli_json_num(double v, int digits)
 {
     if (isfinite(v)) printf("%.*f", digits, v);

@@ -86,6 +86,8 @@ typedef struct cli_tuned {
     sp_configs space;
     sp_tune_result r;
     double baseline_ms, best_ms;
+    double baseline_energy_j, best_energy_j; /* joules per call; <= 0 not measured */
+    sp_objective objective;
     long long best;       /* index into space, -1 when nothing passed */
     char *best_text;
 } cli_tuned;
@@ -97,6 +99,8 @@ long long cli_tuned_failed(const cli_tuned *x);
  * (null when it is not finite: JSON has no NaN or infinity); "key": before either with cli_json_key. */
 void cli_json_str(const char *s);
 void cli_json_num(double v, int digits);
+/* Joules per call for a table ("0.0123"; "-" when not measured). */
+void cli_joules(double j, char *buf, size_t len);
 void cli_json_key(const char *key, int first);
 /* One line of JSON per problem (JSON Lines: several GPUs' coordinators each print theirs). */
 void cli_print_tuned_json(const char *gpu, const char *op, const char *problem, const char *strategy,

@@ -47,6 +47,8 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         return cli_usage_error("", "bad --budget '%s' (examples: 15m, 90s, 2h, 300evals)", cli_get(cmd, "budget"));
     if (cli_get(cmd, "strategy") && !sp_search_parse(cli_get(cmd, "strategy"), &plan.o.strategy))
         return cli_usage_error("", "unknown strategy '%s' (exhaustive, random, descent)", cli_get(cmd, "strategy"));
+    if (cli_get(cmd, "objective") && !sp_objective_parse(cli_get(cmd, "objective"), &plan.o.objective))
+        return cli_usage_error("", "unknown objective '%s' (time, energy, edp)", cli_get(cmd, "objective"));
     cli_gpu_run run; /* --runs, --timeout, --jobs */
     if ((rc = cli_gpu_run_opts(cmd, &run))) return rc;
     if (!g) g = "auto";

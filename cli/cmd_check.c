@@ -15,6 +15,7 @@ typedef struct problem_summary {
     char problem[128];
     char best[512];
     double best_ms, base_ms, best_err, flops, best_bytes;
+    double best_energy_j, base_energy_j; /* joules per call; <= 0 not measured */
     int ok, failed[SP_OUTCOME__COUNT];
 } problem_summary;
 
@@ -37,9 +38,13 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
         return cli_error(cmd, st);
     }
     sum->base_ms = base.median_ms;
+    sum->base_energy_j = base.energy_j;
+    char bj[32];
+    cli_joules(base.energy_j, bj, sizeof bj);
     if (verbose)
-        printf("%s %s on %s: baseline %s %.4f ms (%.1f TFLOP/s)\n", sp_template_name(t), sum->problem,
-               b->gpu.info.name, kase.ops->baseline_name, base.median_ms, sum->flops / base.median_ms * 1e-9);
+        printf("%s %s on %s: baseline %s %.4f ms (%.1f TFLOP/s), %s J per call%s%s\n", sp_template_name(t), sum->problem,
+               b->gpu.info.name, kase.ops->baseline_name, base.median_ms, sum->flops / base.median_ms * 1e-9, bj,
+               b->nvml ? "" : ": ", b->nvml ? "" : b->energy_why);
     sp_env env;
     sp_eval_env(&b->gpu, &env);
     int rc = CLI_OK;
@@ -52,10 +57,12 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
             break;
         }
         e.timing.baseline_ms = base.median_ms;
+        e.timing.baseline_energy_j = base.energy_j;
         if (e.outcome == SP_OUTCOME_OK) {
             sum->ok++;
             if (e.timing.median_ms < sum->best_ms) {
                 sum->best_ms = e.timing.median_ms;
+                sum->best_energy_j = e.timing.energy_j;
                 sum->best_err = e.timing.rel_error;
                 sum->best_bytes = sp_case_bytes(&kase);
                 snprintf(sum->best, sizeof sum->best, "%s", text ? text : "?");
@@ -67,10 +74,12 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
             double bytes = sp_case_bytes(&kase);
             char gbs[32] = "";
             if (bytes > 0) snprintf(gbs, sizeof gbs, "%6.0f GB/s  ", bytes / e.timing.median_ms * 1e-6);
+            char ej[32];
+            cli_joules(e.timing.energy_j, ej, sizeof ej);
             if (e.outcome == SP_OUTCOME_OK)
-                printf("  %3lld/%lld ok   %8.4f ms  %6.1f TFLOP/s  %s%5.2fx  err %.1e  regs %3d  %s\n", i + 1, cs->n,
-                       e.timing.median_ms, sum->flops / e.timing.median_ms * 1e-9, gbs,
-                       base.median_ms / e.timing.median_ms, e.timing.rel_error, e.res.registers, text ? text : "?");
+                printf("  %3lld/%lld ok   %8.4f ms  %6.1f TFLOP/s  %s%5.2fx  %s J  err %.1e  regs %3d  %s\n", i + 1,
+                       cs->n, e.timing.median_ms, sum->flops / e.timing.median_ms * 1e-9, gbs,
+                       base.median_ms / e.timing.median_ms, ej, e.timing.rel_error, e.res.registers, text ? text : "?");
             else
                 printf("  %3lld/%lld %s  %s\n      %s\n", i + 1, cs->n, sp_outcome_name(e.outcome), text ? text : "?", e.detail);
             fflush(stdout);
@@ -103,9 +112,12 @@ static void print_summary(const sp_bench *b, const problem_summary *s)
     }
     char gbs[32] = "-";
     if (s->best_bytes > 0) snprintf(gbs, sizeof gbs, "%.0f", s->best_bytes / s->best_ms * 1e-6);
-    printf("%-6s %-8s %-24s %9.4f %9.4f %7.2fx %7.1f %6s %7.1e %3d/%-3d %s\n", b->gpu.info.profile, op, s->problem,
-           s->best_ms, s->base_ms, s->base_ms / s->best_ms, s->flops / s->best_ms * 1e-9, gbs, s->best_err,
-           failed, s->ok + failed, s->best);
+    char j[2][32];
+    cli_joules(s->best_energy_j, j[0], sizeof j[0]);
+    cli_joules(s->base_energy_j, j[1], sizeof j[1]);
+    printf("%-6s %-8s %-24s %9.4f %9.4f %7.2fx %7.1f %6s %9s %9s %7.1e %3d/%-3d %s\n", b->gpu.info.profile, op,
+           s->problem, s->best_ms, s->base_ms, s->base_ms / s->best_ms, s->flops / s->best_ms * 1e-9, gbs, j[0], j[1],
+           s->best_err, failed, s->ok + failed, s->best);
     for (int o = 1; o < SP_OUTCOME__COUNT; o++)
         if (s->failed[o]) printf("%-6s   %d %s\n", "", s->failed[o], sp_outcome_name((sp_outcome)o));
 }
@@ -120,8 +132,8 @@ static int summary_passed(const problem_summary *s)
 
 static void print_header(void)
 {
-    printf("%-6s %-8s %-24s %9s %9s %8s %7s %6s %7s %7s %s\n", "gpu", "op", "problem", "best ms", "cuBLAS",
-           "speedup", "TFLOP/s", "GB/s", "err", "failed", "best configuration");
+    printf("%-6s %-8s %-24s %9s %9s %8s %7s %6s %9s %9s %7s %7s %s\n", "gpu", "op", "problem", "best ms", "cuBLAS",
+           "speedup", "TFLOP/s", "GB/s", "J/call", "cuBLAS J", "err", "failed", "best configuration");
 }
 
 /* The configurations --config lists (';'-separated) that are valid for problem p; those that are not

@@ -64,7 +64,7 @@ static void accept_free(accept_ctx *a)
 typedef struct row {
     char *key;            /* "gpu\x1fop\x1fproblem": the group */
     char *config;
-    double ms, baseline_ms;
+    double ms, baseline_ms, energy_j;
     int ok, stale;
 } row;
 
@@ -104,6 +104,7 @@ static int collect(const sp_result *r, void *ud)
     if (!w->key || !w->config) { free(w->key); free(w->config); x->oom = 1; return 1; }
     w->ms = r->timing.median_ms;
     w->baseline_ms = r->timing.baseline_ms;
+    w->energy_j = r->timing.energy_j;
     w->ok = r->outcome == SP_OUTCOME_OK;
     w->stale = stale;
     x->n++;
@@ -140,7 +141,8 @@ static int show(cli_cmd *cmd, sp_db *db, int limit)
     if (st == SPTUNE_OK && x.oom) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     if (st != SPTUNE_OK) { rows_free(&x); return cli_error(cmd->name, st); }
     if (x.n > 1) qsort(x.v, x.n, sizeof *x.v, by_group);
-    printf("%-7s %-14s %-44s %9s %9s %8s  %s\n", "gpu", "op", "problem", "ms", "baseline", "speedup", "configuration");
+    printf("%-7s %-14s %-44s %9s %9s %8s %9s  %s\n", "gpu", "op", "problem", "ms", "baseline", "speedup", "J/call",
+           "configuration");
     for (size_t i = 0; i < x.n;) {
         size_t j = i, shown = 0, failed = 0;
         char gpu[40], op[40];
@@ -153,8 +155,10 @@ static int show(cli_cmd *cmd, sp_db *db, int limit)
             if ((int)shown++ >= limit) continue;
             char sp[16] = "-";
             if (speedup(w) > 0) snprintf(sp, sizeof sp, "%.2fx", speedup(w));
-            printf("%-7s %-14s %-44s %9.4f %9.4f %8s  %s%s\n", gpu, op, s2 ? s2 + 1 : "", w->ms,
-                   w->baseline_ms > 0 ? w->baseline_ms : 0.0, sp, w->config,
+            char joules[32];
+            cli_joules(w->energy_j, joules, sizeof joules);
+            printf("%-7s %-14s %-44s %9.4f %9.4f %8s %9s  %s%s\n", gpu, op, s2 ? s2 + 1 : "", w->ms,
+                   w->baseline_ms > 0 ? w->baseline_ms : 0.0, sp, joules, w->config,
                    w->stale ? "  [stale: earlier template]" : "");
         }
         if (shown > (size_t)limit || failed)

@@ -14,7 +14,7 @@
 
 typedef struct gpu_backend {
     sp_worker *worker;
-    double baseline_ms;
+    double baseline_ms, baseline_energy_j;
 } gpu_backend;
 
 /* Through the measurement worker: a faulting or hanging variant is an outcome, and the worker
@@ -23,7 +23,10 @@ static sptune_status gpu_evaluate(void *ud, const sp_config *c, sp_eval *out)
 {
     gpu_backend *g = ud;
     sptune_status st = sp_worker_evaluate(g->worker, c, out);
-    if (st == SPTUNE_OK) out->timing.baseline_ms = g->baseline_ms;
+    if (st == SPTUNE_OK) {
+        out->timing.baseline_ms = g->baseline_ms;
+        out->timing.baseline_energy_j = g->baseline_energy_j;
+    }
     return st;
 }
 
@@ -34,10 +37,12 @@ static void show_progress(const sp_tune_progress *p, void *ud)
     progress_state *ps = ud;
     if (ps->quiet) return;
     double frac = p->total ? (double)p->done / (double)p->total : 1;
-    char best[64] = "-";
+    char best[96] = "-";
     if (isfinite(p->best_ms))
         snprintf(best, sizeof best, "%.4f ms (%.2fx cuBLAS)", p->best_ms,
                  p->baseline_ms > 0 ? p->baseline_ms / p->best_ms : 0);
+    if (isfinite(p->best_ms) && p->best_energy_j > 0)
+        snprintf(best + strlen(best), sizeof best - strlen(best), " %.4g J", p->best_energy_j);
     if (ps->tty) {
         char bar[31];
         int fill = (int)(frac * 30);
@@ -55,7 +60,7 @@ static void show_progress(const sp_tune_progress *p, void *ud)
 /* The few fastest, timed again in alternating order over several rounds: one-run winners flip. */
 static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_problem *p, const char *method_of_bench,
                                    const sp_configs *space, sp_tune_result *r, sp_db *db, const sp_env *env,
-                                   double *winner_ms, long long *winner)
+                                   double *winner_ms, long long *winner, double *winner_energy_j)
 {
     enum { ROUNDS = 3 };
     double ms[SP_TUNE_TOP][ROUNDS];
@@ -90,7 +95,11 @@ static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_prob
             free(text);
             if (st != SPTUNE_OK) { free(key); return st; }
         }
-        if (med < *winner_ms) { *winner_ms = med; *winner = r->top[i]; }
+        if (med < *winner_ms) {
+            *winner_ms = med;
+            *winner = r->top[i];
+            *winner_energy_j = last[i].timing.energy_j;
+        }
     }
     free(key);
     return SPTUNE_OK;
@@ -163,9 +172,18 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     char method[sizeof base.method];
     snprintf(method, sizeof method, "%s", base.method);
     out->baseline_ms = base.timing.median_ms;
+    out->baseline_energy_j = base.timing.energy_j;
+    out->objective = opts->objective;
+    if (opts->objective != SP_OBJECTIVE_TIME && !(base.timing.energy_j > 0)) {
+        fprintf(stderr, "sptune%s%s: --objective %s needs the energy per call, which this GPU does not report "
+                "through NVML here (%s)\n", *cmd ? " " : "", cmd, sp_objective_name(opts->objective),
+                base.method[0] && strstr(base.method, "energy=") ? "the counter did not move" : "no NVML energy counter");
+        rc = CLI_FAIL;
+        goto out;
+    }
     sp_env env;
     sp_eval_env(&g->gpu, &env);
-    gpu_backend gb = {worker, out->baseline_ms};
+    gpu_backend gb = {worker, out->baseline_ms, out->baseline_energy_j};
     sp_tune_backend be = {&gb, gpu_evaluate};
     progress_state ps = {isatty(2), quiet, -1e9};
     sp_tune_opts o = *opts;
@@ -183,8 +201,11 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     if (st != SPTUNE_OK) { rc = cli_error(cmd, st); goto out; }
     out->best = out->r.best_index;
     out->best_ms = out->r.best_ms;
-    if (out->r.ntop > 1 && (st = remeasure_top(&gb, t, p, method, &out->space, &out->r, db, &env, &out->best_ms,
-                                               &out->best)) != SPTUNE_OK) {
+    out->best_energy_j = out->r.best_energy_j;
+    /* paired re-measurement of the time: for the time objective */
+    if (opts->objective == SP_OBJECTIVE_TIME && out->r.ntop > 1 &&
+        (st = remeasure_top(&gb, t, p, method, &out->space, &out->r, db, &env, &out->best_ms, &out->best,
+                            &out->best_energy_j)) != SPTUNE_OK) {
         rc = cli_error(cmd, st);
         goto out;
     }
@@ -225,6 +246,8 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     if (cli_get(cmd, "resume") && cli_get(cmd, "no-resume"))
         return cli_usage_error(cmd->name, "--resume and --no-resume contradict each other");
     if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
+    if (cli_get(cmd, "objective") && !sp_objective_parse(cli_get(cmd, "objective"), &o.objective))
+        return cli_usage_error(cmd->name, "unknown objective '%s' (time, energy, edp)", cli_get(cmd, "objective"));
     o.seed = (unsigned long long)seed;
     o.resume = !cli_get(cmd, "no-resume");
 
@@ -279,13 +302,16 @@ void cli_print_tuned_json(const char *gpu, const char *op, const char *problem, 
     printf(",\"space\":%lld,\"measured\":%lld,\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s",
            tu->space.n, tu->r.measured, tu->r.resumed, cli_tuned_failed(tu),
            tu->r.stopped_by_budget ? "true" : "false");
+    cli_json_key("objective", 0); cli_json_str(sp_objective_name(tu->objective));
     cli_json_key("baseline_ms", 0); cli_json_num(tu->baseline_ms, 6);
+    cli_json_key("baseline_joules", 0); cli_json_num(tu->baseline_energy_j > 0 ? tu->baseline_energy_j : NAN, 6);
     cli_json_key("best", 0);
     if (tu->best_text) {
         putchar('{');
         cli_json_key("config", 1); cli_json_str(tu->best_text);
         cli_json_key("median_ms", 0); cli_json_num(tu->best_ms, 6);
         cli_json_key("speedup", 0); cli_json_num(tu->baseline_ms / tu->best_ms, 4);
+        cli_json_key("joules", 0); cli_json_num(tu->best_energy_j > 0 ? tu->best_energy_j : NAN, 6);
         putchar('}');
     } else {
         fputs("null", stdout);
@@ -301,8 +327,8 @@ void cli_print_tuned_json(const char *gpu, const char *op, const char *problem, 
 
 void cli_print_tuned_header(void)
 {
-    printf("%-6s %-10s %-40s %9s %9s %8s %7s  %s\n", "gpu", "op", "problem", "best ms", "cuBLAS", "speedup", "failed",
-           "best configuration");
+    printf("%-6s %-10s %-40s %9s %9s %8s %9s %9s %7s  %s\n", "gpu", "op", "problem", "best ms", "cuBLAS", "speedup",
+           "J/call", "cuBLAS J", "failed", "best configuration");
 }
 
 void cli_print_tuned(const char *gpu, const char *op, const char *problem, const cli_tuned *x)
@@ -311,8 +337,12 @@ void cli_print_tuned(const char *gpu, const char *op, const char *problem, const
     if (!x->best_text) {
         printf("%-6s %-10s %-40s no variant passed (%lld failed)\n", gpu, op, problem, failed);
     } else {
-        printf("%-6s %-10s %-40s %9.4f %9.4f %7.2fx %3lld/%-3lld  %s\n", gpu, op, problem, x->best_ms, x->baseline_ms,
-               x->baseline_ms / x->best_ms, failed, x->r.measured + x->r.resumed, x->best_text);
+        char j[2][32];
+        cli_joules(x->best_energy_j, j[0], sizeof j[0]);
+        cli_joules(x->baseline_energy_j, j[1], sizeof j[1]);
+        printf("%-6s %-10s %-40s %9.4f %9.4f %7.2fx %9s %9s %3lld/%-3lld  %s\n", gpu, op, problem, x->best_ms,
+               x->baseline_ms, x->baseline_ms / x->best_ms, j[0], j[1], failed, x->r.measured + x->r.resumed,
+               x->best_text);
     }
     for (int k = 1; k < SP_OUTCOME__COUNT; k++)
         if (x->r.failed[k]) printf("%-6s   %lld %s\n", "", x->r.failed[k], sp_outcome_name((sp_outcome)k));

@@ -47,6 +47,7 @@ static cli_opt tune_opts[] = {
     {"shape", "S", "problem, e.g. M=4096,N=4096,K=4096 (required)", NULL},
     {"gpu", "G", "GPU: auto (default) or a profile present on this machine", NULL},
     {"strategy", "NAME", "exhaustive, random or descent (default: descent)", NULL},
+    {"objective", "NAME", "what the search minimizes: time (default), energy (joules per call, NVML) or edp (their product)", NULL},
     {"budget", "B", "stop after a time (15m, 90s, 2h) or a number of new measurements (300evals)", NULL},
     {"seed", "S", "seed of the strategy (default 1)", NULL},
     {"resume", NULL, "take results already recorded from the database (the default)", NULL},
@@ -82,6 +83,7 @@ static cli_opt auto_opts[] = {
     {"budget", "B", "for the whole run: a time (15m, 90s, 2h) or new measurements (300evals), shared over the problems", NULL},
     {"sample", "N", "without --budget: new measurements per problem (default 12)", NULL},
     {"strategy", "NAME", "exhaustive, random or descent (default: descent)", NULL},
+    {"objective", "NAME", "what the search minimizes: time (default), energy (joules per call, NVML) or edp (their product)", NULL},
     {"workload", "FILE", "problems to tune instead of the built-in list (lines: OP PROBLEM [note])", NULL},
     {"shard", "I/N", "tune only problems I, I+N, I+2N, ... of the list (for N machines)", NULL},
     {"seed", "S", "seed of the variant choice (default 1)", NULL},
@@ -123,7 +125,8 @@ static cli_cmd commands[] = {
      "Every variant is verified before it is timed; failures are recorded with their outcome and never win.\n"
      "Variants run in a worker process: one that faults or hangs (--timeout) is recorded and its worker\n"
      "replaced. Variants are compiled ahead in parallel (--jobs) while others are measured.\n"
-     "The fastest few are re-measured in alternating order before the winner is printed.\n"
+     "The fastest few are re-measured in alternating order before the winner is printed (--objective time).\n"
+     "Joules per call are measured through NVML where the GPU reports them (back-to-back runs, >= 100 ms).\n"
      "Exits 3 when the GPU is not present, 1 when no variant passed.", 1, 1, tune_opts, cmd_tune},
     {"best", "OP", "Show the kernel the runtime API serves an application for a problem: its configuration, "
                    "where it came from (exact, nearest recorded problem, default) and its launches.",

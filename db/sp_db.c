@@ -159,7 +159,7 @@ static sptune_status db_inspect(const char *path, inspect_mode mode, int *fresh)
         return sp_db_refuse_foreign(path, app);
     }
     if (version > SP_DB_SCHEMA_VERSION) return sp_db_refuse_newer(path, version);
-    if (mode == INSPECT_READONLY && version != SP_DB_SCHEMA_VERSION)
+    if (mode == INSPECT_READONLY && version < SP_DB_SCHEMA_READABLE)
         return sp_fail(SPTUNE_ERR_DB,
                        "%s has schema %d, older than this build's %d; open it for writing once to migrate it",
                        path, version, SP_DB_SCHEMA_VERSION);
@@ -332,7 +332,8 @@ sptune_status sp_db_open_readonly(const char *path, sp_db **out)
     /* Checked again: the file may have changed since the inspection. */
     if (st == SPTUNE_OK && app != SP_DB_APPLICATION_ID) st = sp_db_refuse_foreign(path, app);
     if (st == SPTUNE_OK && version > SP_DB_SCHEMA_VERSION) st = sp_db_refuse_newer(path, version);
-    if (st == SPTUNE_OK && version != SP_DB_SCHEMA_VERSION)
+    /* an older schema this build still reads (what it lacks reads as unmeasured) */
+    if (st == SPTUNE_OK && version < SP_DB_SCHEMA_READABLE)
         st = sp_fail(SPTUNE_ERR_DB, "%s has schema %d, older than this build's %d; open it for writing once "
                      "to migrate it", path, version, SP_DB_SCHEMA_VERSION);
     if (st == SPTUNE_OK) st = db_new(h, path, 1, version, out);

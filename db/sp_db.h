@@ -8,7 +8,8 @@
 #include <stdint.h>
 
 #define SP_DB_APPLICATION_ID 0x53505455 /* "SPTU" */
-#define SP_DB_SCHEMA_VERSION 1
+#define SP_DB_SCHEMA_VERSION 2  /* 2: energy per call */
+#define SP_DB_SCHEMA_READABLE 1 /* the oldest schema a read-only open reads without migrating */
 
 typedef struct sp_db sp_db;
 
@@ -53,6 +54,8 @@ typedef struct sp_timing {
     double baseline_ms;  /* cuBLAS (or other) baseline for the same problem in the same run; <0 none */
     double rel_error;    /* verification error against the reference; <0 not measured */
     const char *method;  /* how it was taken: "events;warmup=..;flush=l2;runs=.." */
+    double energy_j;     /* joules per call (NVML, back-to-back runs); <= 0: not measured */
+    double baseline_energy_j; /* the baseline's, in the same run; <= 0: not measured */
 } sp_timing;
 
 typedef struct sp_result {
@@ -83,6 +86,10 @@ sptune_status sp_db_record(sp_db *db, const sp_result *r);
 sptune_status sp_db_lookup(sp_db *db, const sp_env *env, const char *template_name,
                            const char *template_hash, const char *problem_key, const char *config,
                            int *found, sp_outcome *outcome, double *median_ms);
+/* The same with the joules per call (-1 when not measured; energy_j may be NULL). */
+sptune_status sp_db_lookup_energy(sp_db *db, const sp_env *env, const char *template_name,
+                                  const char *template_hash, const char *problem_key, const char *config,
+                                  int *found, sp_outcome *outcome, double *median_ms, double *energy_j);
 
 /* Best OK result (lowest median) for (gpu profile, template name, problem_key) across
  * environments of that GPU profile; *found=0 when none (then *config=NULL). config is malloc'd.

@@ -66,19 +66,20 @@ static const char *const STMT_SQL[SP_STMT__COUNT] = {
     [SP_STMT_RESULT_UPSERT] =
         "INSERT INTO results (env_id, template_id, problem_id, config_id, outcome, detail, runs,"
         " median_ms, min_ms, max_ms, p10_ms, p90_ms, baseline_ms, rel_error, method, registers,"
-        " smem_bytes, spill_bytes, recorded_at)"
-        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19)"
+        " smem_bytes, spill_bytes, recorded_at, energy_j, baseline_energy_j)"
+        " VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20, ?21)"
         " ON CONFLICT (env_id, template_id, problem_id, config_id) DO UPDATE SET"
         " outcome = excluded.outcome, detail = excluded.detail, runs = excluded.runs,"
         " median_ms = excluded.median_ms, min_ms = excluded.min_ms, max_ms = excluded.max_ms,"
         " p10_ms = excluded.p10_ms, p90_ms = excluded.p90_ms, baseline_ms = excluded.baseline_ms,"
         " rel_error = excluded.rel_error, method = excluded.method, registers = excluded.registers,"
         " smem_bytes = excluded.smem_bytes, spill_bytes = excluded.spill_bytes,"
-        " recorded_at = excluded.recorded_at"
+        " recorded_at = excluded.recorded_at, energy_j = excluded.energy_j,"
+        " baseline_energy_j = excluded.baseline_energy_j"
         /* an import never replaces a newer measurement */
         " WHERE excluded.recorded_at >= results.recorded_at",
     [SP_STMT_LOOKUP] =
-        "SELECT r.outcome, r.median_ms" RESULT_JOINS
+        "SELECT r.outcome, r.median_ms, r.energy_j" RESULT_JOINS
         " WHERE e.gpu_name = ?1 AND e.gpu_profile = ?2 AND e.cc_major = ?3 AND e.cc_minor = ?4"
         " AND e.sm_count = ?5 AND e.driver_version = ?6 AND e.nvrtc_version = ?7"
         " AND e.sptune_version = ?8 AND t.name = ?9 AND t.hash = ?10 AND p.op = ?9 AND p.key = ?11"
@@ -306,6 +307,8 @@ static sptune_status record_in_transaction(sp_db *db, const sp_result *r)
     if (rc == SQLITE_OK) rc = bind_int(s, 17, r->smem_bytes, r->smem_bytes >= 0);
     if (rc == SQLITE_OK) rc = bind_int(s, 18, r->spill_bytes, r->spill_bytes >= 0);
     if (rc == SQLITE_OK) rc = sqlite3_bind_int64(s, 19, when);
+    if (rc == SQLITE_OK) rc = bind_real(s, 20, t->energy_j, ok && t->energy_j > 0);
+    if (rc == SQLITE_OK) rc = bind_real(s, 21, t->baseline_energy_j, ok && t->baseline_energy_j > 0);
     if (rc == SQLITE_OK) rc = sqlite3_step(s);
     st = rc == SQLITE_DONE ? SPTUNE_OK : sqlfail(db, "recording a result: storing the result row");
     stmt_done(s);
@@ -338,9 +341,18 @@ sptune_status sp_db_lookup(sp_db *db, const sp_env *env, const char *template_na
                            const char *template_hash, const char *problem_key, const char *config,
                            int *found, sp_outcome *outcome, double *median_ms)
 {
+    return sp_db_lookup_energy(db, env, template_name, template_hash, problem_key, config, found, outcome, median_ms,
+                               NULL);
+}
+
+sptune_status sp_db_lookup_energy(sp_db *db, const sp_env *env, const char *template_name,
+                                  const char *template_hash, const char *problem_key, const char *config,
+                                  int *found, sp_outcome *outcome, double *median_ms, double *energy_j)
+{
     static const char fn[] = "sp_db_lookup";
     if (found) *found = 0;
     if (median_ms) *median_ms = -1;
+    if (energy_j) *energy_j = -1;
     if (!db || !found) return sp_fail(SPTUNE_ERR_INVALID, "%s: bad arguments", fn);
     sptune_status st = check_env(fn, env);
     if (st == SPTUNE_OK && !template_hash) st = sp_fail(SPTUNE_ERR_INVALID, "%s: template_hash is missing", fn);
@@ -366,6 +378,7 @@ sptune_status sp_db_lookup(sp_db *db, const sp_env *env, const char *template_na
             *found = 1;
             if (outcome) *outcome = o;
             if (median_ms) *median_ms = column_real(s, 1);
+            if (energy_j) *energy_j = column_real(s, 2);
         }
     } else if (rc != SQLITE_DONE) {
         st = sqlfail(db, "looking up a result");
@@ -425,7 +438,7 @@ static const struct { const char *name; int kind; } foreach_cols[] = {
     {"runs", COL_NUM_OPT}, {"median_ms", COL_NUM_OPT}, {"min_ms", COL_NUM_OPT}, {"max_ms", COL_NUM_OPT},
     {"p10_ms", COL_NUM_OPT}, {"p90_ms", COL_NUM_OPT}, {"baseline_ms", COL_NUM_OPT}, {"rel_error", COL_NUM_OPT},
     {"method", COL_TEXT_OPT}, {"registers", COL_NUM_OPT}, {"smem_bytes", COL_NUM_OPT}, {"spill_bytes", COL_NUM_OPT},
-    {"recorded_at", COL_NUM_OPT}};
+    {"recorded_at", COL_NUM_OPT}, {"energy_j", COL_NUM_OPT}, {"baseline_energy_j", COL_NUM_OPT}};
 /* Text longer than this is not something sptune wrote (detail: compiler logs, cut). */
 #define SP_DB_MAX_TEXT 4096
 #define SP_DB_MAX_DETAIL 65536
@@ -465,14 +478,17 @@ sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
 {
     if (!db || !cb) return sp_fail(SPTUNE_ERR_INVALID, "sp_db_foreach: bad arguments");
     /* Not a cached statement: the callback may call back into the database, even foreach. */
+    /* a schema-1 file opened read-only has no energy columns: they read as unmeasured */
     static const char sql[] =
         "SELECT e.gpu_name, e.gpu_profile, e.cc_major, e.cc_minor, e.sm_count, e.driver_version,"
         " e.nvrtc_version, e.sptune_version, t.name, t.hash, p.key, c.text, r.outcome, r.detail,"
         " r.runs, r.median_ms, r.min_ms, r.max_ms, r.p10_ms, r.p90_ms, r.baseline_ms, r.rel_error,"
-        " r.method, r.registers, r.smem_bytes, r.spill_bytes, r.recorded_at" RESULT_JOINS
+        " r.method, r.registers, r.smem_bytes, r.spill_bytes, r.recorded_at, %s" RESULT_JOINS
         " ORDER BY r.id";
+    char query[sizeof sql + 64];
+    snprintf(query, sizeof query, sql, db->version >= 2 ? "r.energy_j, r.baseline_energy_j" : "NULL, NULL");
     sqlite3_stmt *s = NULL;
-    if (sqlite3_prepare_v2(db->h, sql, -1, &s, NULL) != SQLITE_OK) {
+    if (sqlite3_prepare_v2(db->h, query, -1, &s, NULL) != SQLITE_OK) {
         sptune_status st = sqlfail(db, "listing results");
         sqlite3_finalize(s);
         return st;
@@ -520,6 +536,8 @@ sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
         r.smem_bytes = (int)column_int(s, 24, -1);
         r.spill_bytes = (int)column_int(s, 25, -1);
         r.recorded_at = column_int(s, 26, 0);
+        r.timing.energy_j = column_real(s, 27);
+        r.timing.baseline_energy_j = column_real(s, 28);
         if (cb(&r, ud) != 0) break;
     }
     if (st == SPTUNE_OK && rc != SQLITE_ROW && rc != SQLITE_DONE) st = sqlfail(db, "listing results");

@@ -8,13 +8,15 @@
 
 enum { F_GPU_NAME, F_GPU_PROFILE, F_CC_MAJOR, F_CC_MINOR, F_SM_COUNT, F_DRIVER, F_NVRTC, F_SPTUNE, F_TEMPLATE,
        F_HASH, F_PROBLEM, F_CONFIG, F_OUTCOME, F_RUNS, F_MEDIAN, F_MIN, F_MAX, F_P10, F_P90, F_BASELINE,
-       F_REL_ERROR, F_METHOD, F_REGISTERS, F_SMEM, F_SPILL, F_RECORDED, F_DETAIL, F_COUNT };
+       F_REL_ERROR, F_METHOD, F_REGISTERS, F_SMEM, F_SPILL, F_RECORDED, F_DETAIL, F_ENERGY, F_BASE_ENERGY, F_COUNT };
+/* Files written before the energy columns end at detail: read as unmeasured. */
+#define F_COUNT_V1 F_ENERGY
 
 static const char *const columns[F_COUNT] = {
     "gpu_name", "gpu_profile", "cc_major", "cc_minor", "sm_count", "driver_version", "nvrtc_version",
     "sptune_version", "template", "template_hash", "problem", "config", "outcome", "runs", "median_ms",
     "min_ms", "max_ms", "p10_ms", "p90_ms", "baseline_ms", "rel_error", "method", "registers",
-    "smem_bytes", "spill_bytes", "recorded_at", "detail"};
+    "smem_bytes", "spill_bytes", "recorded_at", "detail", "energy_j", "baseline_energy_j"};
 
 #define MAX_LINE 65536
 #define MAX_FIELD 4096
@@ -57,7 +59,9 @@ static int export_row(const sp_result *r, void *ud)
     put_num(f, t->rel_error); fputc('\t', f); put_escaped(f, t->method); fputc('\t', f);
     put_int(f, r->registers); fputc('\t', f); put_int(f, r->smem_bytes); fputc('\t', f);
     put_int(f, r->spill_bytes); fputc('\t', f); put_int(f, r->recorded_at); fputc('\t', f);
-    put_escaped(f, r->detail); fputc('\n', f);
+    put_escaped(f, r->detail); fputc('\t', f);
+    put_num(f, ok && t->energy_j > 0 ? t->energy_j : -1); fputc('\t', f);
+    put_num(f, ok && t->baseline_energy_j > 0 ? t->baseline_energy_j : -1); fputc('\n', f);
     x->rows++;
     return ferror(f) != 0;
 }
@@ -131,16 +135,17 @@ static int parse_line(char *line, record *rec, char *why, size_t len)
         *tab = 0;
         p = tab + 1;
     }
-    if (n != F_COUNT) { snprintf(why, len, "%d fields, expected %d", n, F_COUNT); return 0; }
-    for (int i = 0; i < F_COUNT; i++) {
+    if (n != F_COUNT && n != F_COUNT_V1) { snprintf(why, len, "%d fields, expected %d", n, F_COUNT); return 0; }
+    for (int i = 0; i < n; i++) {
         if (strlen(rec->f[i]) > MAX_FIELD) { snprintf(why, len, "field %s is too long", columns[i]); return 0; }
         if (!unescape(rec->f[i])) { snprintf(why, len, "field %s has a bad escape", columns[i]); return 0; }
     }
+    for (; n < F_COUNT; n++) rec->f[n] = (char *)"-";   /* an older file: no energy (read, never written) */
     static const int required[] = {F_GPU_NAME, F_GPU_PROFILE, F_DRIVER, F_NVRTC, F_SPTUNE, F_TEMPLATE, F_HASH, F_PROBLEM, F_CONFIG};
     for (size_t i = 0; i < sizeof required / sizeof required[0]; i++)
         if (!rec->f[required[i]][0]) { snprintf(why, len, "field %s is empty", columns[required[i]]); return 0; }
     long long cc_major, cc_minor, sm, runs, regs, smem, spill, when;
-    double med, mn, mx, p10, p90, base, rel;
+    double med, mn, mx, p10, p90, base, rel, joules, base_joules;
     sp_outcome out;
     if (!parse_ll(rec->f[F_CC_MAJOR], &cc_major, 0, 99) || !parse_ll(rec->f[F_CC_MINOR], &cc_minor, 0, 9) ||
         !parse_ll(rec->f[F_SM_COUNT], &sm, 0, 100000)) { snprintf(why, len, "bad GPU numbers"); return 0; }
@@ -151,7 +156,8 @@ static int parse_line(char *line, record *rec, char *why, size_t len)
         !parse_double(rec->f[F_P10], &p10, !ok) || !parse_double(rec->f[F_P90], &p90, !ok) ||
         !parse_double(rec->f[F_BASELINE], &base, 1) || !parse_double(rec->f[F_REL_ERROR], &rel, 1) ||
         !parse_ll(rec->f[F_REGISTERS], &regs, 1, 65536) || !parse_ll(rec->f[F_SMEM], &smem, 1, 1 << 30) ||
-        !parse_ll(rec->f[F_SPILL], &spill, 1, 1 << 30) || !parse_ll(rec->f[F_RECORDED], &when, 0, 1LL << 40)) {
+        !parse_ll(rec->f[F_SPILL], &spill, 1, 1 << 30) || !parse_ll(rec->f[F_RECORDED], &when, 0, 1LL << 40) ||
+        !parse_double(rec->f[F_ENERGY], &joules, 1) || !parse_double(rec->f[F_BASE_ENERGY], &base_joules, 1)) {
         snprintf(why, len, "bad timing or resource numbers");
         return 0;
     }
@@ -169,6 +175,8 @@ static int parse_line(char *line, record *rec, char *why, size_t len)
     t->p10_ms = ok ? p10 : 0; t->p90_ms = ok ? p90 : 0;
     t->baseline_ms = base;
     t->rel_error = rel;
+    t->energy_j = ok ? joules : -1;
+    t->baseline_energy_j = ok ? base_joules : -1;
     t->method = rec->f[F_METHOD][0] ? rec->f[F_METHOD] : NULL;
     return 1;
 }

@@ -128,7 +128,7 @@ expect 2 "--shard out of range" "$bin" --gpu h100 --shard 3/2; has "shard messag
 
 # Sharing databases: a file from elsewhere is checked against the local templates.
 cfg="$("$bin" space gemm --gpu h200 --limit 1)"
-row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s\tok\t10\t0.4\t0.4\t0.4\t0.4\t0.4\t0.17\t0.001\tevents\t255\t49152\t0\t1764400000\t\n' "$1" "$2" "$3"; }
+row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s\tok\t10\t0.4\t0.4\t0.4\t0.4\t0.4\t0.17\t0.001\tevents\t255\t49152\t0\t1764400000\t\t0.25\t0.11\n' "$1" "$2" "$3"; }
 { echo "# sptune tuning results v1"; echo "columns"
   row gemm M=4096,N=4096,K=4096 "$cfg"
   row gemm M=4096,N=4096,K=4096 "bm=100"
@@ -136,12 +136,16 @@ row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s
   row gemm M=4096,N=4096 "$cfg"; } > "$tmp/in.tsv"
 expect 0 "db import" "$bin" db import "$tmp/in.tsv" --db "$tmp/shared.db"
 has "db import counts" "4 results read, 1 recorded, 3 rejected"; has "db import names the first rejection" "in.tsv:4: .*bm=100"
-expect 0 "db info" "$bin" db info --db "$tmp/shared.db"; has "db info" "schema 1, 1 results"
-expect 0 "db show" "$bin" db show --db "$tmp/shared.db"; has "db show lists the result" "^h200 +gemm +M=4096,N=4096,K=4096 +0.4000 +0.1700 +0.42x +(mainloop=mma,)?bm="
+expect 0 "db info" "$bin" db info --db "$tmp/shared.db"; has "db info" "schema 2, 1 results"
+expect 0 "db show" "$bin" db show --db "$tmp/shared.db"; has "db show lists the result" "^h200 +gemm +M=4096,N=4096,K=4096 +0.4000 +0.1700 +0.42x +0.25 +(mainloop=mma,)?bm="
 has "db show marks results of another template version" "\[stale: earlier template\]"
 expect 2 "db show --limit 0" "$bin" db show --db "$tmp/shared.db" --limit 0; has "db show --limit checked" "positive count"
 expect 0 "db verify" "$bin" db verify --db "$tmp/shared.db"
-has "db verify" "integrity ok \(quick_check\), schema 1, 1 results: 1 valid for the local templates, 0 not"
+has "db verify" "integrity ok \(quick_check\), schema 2, 1 results: 1 valid for the local templates, 0 not"
+# a file written before the energy columns (27 fields) still imports, its energy unmeasured
+{ echo "# sptune tuning results v1"; echo "columns"; row gemm M=4096,N=4096,K=4096 "$cfg" | cut -f1-27; } > "$tmp/old.tsv"
+expect 0 "db import, no energy columns" "$bin" db import "$tmp/old.tsv" --db "$tmp/old.db"; has "db import of an older file" "1 results read, 1 recorded, 0 rejected"
+expect 0 "db show, no energy" "$bin" db show --db "$tmp/old.db"; has "db show: energy not measured" "^h200 +gemm +M=4096,N=4096,K=4096 +0.4000 +0.1700 +0.42x +- +"
 # Kernel Tuner's T4 results, both ways (one op, problem and GPU per file)
 expect 0 "db export --t4" "$bin" db export "$tmp/t4.json" --t4 --op gemm --shape M=4096,N=4096,K=4096 --gpu h200 --db "$tmp/shared.db"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["schema_version"] == "1.0.0" and len(d["results"]) == 1 and d["results"][0]["invalidity"] == "correct" and d["results"][0]["times"]["runtimes"] == [0.4]' "$tmp/t4.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: db export --t4 is not the expected T4 JSON"; }

@@ -647,58 +647,59 @@ static void test_migrations(void)
     CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
     sp_db_close(db);
 
-    /* Two more steps: 1 -> 3. */
-    sp_db_step steps[3] = {
-        real[0],
-        {"add a notes table", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"},
-        {"add a column", "ALTER TABLE results ADD COLUMN note TEXT; UPDATE results SET note = 'migrated';"},
-    };
+    /* Two more steps: current -> current + 2. */
+    enum { NR = SP_DB_SCHEMA_VERSION };
+    sp_db_step steps[NR + 2];
+    for (int i = 0; i < NR; i++) steps[i] = real[i];
+    steps[NR] = (sp_db_step){"add a notes table", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"};
+    steps[NR + 1] = (sp_db_step){"add a column", "ALTER TABLE results ADD COLUMN note TEXT; UPDATE results SET note = 'migrated';"};
     sqlite3 *h = NULL;
     CHECK(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
     int from = -1, to = -1;
-    CHECK_ST(sp_db_migrate(h, path, steps, 3, &from, &to), SPTUNE_OK);
-    CHECK(from == 1 && to == 3);
+    CHECK_ST(sp_db_migrate(h, path, steps, NR + 2, &from, &to), SPTUNE_OK);
+    CHECK(from == NR && to == NR + 2);
     /* Applying again does nothing. */
-    CHECK_ST(sp_db_migrate(h, path, steps, 3, &from, &to), SPTUNE_OK);
-    CHECK(from == 3 && to == 3);
+    CHECK_ST(sp_db_migrate(h, path, steps, NR + 2, &from, &to), SPTUNE_OK);
+    CHECK(from == NR + 2 && to == NR + 2);
     sqlite3_close(h);
-    CHECK(raw_int(path, "PRAGMA user_version") == 3);
+    CHECK(raw_int(path, "PRAGMA user_version") == NR + 2);
     CHECK(raw_int(path, "PRAGMA application_id") == SP_DB_APPLICATION_ID);
     CHECK(raw_int(path, "SELECT count(*) FROM results WHERE note = 'migrated'") == 1);
     CHECK(raw_int(path, "SELECT count(*) FROM sqlite_schema WHERE name = 'notes'") == 1);
     /* This build now reads it as newer. */
     char want[2048];
     snprintf(want, sizeof want,
-             "%s was written by a newer sptune (schema 3; this build reads up to %d); left untouched", path,
+             "%s was written by a newer sptune (schema %d; this build reads up to %d); left untouched", path, NR + 2,
              SP_DB_SCHEMA_VERSION);
     check_refused(path, want);
     /* And a list shorter than the file's version refuses as well, changing nothing. */
     CHECK(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
-    CHECK_ST(sp_db_migrate(h, path, steps, 2, NULL, NULL), SPTUNE_ERR_DB);
-    CHECK(strstr(sptune_last_error(), "newer sptune (schema 3") != NULL);
+    CHECK_ST(sp_db_migrate(h, path, steps, NR + 1, NULL, NULL), SPTUNE_ERR_DB);
+    snprintf(want, sizeof want, "newer sptune (schema %d", NR + 2);
+    CHECK(strstr(sptune_last_error(), want) != NULL);
     sqlite3_close(h);
-    CHECK(raw_int(path, "PRAGMA user_version") == 3);
+    CHECK(raw_int(path, "PRAGMA user_version") == NR + 2);
 
     /* A failing step rolls back every step of the run, and the version. */
     char *path2 = path_in("migrate-fail.db");
     CHECK_ST(sp_db_open(path2, 1, &db), SPTUNE_OK);
     CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
     sp_db_close(db);
-    sp_db_step bad[4] = {
-        real[0],
-        {"add a notes table", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"},
-        {"drop the results", "DELETE FROM results;"},
-        {"a broken step", "CREATE TABLE broken (x; -- syntax error"},
-    };
+    sp_db_step bad[NR + 3];
+    for (int i = 0; i < NR; i++) bad[i] = real[i];
+    bad[NR] = (sp_db_step){"add a notes table", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"};
+    bad[NR + 1] = (sp_db_step){"drop the results", "DELETE FROM results;"};
+    bad[NR + 2] = (sp_db_step){"a broken step", "CREATE TABLE broken (x; -- syntax error"};
     CHECK(sqlite3_open_v2(path2, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
     long long objects_before = count_tables(h);
-    CHECK_ST(sp_db_migrate(h, path2, bad, 4, NULL, NULL), SPTUNE_ERR_DB);
-    CHECK_MSG(strstr(sptune_last_error(), "from version 3 to 4 (a broken step)") != NULL &&
+    CHECK_ST(sp_db_migrate(h, path2, bad, NR + 3, NULL, NULL), SPTUNE_ERR_DB);
+    snprintf(want, sizeof want, "from version %d to %d (a broken step)", NR + 2, NR + 3);
+    CHECK_MSG(strstr(sptune_last_error(), want) != NULL &&
               strncmp(sptune_last_error(), path2, strlen(path2)) == 0, "message: %s", sptune_last_error());
     CHECK(sqlite3_get_autocommit(h) == 1); /* no transaction left open */
     CHECK(count_tables(h) == objects_before);
     sqlite3_close(h);
-    CHECK(raw_int(path2, "PRAGMA user_version") == 1);
+    CHECK(raw_int(path2, "PRAGMA user_version") == NR);
     CHECK(raw_int(path2, "SELECT count(*) FROM sqlite_schema WHERE name = 'notes'") == 0);
     CHECK(raw_int(path2, "SELECT count(*) FROM results") == 1);
     CHECK_ST(sp_db_open(path2, 0, &db), SPTUNE_OK);
@@ -922,6 +923,49 @@ static void test_hostile(void)
     free(p);
 }
 
+/* Energy per call (schema 2): recorded and read back; a schema-1 file (before the columns) is read
+ * without migrating by a read-only open, its energy unmeasured, and migrated by a read-write one. */
+static int read_energy(const sp_result *r, void *ud)
+{
+    *(double *)ud = r->timing.energy_j;
+    return 0;
+}
+
+static void test_energy(void)
+{
+    char *path = path_in("v1.db");
+    sqlite3 *h = NULL;
+    int n = 0;
+    const sp_db_step *real = sp_db_schema_steps(&n);
+    CHECK(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK);
+    CHECK_ST(sp_db_migrate(h, path, real, 1, NULL, NULL), SPTUNE_OK);
+    sqlite3_close(h);
+    sp_db *db = NULL;
+    double j = 7;
+    CHECK_ST(sp_db_open_readonly(path, &db), SPTUNE_OK);
+    if (db) CHECK_ST(sp_db_foreach(db, read_energy, &j), SPTUNE_OK);
+    sp_db_close(db);
+    CHECK(raw_int(path, "PRAGMA user_version") == 1);
+    db = NULL;
+    CHECK_ST(sp_db_open(path, 1, &db), SPTUNE_OK);   /* migrates */
+    CHECK(raw_int(path, "PRAGMA user_version") == SP_DB_SCHEMA_VERSION);
+    sp_result r = ok_result(&ENV_H200, HASH_A, PROBLEM, "bm=128,bn=128", 1.0);
+    r.timing.energy_j = 0.125;
+    r.timing.baseline_energy_j = 0.5;
+    if (db) {
+        CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
+        CHECK_ST(sp_db_foreach(db, read_energy, &j), SPTUNE_OK);
+        CHECK_MSG(j == 0.125, "energy read back: %g", j);
+        int found = 0;
+        double ms = 0, joules = 0;
+        CHECK_ST(sp_db_lookup_energy(db, &ENV_H200, "gemm", HASH_A, PROBLEM, "bm=128,bn=128", &found, NULL, &ms,
+                                     &joules), SPTUNE_OK);
+        CHECK(found && ms == 1.0 && joules == 0.125);
+    }
+    sp_db_close(db);
+    free(path);
+}
+
 int main(void)
 {
     tmp = sp_test_tmpdir("test_db");
@@ -931,6 +975,7 @@ int main(void)
     test_refusals();
     test_hostile();
     test_migrations();
+    test_energy();
     test_record_rollback_and_lock();
     test_two_processes();
     return sp_test_done("test_db");

@@ -1,6 +1,7 @@
 #include "sp_bench.h"
 #include "sp_case.h"
 #include "sp_cuda.h"
+#include "sp_nvml.h"
 #include "sp_status.h"
 
 #include <math.h>
@@ -16,6 +17,28 @@ void sp_bench_opts_default(sp_bench_opts *o)
     o->max_runs = 200;
     o->target_ms = 200.0;
     o->flush_l2 = 1;
+    o->energy_ms = 100.0;
+}
+
+/* The NVML device of the bench's GPU, when NVML reports its energy. */
+static void open_energy(const sp_cuda_api *cu, sp_bench *b)
+{
+    CUdevice dev;
+    int dom = 0, bus = 0, slot = 0;
+    if (b->opts.energy_ms <= 0) {
+        snprintf(b->energy_why, sizeof b->energy_why, "energy not measured (switched off)");
+        return;
+    }
+    if (cu->DeviceGet(&dev, b->ordinal) != CUDA_SUCCESS ||
+        cu->DeviceGetAttribute(&dom, CU_DEVICE_ATTRIBUTE_PCI_DOMAIN_ID, dev) != CUDA_SUCCESS ||
+        cu->DeviceGetAttribute(&bus, CU_DEVICE_ATTRIBUTE_PCI_BUS_ID, dev) != CUDA_SUCCESS ||
+        cu->DeviceGetAttribute(&slot, CU_DEVICE_ATTRIBUTE_PCI_DEVICE_ID, dev) != CUDA_SUCCESS) {
+        snprintf(b->energy_why, sizeof b->energy_why, "the driver gave no PCI address for device %d", b->ordinal);
+        return;
+    }
+    if (sp_nvml_open(dom, bus, slot, &b->nvml) != SPTUNE_OK)
+        snprintf(b->energy_why, sizeof b->energy_why, "%s", sptune_last_error());
+    sp_clear_error();
 }
 
 sptune_status sp_bench_open(int ordinal, const sp_bench_opts *opts, sp_bench *b)
@@ -37,9 +60,12 @@ sptune_status sp_bench_open(int ordinal, const sp_bench_opts *opts, sp_bench *b)
     }
     b->rng = 0x9e3779b97f4a7c15ull ^ (unsigned long long)ordinal;
     b->twell_pool = b->twell_dense = -1;
-    snprintf(b->method, sizeof b->method, "cuda-events;warmup>=%d runs/%.0fms;runs=%d..%d/%.0fms;l2-flush=%s;median",
+    open_energy(cu, b);
+    char energy[64] = "";
+    if (b->nvml) snprintf(energy, sizeof energy, ";energy=nvml/back-to-back>=%.0fms", b->opts.energy_ms);
+    snprintf(b->method, sizeof b->method, "cuda-events;warmup>=%d runs/%.0fms;runs=%d..%d/%.0fms;l2-flush=%s;median%s",
              b->opts.warmup_runs, b->opts.warmup_ms, b->opts.min_runs, b->opts.max_runs,
-             b->opts.target_ms, b->opts.flush_l2 ? "yes" : "no");
+             b->opts.target_ms, b->opts.flush_l2 ? "yes" : "no", energy);
     return SPTUNE_OK;
 }
 
@@ -51,6 +77,7 @@ void sp_bench_close(sp_bench *b)
     cu->CtxSetCurrent(b->ctx);
     if (b->flush) cu->MemFree(b->flush);
     if (b->stream) cu->StreamDestroy(b->stream);
+    sp_nvml_close(b->nvml);
     memset(b, 0, sizeof *b);
 }
 
@@ -58,6 +85,30 @@ static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;
     return x < y ? -1 : x > y;
+}
+
+/* Joules per call: NVML's energy counter around back-to-back runs (no L2 flush between them: its own
+ * energy would count) lasting at least energy_ms, long against the counter's update steps. A counter
+ * that did not move leaves the energy unmeasured (0). */
+static sptune_status time_energy(sp_bench *b, const sp_cuda_api *cu, sp_bench_fn fn, void *ud, CUevent e0,
+                                 CUevent e1, sp_timing *t)
+{
+    double per = t->median_ms > 1e-3 ? t->median_ms : 1e-3;
+    long long n = (long long)ceil(b->opts.energy_ms / per);
+    if (n < 3) n = 3;
+    if (n > 200000) n = 200000;
+    unsigned long long mj0 = 0, mj1 = 0;
+    sptune_status st = SP_CU(cu->StreamSynchronize(b->stream));
+    if (st != SPTUNE_OK) return st;
+    if (sp_nvml_energy_mj(b->nvml, &mj0) != SPTUNE_OK) { sp_clear_error(); return SPTUNE_OK; }
+    if ((st = SP_CU(cu->EventRecord(e0, b->stream))) != SPTUNE_OK) return st;
+    for (long long i = 0; i < n; i++)
+        if ((st = fn(ud, b->stream)) != SPTUNE_OK) return st;
+    if ((st = SP_CU(cu->EventRecord(e1, b->stream))) != SPTUNE_OK) return st;
+    if ((st = SP_CU(cu->EventSynchronize(e1))) != SPTUNE_OK) return st;
+    if (sp_nvml_energy_mj(b->nvml, &mj1) != SPTUNE_OK) { sp_clear_error(); return SPTUNE_OK; }
+    t->energy_j = mj1 > mj0 ? (double)(mj1 - mj0) / 1000.0 / (double)n : 0;
+    return SPTUNE_OK;
 }
 
 sptune_status sp_bench_time(sp_bench *b, sp_bench_fn fn, void *ud, sp_timing *t)
@@ -107,6 +158,8 @@ sptune_status sp_bench_time(sp_bench *b, sp_bench_fn fn, void *ud, sp_timing *t)
     t->p10_ms = ms[(n - 1) / 10];
     t->p90_ms = ms[(n - 1) * 9 / 10];
     t->method = b->method;
+    t->energy_j = 0;
+    if (b->nvml) st = time_energy(b, cu, fn, ud, e0, e1, t);
 out:
     if (e0) cu->EventDestroy(e0);
     if (e1) cu->EventDestroy(e1);

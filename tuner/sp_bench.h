@@ -15,6 +15,8 @@ typedef struct sp_bench_opts {
     int max_runs;         /* (default 200) */
     double target_ms;     /* timed runs continue until this much kernel time (default 200 ms) */
     int flush_l2;         /* overwrite a buffer twice the L2 before each timed run (default 1) */
+    double energy_ms;     /* energy per call from NVML over back-to-back runs of at least this long (default
+                             100 ms; 0: not measured) */
 } sp_bench_opts;
 
 void sp_bench_opts_default(sp_bench_opts *o);
@@ -33,6 +35,8 @@ typedef struct sp_bench {
      * overflow pool in words (-1: the template's typical size, -2: exactly what the data needs,
      * counted on the host; n >= 0: n) and twell-ffn's dense_capacity (-1: typical; n >= 0: n). */
     long long twell_pool, twell_dense;
+    struct sp_nvml_dev *nvml; /* NULL: no energy (why in energy_why) */
+    char energy_why[256];
 } sp_bench;
 
 /* Binds to device `ordinal` (primary context), creates a stream and the flush buffer. */
@@ -43,7 +47,8 @@ void sp_bench_close(sp_bench *b);
 typedef sptune_status (*sp_bench_fn)(void *ud, CUstream stream);
 
 /* Warm-up, then timed runs with CUDA events around each (L2 flushed before each when enabled);
- * median, min, max, p10, p90 into t (baseline_ms and rel_error untouched). */
+ * median, min, max, p10, p90 into t (baseline_ms and rel_error untouched); then, where NVML reports
+ * the GPU's energy, joules per call over back-to-back runs (t->energy_j; 0 when not measured). */
 sptune_status sp_bench_time(sp_bench *b, sp_bench_fn fn, void *ud, sp_timing *t);
 
 /* Device memory helpers with checked calls. */

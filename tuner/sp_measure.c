@@ -46,6 +46,7 @@ static sptune_status m_baseline(void *ud, sp_eval *out)
     if (st != SPTUNE_OK) return st;
     out->outcome = SP_OUTCOME_OK;
     out->timing.baseline_ms = out->timing.median_ms;
+    out->timing.baseline_energy_j = out->timing.energy_j;
     out->timing.method = m->bench.method;
     return SPTUNE_OK;
 }

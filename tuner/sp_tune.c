@@ -32,6 +32,26 @@ void sp_tune_opts_default(sp_tune_opts *o)
     o->baseline_ms = -1;
 }
 
+int sp_objective_parse(const char *text, sp_objective *out)
+{
+    static const char *const names[] = {"time", "energy", "edp"};
+    for (int i = 0; i < 3; i++)
+        if (text && strcmp(text, names[i]) == 0) { *out = (sp_objective)i; return 1; }
+    return 0;
+}
+
+const char *sp_objective_name(sp_objective o)
+{
+    return o == SP_OBJECTIVE_ENERGY ? "energy" : o == SP_OBJECTIVE_EDP ? "edp" : "time";
+}
+
+double sp_objective_score(sp_objective o, double ms, double energy_j)
+{
+    if (o == SP_OBJECTIVE_TIME) return ms;
+    if (!(energy_j > 0) || !isfinite(ms)) return INFINITY;
+    return o == SP_OBJECTIVE_ENERGY ? energy_j : energy_j * ms;
+}
+
 static double now_s(void)
 {
     struct timespec ts;
@@ -54,21 +74,27 @@ sptune_status sp_tune_record(sp_db *db, const sp_env *env, sp_template *t, const
     return sp_db_record(db, &r);
 }
 
-/* Insertion into the short list of the fastest, which also gives the best. */
-static void keep_top(sp_tune_result *r, long long index, double ms)
+/* Insertion into the short list of the best by the objective, which also gives the best. */
+static void keep_top(sp_tune_result *r, long long index, double score, double ms, double energy_j)
 {
     for (int i = 0; i < r->ntop; i++)
         if (r->top[i] == index) return;   /* the served configuration, proposed again by the search */
-    if (r->ntop == SP_TUNE_TOP && ms >= r->top_ms[SP_TUNE_TOP - 1]) return;
+    if (!isfinite(score) || (r->ntop == SP_TUNE_TOP && score >= r->top_score[SP_TUNE_TOP - 1])) return;
     int i = r->ntop < SP_TUNE_TOP ? r->ntop++ : SP_TUNE_TOP - 1;
-    for (; i > 0 && r->top_ms[i - 1] > ms; i--) {
+    for (; i > 0 && r->top_score[i - 1] > score; i--) {
         r->top[i] = r->top[i - 1];
         r->top_ms[i] = r->top_ms[i - 1];
+        r->top_energy_j[i] = r->top_energy_j[i - 1];
+        r->top_score[i] = r->top_score[i - 1];
     }
     r->top[i] = index;
     r->top_ms[i] = ms;
+    r->top_energy_j[i] = energy_j;
+    r->top_score[i] = score;
     r->best_index = r->top[0];
     r->best_ms = r->top_ms[0];
+    r->best_energy_j = r->top_energy_j[0];
+    r->best_score = r->top_score[0];
 }
 
 sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs *space,
@@ -77,7 +103,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
     if (o->db && !o->env) return sp_fail(SPTUNE_ERR_INVALID, "tuning with a database needs the environment");
     memset(r, 0, sizeof *r);
     r->best_index = -1;
-    r->best_ms = INFINITY;
+    r->best_ms = r->best_score = INFINITY;
     char *problem_key = sp_problem_format(p);
     if (!problem_key) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     sp_search *s;
@@ -90,24 +116,24 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
     /* the served configuration first (a descent's first proposal is then the same one, resumed) */
     int pending_first = o->first >= 0 && o->first < space->n && o->strategy != SP_SEARCH_DESCENT;
     int first_seen = 0, first_ok = 0;
-    double first_ms = INFINITY;
+    double first_score = INFINITY;
     while (pending_first ? (index = o->first, 1) : sp_search_next(s, &index)) {
         const int from_search = !pending_first;
         pending_first = 0;
         if (from_search && first_seen && index == o->first) {   /* measured first already */
-            sp_search_report(s, index, first_ok, first_ms);
+            sp_search_report(s, index, first_ok, first_score);
             continue;
         }
         const sp_config *c = &space->v[index];
         char *text = sp_config_format(t, c);
         if (!text) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
         int ok = 0, known = 0;
-        double ms = INFINITY;
+        double ms = INFINITY, joules = -1;
         if (o->db && o->resume) {
             sp_outcome out;
             double med = 0;
-            if ((st = sp_db_lookup(o->db, o->env, sp_template_name(t), sp_template_hash(t), problem_key, text,
-                                   &known, &out, &med)) != SPTUNE_OK) {
+            if ((st = sp_db_lookup_energy(o->db, o->env, sp_template_name(t), sp_template_hash(t), problem_key, text,
+                                          &known, &out, &med, &joules)) != SPTUNE_OK) {
                 free(text);
                 break;
             }
@@ -135,12 +161,16 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
             }
             ok = e.outcome == SP_OUTCOME_OK;
             ms = ok ? e.timing.median_ms : INFINITY;
+            joules = ok ? e.timing.energy_j : -1;
             if (!ok) r->failed[e.outcome]++;
         }
         free(text);
-        if (from_search) sp_search_report(s, index, ok, ms);
-        else { first_seen = 1; first_ok = ok; first_ms = ms; }
-        if (ok) keep_top(r, index, ms);
+        /* the search walks by the objective; a result without the energy it needs counts as failed there */
+        const double score = ok ? sp_objective_score(o->objective, ms, joules) : INFINITY;
+        const int scored = ok && isfinite(score);
+        if (from_search) sp_search_report(s, index, scored, score);
+        else { first_seen = 1; first_ok = scored; first_score = score; }
+        if (scored) keep_top(r, index, score, ms, joules);
         if (o->progress) {
             pr.done++;
             pr.measured = r->measured;
@@ -148,6 +178,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
             pr.failed = 0;
             for (int k = 0; k < SP_OUTCOME__COUNT; k++) pr.failed += r->failed[k];
             pr.best_ms = r->best_ms;
+            pr.best_energy_j = r->best_energy_j;
             pr.elapsed_s = now_s() - t0;
             /* What is left: the rest of the space at the pace of the new measurements so far (the
              * recorded ones cost nothing), cut by whichever budget ends first. */

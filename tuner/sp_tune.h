@@ -30,9 +30,19 @@ typedef struct sp_tune_progress {
     long long done, total;   /* proposals handled, size of the space */
     long long measured, resumed, failed;
     double best_ms, baseline_ms, elapsed_s;
+    double best_energy_j;        /* the best's joules per call; <= 0 not measured */
     double eta_s;                /* estimated seconds left */
     int eta_by_budget;           /* the budget, not the end of the space, sets eta_s */
 } sp_tune_progress;
+
+/* What the search minimizes: the median time, the energy per call (NVML), or their product. */
+typedef enum sp_objective { SP_OBJECTIVE_TIME = 0, SP_OBJECTIVE_ENERGY = 1, SP_OBJECTIVE_EDP = 2 } sp_objective;
+/* "time", "energy", "edp": 1 and *out set; 0 otherwise. */
+int sp_objective_parse(const char *text, sp_objective *out);
+const char *sp_objective_name(sp_objective o);
+/* The objective's value of a measurement (lower is better); INFINITY when it needs an energy that was
+ * not measured. */
+double sp_objective_score(sp_objective o, double ms, double energy_j);
 
 typedef struct sp_tune_opts {
     sp_search_kind strategy;
@@ -42,6 +52,7 @@ typedef struct sp_tune_opts {
     sp_db *db;                   /* may be NULL: nothing recorded, nothing resumed */
     const sp_env *env;           /* required with db */
     double baseline_ms;          /* stored with every result; <0 none */
+    sp_objective objective;      /* what the search minimizes (default: time) */
     const char *method;          /* stored with failures (OK results carry their own) */
     void (*progress)(const sp_tune_progress *p, void *ud);
     void *progress_ud;
@@ -63,11 +74,11 @@ typedef struct sp_tune_result {
     long long measured, resumed;
     long long failed[SP_OUTCOME__COUNT];
     long long best_index;       /* into the space; -1 when nothing passed */
-    double best_ms;
-    /* The fastest passing configurations, fastest first (for a paired re-measurement). */
+    double best_ms, best_energy_j, best_score; /* the best by the objective: its time, energy, score */
+    /* The best passing configurations by the objective, best first (for a paired re-measurement). */
     int ntop;
     long long top[SP_TUNE_TOP];
-    double top_ms[SP_TUNE_TOP];
+    double top_ms[SP_TUNE_TOP], top_energy_j[SP_TUNE_TOP], top_score[SP_TUNE_TOP];
     int stopped_by_budget;
 } sp_tune_result;
 
