@@ -90,6 +90,7 @@ typedef struct cli_tuned {
     sp_objective objective;
     long long best;       /* index into space, -1 when nothing passed */
     char *best_text;
+    int skipped;          /* not tuned: the main job's budget was spent before it */
 } cli_tuned;
 int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, const sp_problem *p, sp_db *db,
                      sp_cache *cache, const sp_tune_opts *opts, int quiet, cli_tuned *out);

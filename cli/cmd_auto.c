@@ -176,6 +176,13 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
     return rc;
 }
 
+static double since(const struct timespec *t0)
+{
+    struct timespec now;
+    clock_gettime(CLOCK_MONOTONIC, &now);
+    return (double)(now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) * 1e-9;
+}
+
 /* Problems d, d+n, d+2n, ... of wl tuned on device `ordinal`, then their table. The database is
  * opened here: with several GPUs this runs in a forked process per GPU. */
 static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *profile,
@@ -216,18 +223,32 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
             long long e = (long long)((double)total.evals * w->share / (shares_all > 0 ? shares_all : 1));
             o.budget.evals = e > 0 ? e : 1;
         }
+        double left = 0;
         if (total.seconds > 0) {
-            struct timespec now;
-            clock_gettime(CLOCK_MONOTONIC, &now);
-            double left = total.seconds - ((double)(now.tv_sec - t0.tv_sec) + (now.tv_nsec - t0.tv_nsec) * 1e-9);
+            left = total.seconds - since(&t0);
             double rest = shares - shares_done;   /* time left over flows to the problems after */
             o.budget.seconds = left > 0 ? left * w->share / (rest > 0 ? rest : 1) : 1e-3;
         }
         shares_done += w->share;
+        /* a problem takes its setup (worker, data, baseline) and one measurement at least: once the
+         * budget is spent the rest are left to what is recorded (the runtime API never serves worse) */
+        if (total.seconds > 0 && left <= 0) {
+            if (!json) printf("[%s:%d] %s %s: not tuned, the budget is spent\n", gpu.info.profile, ordinal, w->op,
+                              w->problem);
+            tuned[done].skipped = 1;
+            tuned[done].best = -1;
+            item_of[done++] = w;
+            sp_template_free(t);
+            continue;
+        }
         if (!json) printf("[%s:%d] %s %s (%s)\n", gpu.info.profile, ordinal, w->op, w->problem, w->why);
         fflush(stdout);
+        double started = since(&t0);
         if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
         else rc = cli_tune_problem("", &run, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL || json, &tuned[done]);
+        if (!json && !cli_get(cmd, "quiet"))
+            printf("[%s:%d] %s: %.0f s (%.0f s of measurement budget)\n", gpu.info.profile, ordinal, w->op,
+                   since(&t0) - started, o.budget.seconds);
         item_of[done++] = w;
         sp_template_free(t);
     }
@@ -241,7 +262,8 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
                                  &tuned[i]);
         else cli_print_tuned(gpu.info.profile, item_of[i]->op, item_of[i]->problem, &tuned[i]);
         /* a wrong result is a kernel bug; other failures are the tuner's business */
-        if (rc == CLI_OK && (tuned[i].best < 0 || tuned[i].r.failed[SP_OUTCOME_WRONG_RESULT])) rc = CLI_FAIL;
+        if (rc == CLI_OK && !tuned[i].skipped && (tuned[i].best < 0 || tuned[i].r.failed[SP_OUTCOME_WRONG_RESULT]))
+            rc = CLI_FAIL;
         cli_tuned_free(&tuned[i]);
     }
     fflush(stdout);

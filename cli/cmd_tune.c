@@ -299,9 +299,9 @@ void cli_print_tuned_json(const char *gpu, const char *op, const char *problem, 
     cli_json_key("problem", 0); cli_json_str(problem);
     cli_json_key("gpu", 0); cli_json_str(gpu);
     cli_json_key("strategy", 0); cli_json_str(strategy);
-    printf(",\"space\":%lld,\"measured\":%lld,\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s",
-           tu->space.n, tu->r.measured, tu->r.resumed, cli_tuned_failed(tu),
-           tu->r.stopped_by_budget ? "true" : "false");
+    printf(",\"space\":%lld,\"measured\":%lld,\"resumed\":%lld,\"failed\":%lld,\"stopped_by_budget\":%s,"
+           "\"skipped\":%s", tu->space.n, tu->r.measured, tu->r.resumed, cli_tuned_failed(tu),
+           tu->r.stopped_by_budget ? "true" : "false", tu->skipped ? "true" : "false");
     cli_json_key("objective", 0); cli_json_str(sp_objective_name(tu->objective));
     cli_json_key("baseline_ms", 0); cli_json_num(tu->baseline_ms, 6);
     cli_json_key("baseline_joules", 0); cli_json_num(tu->baseline_energy_j > 0 ? tu->baseline_energy_j : NAN, 6);
@@ -334,7 +334,10 @@ void cli_print_tuned_header(void)
 void cli_print_tuned(const char *gpu, const char *op, const char *problem, const cli_tuned *x)
 {
     long long failed = cli_tuned_failed(x);
-    if (!x->best_text) {
+    if (x->skipped) {
+        printf("%-6s %-10s %-40s not tuned: the budget was spent (the recorded and shipped results serve it)\n", gpu, op,
+               problem);
+    } else if (!x->best_text) {
         printf("%-6s %-10s %-40s no variant passed (%lld failed)\n", gpu, op, problem, failed);
     } else {
         char j[2][32];

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
+#include <time.h>
 
 void sp_bench_opts_default(sp_bench_opts *o)
 {
@@ -17,7 +18,9 @@ void sp_bench_opts_default(sp_bench_opts *o)
     o->max_runs = 200;
     o->target_ms = 200.0;
     o->flush_l2 = 1;
-    o->energy_ms = 100.0;
+    o->energy_ms = 400.0;   /* >= 3 steps of a 100 ms counter: 1-2 whole ones inside, with margin */
+    const char *e = getenv("SPTUNE_ENERGY_MS");   /* 0: no energy (faster tuning) */
+    if (e && *e) o->energy_ms = atof(e);
 }
 
 /* The NVML device of the bench's GPU, when NVML reports its energy. */
@@ -62,7 +65,7 @@ sptune_status sp_bench_open(int ordinal, const sp_bench_opts *opts, sp_bench *b)
     b->twell_pool = b->twell_dense = -1;
     open_energy(cu, b);
     char energy[64] = "";
-    if (b->nvml) snprintf(energy, sizeof energy, ";energy=nvml/back-to-back>=%.0fms", b->opts.energy_ms);
+    if (b->nvml) snprintf(energy, sizeof energy, ";energy=nvml-power-between-steps/back-to-back~%.0fms", b->opts.energy_ms);
     snprintf(b->method, sizeof b->method, "cuda-events;warmup>=%d runs/%.0fms;runs=%d..%d/%.0fms;l2-flush=%s;median%s",
              b->opts.warmup_runs, b->opts.warmup_ms, b->opts.min_runs, b->opts.max_runs,
              b->opts.target_ms, b->opts.flush_l2 ? "yes" : "no", energy);
@@ -87,27 +90,53 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-/* Joules per call: NVML's energy counter around back-to-back runs (no L2 flush between them: its own
- * energy would count) lasting at least energy_ms, long against the counter's update steps. A counter
- * that did not move leaves the energy unmeasured (0). */
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
+}
+
+/* Joules per call from NVML's energy counter, which moves in steps (every 100 ms on an H200,
+ * bench/nvml-probe.py): back-to-back runs (no L2 flush between them: its own energy would count)
+ * for at least energy_ms while this thread watches the counter; the power is the energy between
+ * the second step seen and the last one (whole steps the busy GPU spent: the first may hold idle
+ * time from before) over the time between them, and the energy per call that power times the
+ * GPU time per call. Fewer than two whole steps inside leaves the energy unmeasured (0). */
 static sptune_status time_energy(sp_bench *b, const sp_cuda_api *cu, sp_bench_fn fn, void *ud, CUevent e0,
                                  CUevent e1, sp_timing *t)
 {
     double per = t->median_ms > 1e-3 ? t->median_ms : 1e-3;
     long long n = (long long)ceil(b->opts.energy_ms / per);
     if (n < 3) n = 3;
-    if (n > 200000) n = 200000;
-    unsigned long long mj0 = 0, mj1 = 0;
+    if (n > 1000000) n = 1000000;
     sptune_status st = SP_CU(cu->StreamSynchronize(b->stream));
     if (st != SPTUNE_OK) return st;
-    if (sp_nvml_energy_mj(b->nvml, &mj0) != SPTUNE_OK) { sp_clear_error(); return SPTUNE_OK; }
     if ((st = SP_CU(cu->EventRecord(e0, b->stream))) != SPTUNE_OK) return st;
     for (long long i = 0; i < n; i++)
         if ((st = fn(ud, b->stream)) != SPTUNE_OK) return st;
     if ((st = SP_CU(cu->EventRecord(e1, b->stream))) != SPTUNE_OK) return st;
+    unsigned long long mj = 0, last = 0, e_first = 0, e_last = 0;
+    double t_first = 0, t_last = 0;
+    int steps = 0, readable = sp_nvml_energy_mj(b->nvml, &last) == SPTUNE_OK;
+    CUresult q;
+    while (readable && (q = cu->EventQuery(e1)) == CUDA_ERROR_NOT_READY) {
+        if (sp_nvml_energy_mj(b->nvml, &mj) != SPTUNE_OK) { readable = 0; break; }
+        if (mj != last) {
+            last = mj;
+            if (++steps == 2) { e_first = mj; t_first = now_ms(); }
+            if (steps >= 2) { e_last = mj; t_last = now_ms(); }
+        }
+        struct timespec nap = {0, 200000};   /* 0.2 ms: the step times to well under 1 % */
+        nanosleep(&nap, NULL);
+    }
+    sp_clear_error();
     if ((st = SP_CU(cu->EventSynchronize(e1))) != SPTUNE_OK) return st;
-    if (sp_nvml_energy_mj(b->nvml, &mj1) != SPTUNE_OK) { sp_clear_error(); return SPTUNE_OK; }
-    t->energy_j = mj1 > mj0 ? (double)(mj1 - mj0) / 1000.0 / (double)n : 0;
+    float gpu_ms = 0;
+    if ((st = SP_CU(cu->EventElapsedTime(&gpu_ms, e0, e1))) != SPTUNE_OK) return st;
+    if (readable && steps >= 3 && t_last - t_first >= 50 && e_last > e_first)
+        t->energy_j = (double)(e_last - e_first) / (t_last - t_first)   /* mJ per ms: watts */
+                      * ((double)gpu_ms / (double)n) / 1000.0;          /* x ms per call / 1000: joules */
     return SPTUNE_OK;
 }
 

@@ -15,8 +15,8 @@ typedef struct sp_bench_opts {
     int max_runs;         /* (default 200) */
     double target_ms;     /* timed runs continue until this much kernel time (default 200 ms) */
     int flush_l2;         /* overwrite a buffer twice the L2 before each timed run (default 1) */
-    double energy_ms;     /* energy per call from NVML over back-to-back runs of at least this long (default
-                             100 ms; 0: not measured) */
+    double energy_ms;     /* energy per call from NVML over back-to-back runs of about this long (default
+                             400 ms, $SPTUNE_ENERGY_MS; 0: not measured) */
 } sp_bench_opts;
 
 void sp_bench_opts_default(sp_bench_opts *o);
