@@ -13,7 +13,7 @@ rm -f "$SPTUNE_DB"
 bin="$build/sptune"
 echo "+ sptune --gpu auto --budget $budget (fresh database)"
 start=$(date +%s)
-"$bin" --gpu auto --budget "$budget" --quiet 2>&1 | tee "$out/main.log" | tail -14
+"$bin" --gpu auto --budget "$budget" 2>&1 | tee "$out/main.log" | grep -E "^\[|^gpu |^h200 " | cut -c1-230
 echo "(main job: $(( $(date +%s) - start )) s)"
 "$bin" ops >/dev/null
 while read -r op problem _; do

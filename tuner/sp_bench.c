@@ -112,24 +112,33 @@ static sptune_status time_energy(sp_bench *b, const sp_cuda_api *cu, sp_bench_fn
     if (n > 1000000) n = 1000000;
     sptune_status st = SP_CU(cu->StreamSynchronize(b->stream));
     if (st != SPTUNE_OK) return st;
-    if ((st = SP_CU(cu->EventRecord(e0, b->stream))) != SPTUNE_OK) return st;
-    for (long long i = 0; i < n; i++)
-        if ((st = fn(ud, b->stream)) != SPTUNE_OK) return st;
-    if ((st = SP_CU(cu->EventRecord(e1, b->stream))) != SPTUNE_OK) return st;
     unsigned long long mj = 0, last = 0, e_first = 0, e_last = 0;
     double t_first = 0, t_last = 0;
     int steps = 0, readable = sp_nvml_energy_mj(b->nvml, &last) == SPTUNE_OK;
-    CUresult q;
-    while (readable && (q = cu->EventQuery(e1)) == CUDA_ERROR_NOT_READY) {
-        if (sp_nvml_energy_mj(b->nvml, &mj) != SPTUNE_OK) { readable = 0; break; }
-        if (mj != last) {
-            last = mj;
-            if (++steps == 2) { e_first = mj; t_first = now_ms(); }
-            if (steps >= 2) { e_last = mj; t_last = now_ms(); }
-        }
+    /* the counter is watched while the runs are enqueued too (a full launch queue blocks the enqueue
+     * for most of the window): every ~2 ms of GPU work, then until the last run is done */
+#define SP_WATCH()                                                                      \
+    do {                                                                                \
+        if (readable && sp_nvml_energy_mj(b->nvml, &mj) != SPTUNE_OK) readable = 0;     \
+        if (readable && mj != last) {                                                   \
+            last = mj;                                                                  \
+            if (++steps == 2) { e_first = mj; t_first = now_ms(); }                     \
+            if (steps >= 2) { e_last = mj; t_last = now_ms(); }                         \
+        }                                                                               \
+    } while (0)
+    const long long chunk = per >= 2 ? 1 : (long long)(2 / per);
+    if ((st = SP_CU(cu->EventRecord(e0, b->stream))) != SPTUNE_OK) return st;
+    for (long long i = 0; i < n; i++) {
+        if ((st = fn(ud, b->stream)) != SPTUNE_OK) return st;
+        if ((i + 1) % chunk == 0) SP_WATCH();
+    }
+    if ((st = SP_CU(cu->EventRecord(e1, b->stream))) != SPTUNE_OK) return st;
+    while (readable && cu->EventQuery(e1) == CUDA_ERROR_NOT_READY) {
+        SP_WATCH();
         struct timespec nap = {0, 200000};   /* 0.2 ms: the step times to well under 1 % */
         nanosleep(&nap, NULL);
     }
+#undef SP_WATCH
     sp_clear_error();
     if ((st = SP_CU(cu->EventSynchronize(e1))) != SPTUNE_OK) return st;
     float gpu_ms = 0;

@@ -146,8 +146,12 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
         }
         if (!known) {
             /* The budget limits new measurements; recorded ones cost nothing. */
+            /* a time budget stops before a measurement that would end past it at the pace so far (one
+             * twell-ffn variant compiles for ~15 s): the budget bounds the run, not its start */
+            const double spent = now_s() - t0, pace = r->measured ? spent / (double)r->measured : 0;
             if ((o->budget.evals > 0 && r->measured >= o->budget.evals) ||
-                (o->budget.seconds > 0 && now_s() - t0 >= o->budget.seconds)) {
+                (o->budget.seconds > 0 && (spent >= o->budget.seconds ||
+                                           (r->measured > 0 && spent + pace > o->budget.seconds)))) {
                 r->stopped_by_budget = 1;
                 free(text);
                 break;
