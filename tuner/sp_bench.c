@@ -5,6 +5,7 @@
 #include "sp_status.h"
 
 #include <math.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
@@ -97,12 +98,40 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
 }
 
+/* A thread that watches NVML's energy counter while the GPU runs: the time and value of each step. */
+#define SP_STEPS 64
+typedef struct watch {
+    sp_nvml_dev *dev;
+    _Atomic int stop;
+    int n, failed;
+    double t[SP_STEPS];
+    unsigned long long mj[SP_STEPS];
+} watch;
+
+static void *watch_counter(void *arg)
+{
+    watch *w = arg;
+    unsigned long long last = 0, mj = 0;
+    if (sp_nvml_energy_mj(w->dev, &last) != SPTUNE_OK) { w->failed = 1; return NULL; }
+    while (!w->stop && w->n < SP_STEPS) {
+        if (sp_nvml_energy_mj(w->dev, &mj) != SPTUNE_OK) { w->failed = 1; break; }
+        if (mj != last) {
+            w->t[w->n] = now_ms();
+            w->mj[w->n++] = mj;
+            last = mj;
+        }
+        struct timespec nap = {0, 200000};   /* 0.2 ms: the step times to well under 1 % */
+        nanosleep(&nap, NULL);
+    }
+    return NULL;
+}
+
 /* Joules per call from NVML's energy counter, which moves in steps (every 100 ms on an H200,
  * bench/nvml-probe.py): back-to-back runs (no L2 flush between them: its own energy would count)
- * for at least energy_ms while this thread watches the counter; the power is the energy between
- * the second step seen and the last one (whole steps the busy GPU spent: the first may hold idle
- * time from before) over the time between them, and the energy per call that power times the
- * GPU time per call. Fewer than two whole steps inside leaves the energy unmeasured (0). */
+ * for about energy_ms while a thread records the counter's steps; the power is the energy between
+ * the second step and the last one before the runs ended (whole steps the busy GPU spent: the first
+ * may hold idle time from before) over the time between them, and the energy per call that power
+ * times the GPU time per call. Fewer than two whole steps inside leaves the energy unmeasured (0). */
 static sptune_status time_energy(sp_bench *b, const sp_cuda_api *cu, sp_bench_fn fn, void *ud, CUevent e0,
                                  CUevent e1, sp_timing *t)
 {
@@ -112,40 +141,26 @@ static sptune_status time_energy(sp_bench *b, const sp_cuda_api *cu, sp_bench_fn
     if (n > 1000000) n = 1000000;
     sptune_status st = SP_CU(cu->StreamSynchronize(b->stream));
     if (st != SPTUNE_OK) return st;
-    unsigned long long mj = 0, last = 0, e_first = 0, e_last = 0;
-    double t_first = 0, t_last = 0;
-    int steps = 0, readable = sp_nvml_energy_mj(b->nvml, &last) == SPTUNE_OK;
-    /* the counter is watched while the runs are enqueued too (a full launch queue blocks the enqueue
-     * for most of the window): every ~2 ms of GPU work, then until the last run is done */
-#define SP_WATCH()                                                                      \
-    do {                                                                                \
-        if (readable && sp_nvml_energy_mj(b->nvml, &mj) != SPTUNE_OK) readable = 0;     \
-        if (readable && mj != last) {                                                   \
-            last = mj;                                                                  \
-            if (++steps == 2) { e_first = mj; t_first = now_ms(); }                     \
-            if (steps >= 2) { e_last = mj; t_last = now_ms(); }                         \
-        }                                                                               \
-    } while (0)
-    const long long chunk = per >= 2 ? 1 : (long long)(2 / per);
-    if ((st = SP_CU(cu->EventRecord(e0, b->stream))) != SPTUNE_OK) return st;
-    for (long long i = 0; i < n; i++) {
-        if ((st = fn(ud, b->stream)) != SPTUNE_OK) return st;
-        if ((i + 1) % chunk == 0) SP_WATCH();
-    }
-    if ((st = SP_CU(cu->EventRecord(e1, b->stream))) != SPTUNE_OK) return st;
-    while (readable && cu->EventQuery(e1) == CUDA_ERROR_NOT_READY) {
-        SP_WATCH();
-        struct timespec nap = {0, 200000};   /* 0.2 ms: the step times to well under 1 % */
-        nanosleep(&nap, NULL);
-    }
-#undef SP_WATCH
-    sp_clear_error();
-    if ((st = SP_CU(cu->EventSynchronize(e1))) != SPTUNE_OK) return st;
+    watch w;
+    memset(&w, 0, sizeof w);
+    w.dev = b->nvml;
+    pthread_t th;
+    if (pthread_create(&th, NULL, watch_counter, &w) != 0) return SPTUNE_OK;   /* no energy, nothing else lost */
+    st = SP_CU(cu->EventRecord(e0, b->stream));
+    for (long long i = 0; i < n && st == SPTUNE_OK; i++) st = fn(ud, b->stream);
+    if (st == SPTUNE_OK) st = SP_CU(cu->EventRecord(e1, b->stream));
+    if (st == SPTUNE_OK) st = SP_CU(cu->EventSynchronize(e1));
+    const double done = now_ms();
+    w.stop = 1;
+    pthread_join(th, NULL);
     float gpu_ms = 0;
-    if ((st = SP_CU(cu->EventElapsedTime(&gpu_ms, e0, e1))) != SPTUNE_OK) return st;
-    if (readable && steps >= 3 && t_last - t_first >= 50 && e_last > e_first)
-        t->energy_j = (double)(e_last - e_first) / (t_last - t_first)   /* mJ per ms: watts */
-                      * ((double)gpu_ms / (double)n) / 1000.0;          /* x ms per call / 1000: joules */
+    if (st == SPTUNE_OK) st = SP_CU(cu->EventElapsedTime(&gpu_ms, e0, e1));
+    if (st != SPTUNE_OK) return st;
+    int last = w.n - 1;
+    while (last > 1 && w.t[last] > done) last--;   /* steps after the runs ended hold idle time */
+    if (!w.failed && last >= 2 && w.t[last] - w.t[1] >= 50 && w.mj[last] > w.mj[1])
+        t->energy_j = (double)(w.mj[last] - w.mj[1]) / (w.t[last] - w.t[1])   /* mJ per ms: watts */
+                      * ((double)gpu_ms / (double)n) / 1000.0;             /* x ms per call / 1000: joules */
     return SPTUNE_OK;
 }
 
