@@ -777,6 +777,50 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
     return sp_kernel_launch_stages(&k->loaded, stages, (CUstream)stream, args);
 }
 
+/* Whether a workspace of `bytes` holds every capacity at its bound (else typical), and that it holds
+ * the typical one at least. */
+static sptune_status workspace_mode(const sptune_kernel *k, const char *fn, size_t bytes, int *at_bound)
+{
+    size_t typical = 0, bound = 0;
+    sptune_status st = sptune_kernel_workspace(k, 0, &typical);
+    if (st != SPTUNE_OK) return st;
+    *at_bound = sptune_kernel_workspace(k, 1, &bound) == SPTUNE_OK && bytes >= bound;
+    sp_clear_error();
+    if (bytes < typical)
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: the workspace has %zu bytes, the kernel needs %zu "
+                       "(sptune_kernel_workspace)", fn, bytes, typical);
+    return SPTUNE_OK;
+}
+
+/* Bytes of workspace argument i in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
+static size_t part_bytes(const kernel_arg *x, int at_bound)
+{
+    long long n = at_bound ? x->elements_bound : x->elements;
+    return ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+}
+
+sptune_status sptune_kernel_workspace_part(const sptune_kernel *k, const char *name, size_t workspace_bytes,
+                                           size_t *offset, size_t *bytes)
+{
+    static const char fn[] = "sptune_kernel_workspace_part";
+    if (!k || !name || !offset || !bytes) return sp_fail(SPTUNE_ERR_INVALID, "%s: missing argument", fn);
+    int at_bound = 0;
+    sptune_status st = workspace_mode(k, fn, workspace_bytes, &at_bound);
+    if (st != SPTUNE_OK) return st;
+    size_t at = 0;
+    for (int i = 0; i < k->nargs; i++) {
+        const kernel_arg *x = &k->arg[i];
+        if (x->decl.role != SP_ROLE_WORKSPACE) continue;
+        if (strcmp(x->decl.name, name) == 0) {
+            *offset = at;
+            *bytes = part_bytes(x, at_bound);
+            return SPTUNE_OK;
+        }
+        at += part_bytes(x, at_bound);
+    }
+    return sp_fail(SPTUNE_ERR_NOT_FOUND, "%s: %s has no workspace argument '%s'", fn, k->op, name);
+}
+
 sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long tokens,
                                       const unsigned long long *tensors, unsigned long long workspace,
                                       size_t workspace_bytes)
@@ -787,14 +831,11 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
     if (tokens < 0 || (k->tokens_arg >= 0 && tokens > k->max_tokens))
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %lld tokens, but the kernel serves 1 to %lld (0: "
                        "the problem's)", tokens, k->max_tokens);
-    size_t typical = 0, bound = 0;
-    sptune_status st = sptune_kernel_workspace(k, 0, &typical);
+    int at_bound = 0;
+    sptune_status st = workspace_mode(k, "sptune_kernel_launch_ws", workspace_bytes, &at_bound);
     if (st != SPTUNE_OK) return st;
-    int at_bound = sptune_kernel_workspace(k, 1, &bound) == SPTUNE_OK && workspace_bytes >= bound;
-    sp_clear_error();
-    if (workspace_bytes < typical || (typical > 0 && !workspace))
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: the workspace has %zu bytes, the kernel needs %zu "
-                       "(sptune_kernel_workspace)", workspace_bytes, typical);
+    if (workspace_bytes > 0 && !workspace)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %zu bytes of workspace at address 0", workspace_bytes);
     unsigned long long ptr[SP_MAX_ARGS];
     long long num[SP_MAX_ARGS];
     int i32[SP_MAX_ARGS];
@@ -809,13 +850,11 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
             ptr[i] = tensors[t++];
             args[i] = &ptr[i];
             break;
-        case SP_ROLE_WORKSPACE: {
-            long long n = at_bound ? x->elements_bound : x->elements;
+        case SP_ROLE_WORKSPACE:
             ptr[i] = workspace + offset;
-            offset += ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+            offset += part_bytes(x, at_bound);
             args[i] = &ptr[i];
             break;
-        }
         default: {   /* a dimension: the problem's; a scalar: its declared size */
             long long v = x->decl.role == SP_ROLE_SCALAR ? (at_bound ? x->bound : x->typical)
                           : i == k->tokens_arg && tokens != 0 ? tokens : x->dim;
@@ -886,6 +925,28 @@ sptune_status sptune_gemm(sptune_kernel *k, void *stream, long long tokens, unsi
 {
     const unsigned long long t[] = {a, b, c};
     return family_launch(k, "gemm", stream, tokens, t, 3, 0, 0);
+}
+
+sptune_status sptune_twell_d2t(sptune_kernel *k, void *stream, long long tokens, unsigned long long x,
+                               unsigned long long w_gate, unsigned long long workspace, size_t workspace_bytes)
+{
+    const unsigned long long t[] = {x, w_gate};
+    return family_launch(k, "twell-d2t", stream, tokens, t, 2, workspace, workspace_bytes);
+}
+
+sptune_status sptune_twell_t2d(sptune_kernel *k, void *stream, long long tokens, unsigned long long packed,
+                               unsigned long long pool, unsigned long long w_down, unsigned long long y)
+{
+    const unsigned long long t[] = {packed, pool, w_down, y};
+    return family_launch(k, "twell-t2d", stream, tokens, t, 4, 0, 0);
+}
+
+sptune_status sptune_twell_gated(sptune_kernel *k, void *stream, long long tokens, unsigned long long packed,
+                                 unsigned long long pool, unsigned long long x, unsigned long long w_up,
+                                 unsigned long long w_down, unsigned long long y)
+{
+    const unsigned long long t[] = {packed, pool, x, w_up, w_down, y};
+    return family_launch(k, "twell-gated", stream, tokens, t, 6, 0, 0);
 }
 
 sptune_status sptune_slotfill_spmm(sptune_kernel *k, void *stream, long long tokens, unsigned long long w_image,

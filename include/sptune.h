@@ -164,6 +164,10 @@ SPTUNE_API sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sp
  * allocation cut in declaration order keeps every part aligned): with the scalars at their typical
  * values (bound = 0) or at their bounds (bound = 1). */
 SPTUNE_API sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes);
+/* Where sptune_kernel_launch_ws puts workspace argument `name` in a workspace of workspace_bytes (the cut
+ * depends on whether it holds the bounds): its byte offset and its bytes. */
+SPTUNE_API sptune_status sptune_kernel_workspace_part(const sptune_kernel *k, const char *name,
+                                                      size_t workspace_bytes, size_t *offset, size_t *bytes);
 /* Kernels launched per call (2 for the pipelines such as twell-ffn), and each one's geometry. */
 SPTUNE_API int sptune_kernel_count(const sptune_kernel *k);
 SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
@@ -202,6 +206,18 @@ SPTUNE_API sptune_status sptune_twell_ffn(sptune_kernel *k, void *stream, long l
                                           unsigned long long w_gate, unsigned long long w_up,
                                           unsigned long long w_down, unsigned long long y,
                                           unsigned long long workspace, size_t workspace_bytes);
+/* The TwELL parts, for engines that keep the packed gate between kernels: twell-d2t packs relu(X Wg^T)
+ * into its workspace (the parts named "packed" and "pool": sptune_kernel_workspace_part), which
+ * twell-t2d (Y = h Wd) or twell-gated (Y = (h * X Wu^T) Wd) read with the same T and S. */
+SPTUNE_API sptune_status sptune_twell_d2t(sptune_kernel *k, void *stream, long long tokens, unsigned long long x,
+                                          unsigned long long w_gate, unsigned long long workspace,
+                                          size_t workspace_bytes);
+SPTUNE_API sptune_status sptune_twell_t2d(sptune_kernel *k, void *stream, long long tokens, unsigned long long packed,
+                                          unsigned long long pool, unsigned long long w_down, unsigned long long y);
+SPTUNE_API sptune_status sptune_twell_gated(sptune_kernel *k, void *stream, long long tokens,
+                                            unsigned long long packed, unsigned long long pool, unsigned long long x,
+                                            unsigned long long w_up, unsigned long long w_down,
+                                            unsigned long long y);
 /* gemm: C = A B^T, A tokens x K, B N x K, C tokens x N, bf16. */
 SPTUNE_API sptune_status sptune_gemm(sptune_kernel *k, void *stream, long long tokens, unsigned long long a,
                                      unsigned long long b, unsigned long long c);

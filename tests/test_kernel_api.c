@@ -9,6 +9,7 @@
 #include "sp_test.h"
 #include "sptune.h"
 
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -84,6 +85,69 @@ static sptune_kernel *get(const char *db, const char *cache, const char *op, con
                   sptune_kernel_config(k), want_config);
     if (want_detail) CHECK_MSG(strstr(detail, want_detail) != NULL, "detail '%s' lacks '%s'", detail, want_detail);
     return k;
+}
+
+/* The thread contract's CPU side: gets of one request from several threads at once (the in-process copy
+ * and the kernel cache shared) each give a whole kernel object of the same configuration. */
+typedef struct getter { const char *cache; char config[512]; sptune_status st; } getter;
+
+static void *get_one(void *arg)
+{
+    getter *g = arg;
+    sptune_kernel_request rq = {"twell-ffn", "M=999,D=256,F=1000,nnz=40", "h200", "", g->cache, 0, NULL};
+    for (int i = 0; i < 20 && g->st == SPTUNE_OK; i++) {
+        sptune_kernel *k = NULL;
+        g->st = sptune_kernel_get(&rq, &k);
+        if (k) snprintf(g->config, sizeof g->config, "%s", sptune_kernel_config(k));
+        sptune_kernel_free(k);
+    }
+    return NULL;
+}
+
+static void test_threads(const char *cache)
+{
+    enum { N = 8 };
+    getter g[N];
+    pthread_t th[N];
+    for (int i = 0; i < N; i++) {
+        memset(&g[i], 0, sizeof g[i]);
+        g[i].cache = cache;
+        CHECK(pthread_create(&th[i], NULL, get_one, &g[i]) == 0);
+    }
+    for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
+    for (int i = 0; i < N; i++)
+        CHECK_MSG(g[i].st == SPTUNE_OK && g[i].config[0] && strcmp(g[i].config, g[0].config) == 0, "thread %d: %s", i,
+                  g[i].config);
+}
+
+/* The TwELL parts: twell-d2t's packed gate and pool inside its workspace, as launch_ws cuts it. */
+static void test_parts(const char *cache)
+{
+    sptune_kernel_request rq = {"twell-d2t", "M=1000,D=256,F=1024,nnz=40", "h200", "", cache, 1, NULL};
+    sptune_kernel *k = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &k), SPTUNE_OK);
+    if (!k) return;
+    for (int bound = 0; bound < 2; bound++) {
+        size_t total = 0, off[3] = {0}, len[3] = {0};
+        const char *names[3] = {"packed", "pool", "pool_counter"};
+        CHECK_ST(sptune_kernel_workspace(k, bound, &total), SPTUNE_OK);
+        for (int i = 0; i < 3; i++) CHECK_ST(sptune_kernel_workspace_part(k, names[i], total, &off[i], &len[i]), SPTUNE_OK);
+        CHECK_MSG(off[0] == 0 && off[1] == len[0] && off[2] == len[0] + len[1] && off[2] + len[2] == total &&
+                  len[2] == 256, "bound %d: %zu+%zu, %zu+%zu, %zu+%zu of %zu", bound, off[0], len[0], off[1], len[1],
+                  off[2], len[2], total);
+        sptune_arg a;
+        CHECK_ST(sptune_kernel_arg(k, 2, &a), SPTUNE_OK);   /* packed */
+        CHECK(!strcmp(a.name, "packed") && len[0] >= (size_t)(bound ? a.elements_bound : a.elements) * 4);
+        if (bound == 0) CHECK_ST(sptune_kernel_workspace_part(k, "packed", total - 1, &off[0], &len[0]), SPTUNE_ERR_INVALID);
+    }
+    size_t o = 0, n = 0, total = 0;
+    CHECK_ST(sptune_kernel_workspace(k, 1, &total), SPTUNE_OK);
+    CHECK_ST(sptune_kernel_workspace_part(k, "X", total, &o, &n), SPTUNE_ERR_NOT_FOUND);
+    CHECK_ST(sptune_twell_t2d(k, NULL, 0, 1, 2, 3, 4), SPTUNE_ERR_INVALID);
+    CHECK_MSG(strstr(sptune_last_error(), "twell-d2t's, not twell-t2d's"), "%s", sptune_last_error());
+    CHECK_ST(sptune_twell_gated(k, NULL, 0, 1, 2, 3, 4, 5, 6), SPTUNE_ERR_INVALID);
+    CHECK_ST(sptune_twell_d2t(k, NULL, 1001, 1, 2, 0x10000, total), SPTUNE_ERR_INVALID);
+    sptune_kernel_free(k);
 }
 
 int main(void)
@@ -372,6 +436,9 @@ int main(void)
         }
         sptune_kernel_free(a);
     }
+
+    test_threads(cache);
+    test_parts(cache);
 
     /* Errors: a broken database, an unknown op, a bad problem, a missing field. */
     FILE *f = fopen(junk, "w");
