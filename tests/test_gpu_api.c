@@ -28,6 +28,8 @@ static const struct { const char *op, *problem, *fixed; } maxima[] = {
     {"gemm", "M=640,N=264,K=136", "mainloop=wgmma,load=tma,epi=overlap"},   /* tensor maps per count */
     {"twell-ffn", "M=700,D=256,F=1000,nnz=40,dense=1,dense_nnz=400", "mainloop=wgmma,load=tma"},
     {"slotfill-spmm", "M=512,K=520,N=384,sparsity=55,fp16=0,dist=1", NULL},
+    {"twell-t2d", "M=700,F=1000,D=256,T=128,S=15,nnz=40", NULL},
+    {"twell-gated", "M=700,F=1000,D=256,T=128,S=15,nnz=40", NULL},
 };
 #define NMAX (int)(sizeof maxima / sizeof maxima[0])
 #define FFN_MAX "M=700,D=256,F=1000,nnz=40,dense=1,dense_nnz=400"
@@ -41,20 +43,24 @@ static double now_us(void)
     return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
 }
 
-/* problem with dimension `dim` set to n ("M=640,N=264" -> "M=7,N=264"). */
+/* problem with dimension `dim` set to n ("M=640,N=264" -> "M=7,N=264"; added when absent). */
 static void with_count(const char *problem, const char *dim, long long n, char *out, size_t len)
 {
     size_t o = 0;
+    int seen = 0;
     out[0] = 0;
     for (const char *s = problem; *s && o < len;) {
         const char *comma = strchr(s, ',');
         size_t l = comma ? (size_t)(comma - s) : strlen(s);
-        if (strncmp(s, dim, strlen(dim)) == 0 && s[strlen(dim)] == '=')
+        if (strncmp(s, dim, strlen(dim)) == 0 && s[strlen(dim)] == '=') {
             o += (size_t)snprintf(out + o, len - o, "%s%s=%lld", o ? "," : "", dim, n);
+            seen = 1;
+        }
         else
             o += (size_t)snprintf(out + o, len - o, "%s%.*s", o ? "," : "", (int)l, s);
         s = comma ? comma + 1 : s + l;
     }
+    if (!seen && o < len) snprintf(out + o, len - o, ",%s=%lld", dim, n);
 }
 
 /* The inputs' and outputs' device pointers of a bound case, in declaration order (launch_ws). */
@@ -103,6 +109,8 @@ static sptune_status helper_launch(sptune_kernel *k, const char *op, sp_bench *b
 {
     if (!strcmp(op, "twell-ffn")) return sptune_twell_ffn(k, b->stream, tokens, t[0], t[1], t[2], t[3], t[4], ws, ws_bytes);
     if (!strcmp(op, "gemm")) return sptune_gemm(k, b->stream, tokens, t[0], t[1], t[2]);
+    if (!strcmp(op, "twell-t2d")) return sptune_twell_t2d(k, b->stream, tokens, t[0], t[1], t[2], t[3]);
+    if (!strcmp(op, "twell-gated")) return sptune_twell_gated(k, b->stream, tokens, t[0], t[1], t[2], t[3], t[4], t[5]);
     return sptune_slotfill_spmm(k, b->stream, tokens, t[0], t[1], t[2]);
 }
 
@@ -127,7 +135,7 @@ static void run_token_range(sp_bench *b)
             char problem[256], fewer[256];
             with_count(maxima[m].problem, dim, n, problem, sizeof problem);
             /* a handful of tokens cannot hold a dense one at the batch's mean: the data then has none */
-            if (!strcmp(op, "twell-ffn") && n < 64) {
+            if (!strncmp(op, "twell", 5) && n < 64) {
                 with_count(problem, "dense", 0, fewer, sizeof fewer);
                 memcpy(problem, fewer, sizeof problem);
             }
@@ -152,6 +160,55 @@ static void run_token_range(sp_bench *b)
         if (ws) cu->MemFree(ws);
         sptune_kernel_free(k);
     }
+}
+
+/* twell-d2t through its helper: the packed gate and pool it leaves in the workspace
+ * (sptune_kernel_workspace_part) copied into the harness's buffers and verified there. */
+static void run_d2t_helper(sp_bench *b)
+{
+    const char *problem = "M=333,D=256,F=1000,nnz=40";
+    sptune_kernel_request req = {"twell-d2t", problem, b->gpu.info.profile, "", cache_dir, 1, NULL};
+    sptune_kernel *k = NULL;
+    sp_case cs;
+    CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
+    if (!k || make_case(b, "twell-d2t", problem, k, &cs) != SPTUNE_OK) {
+        CHECK_MSG(0, "d2t helper: %s", sptune_last_error());
+        sptune_kernel_free(k);
+        return;
+    }
+    size_t bytes = 0, off[3], len[3];
+    CUdeviceptr ws = 0;
+    unsigned long long t[8], used = 0;
+    const char *names[3] = {"packed", "pool", "pool_counter"};
+    CHECK(tensors_of(k, &cs, t) == 2);
+    CHECK_ST(sptune_kernel_workspace(k, 1, &bytes), SPTUNE_OK);
+    CHECK_ST(SP_CU(cu->MemAlloc(&ws, bytes)), SPTUNE_OK);
+    for (int i = 0; i < 3; i++) CHECK_ST(sptune_kernel_workspace_part(k, names[i], bytes, &off[i], &len[i]), SPTUNE_OK);
+    CHECK_ST(sptune_twell_d2t(k, b->stream, 0, t[0], t[1], ws, bytes), SPTUNE_OK);
+    CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
+    CHECK_ST(SP_CU(cu->MemcpyDtoH(&used, ws + off[2], 8)), SPTUNE_OK);
+    /* the harness's buffers by argument index: packed (2), pool (3), pool_counter (4), pool_capacity (5) */
+    sptune_arg a;
+    CHECK_ST(sptune_kernel_arg(k, 2, &a), SPTUNE_OK);
+    unsigned long long packed, pool, counter, cap;
+    memcpy(&packed, cs.argv[2], 8);
+    memcpy(&pool, cs.argv[3], 8);
+    memcpy(&counter, cs.argv[4], 8);
+    memcpy(&cap, cs.argv[5], 8);
+    CHECK_MSG(used <= cap, "d2t helper: the data needs %llu pool words, the harness holds %llu", used, cap);
+    if (used <= cap) {
+        CHECK_ST(SP_CU(cu->MemcpyDtoD(packed, ws + off[0], (size_t)a.elements * 4)), SPTUNE_OK);
+        if (used) CHECK_ST(SP_CU(cu->MemcpyDtoD(pool, ws + off[1], used * 4)), SPTUNE_OK);
+        CHECK_ST(SP_CU(cu->MemcpyDtoD(counter, ws + off[2], 8)), SPTUNE_OK);
+        char detail[512] = "";
+        double rel = verify(b, &cs, detail, sizeof detail);
+        CHECK_MSG(rel < cs.ops->tolerance, "d2t helper: error %.3g (%s)", rel, detail);
+        printf("  helper twell-d2t %s: packed gate and pool from the workspace parts verified (%llu pool words)\n",
+               problem, used);
+    }
+    cu->MemFree(ws);
+    sp_case_destroy(&cs);
+    sptune_kernel_free(k);
 }
 
 /* Bytes of twell-ffn's X, Wg, Wu, Wd and Y for `tokens` tokens of the maximum problem (D=256, F=1000). */
@@ -405,6 +462,7 @@ int main(void)
     snprintf(cache_dir, sizeof cache_dir, "%s", sp_test_tmpdir("test_gpu_api"));
     if (sp_test_failures) return sp_test_done("test_gpu_api");
     run_token_range(&b);
+    run_d2t_helper(&b);
     run_graph(&b);
     run_threads(&b);
     run_host_cost(&b);
