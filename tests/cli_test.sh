@@ -16,7 +16,7 @@ expect() {
 }
 # has "description" pattern: checks the last output
 has() {
-  if printf '%s' "$out" | grep -qE -- "$2"; then pass=$((pass + 1)); else
+  if grep -qE -- "$2" <<< "$out"; then pass=$((pass + 1)); else
     fail=$((fail + 1)); echo "FAIL: $1: output lacks /$2/"; echo "$out" | head -20 | sed 's/^/    /'; fi
 }
 
