@@ -101,9 +101,10 @@ function M.store_rows(c, first, step)
         }]], {first = first, step = step, bm = c.bm, bn = c.bn, row = c.bn + 8})
 end
 
--- The whole CTA after its main loop: the accumulators staged in the pipeline's shared memory, then
--- written out row by row (coalesced). Expects in scope what both need, plus sp_smem and warp.
-function M.store_staged(d, c)
+-- Two steps by the whole CTA after its main loop, through the pipeline's shared memory: the warps that
+-- hold accumulators stage the tile, then every warp runs `rows` over it. Expects in scope what both
+-- need, plus sp_smem and warp.
+local function through_smem(d, stage, rows)
   return text.fill([[
     {
         __syncthreads(); /* every warp is done with the pipeline's shared memory */
@@ -114,8 +115,11 @@ ${stage}
         __syncthreads();
 ${rows}
     }
-]], {owner = d.acc_owner or "true", stage = M.stage(d, c, "none"), rows = M.store_rows(c, "warp", d.warps)})
+]], {owner = d.acc_owner or "true", stage = stage, rows = rows})
 end
+
+-- The accumulators written out row by row (coalesced) after the main loop.
+function M.store_staged(d, c) return through_smem(d, M.stage(d, c, "none"), M.store_rows(c, "warp", d.warps)) end
 
 -- Rows first, first + step, ... of the staged tile. Expects in scope: sC, packed, pool,
 -- pool_counter, pool_capacity, M, N, m0, pid_n, lane. A tile that overflows its slots when the pool
@@ -188,20 +192,7 @@ __device__ __forceinline__ void sp_twell_route(sp_u32 *row_info, int M, int row,
 }
 ]]
 
--- Both steps by the whole CTA after its main loop, through the pipeline's shared memory.
--- Expects in scope what both need, plus sp_smem and warp.
-function M.twell_pack(d, c)
-  return text.fill([[
-    {
-        __syncthreads(); /* every warp is done with the pipeline's shared memory */
-        sp_bf16 *sC = (sp_bf16 *)sp_smem;
-        if (${owner}) {  /* the warps that hold accumulators */
-${stage}
-        }
-        __syncthreads();
-${rows}
-    }
-]], {owner = d.acc_owner or "true", stage = M.twell_stage(d, c), rows = M.twell_pack_rows(c, "warp", d.warps)})
-end
+-- Both steps by the whole CTA after its main loop.
+function M.twell_pack(d, c) return through_smem(d, M.twell_stage(d, c), M.twell_pack_rows(c, "warp", d.warps)) end
 
 return M
