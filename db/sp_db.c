@@ -159,7 +159,7 @@ static sptune_status db_inspect(const char *path, inspect_mode mode, int *fresh)
         return sp_db_refuse_foreign(path, app);
     }
     if (version > SP_DB_SCHEMA_VERSION) return sp_db_refuse_newer(path, version);
-    if (mode == INSPECT_READONLY && version < SP_DB_SCHEMA_READABLE)
+    if (mode == INSPECT_READONLY && version != SP_DB_SCHEMA_VERSION)
         return sp_fail(SPTUNE_ERR_DB,
                        "%s has schema %d, older than this build's %d; open it for writing once to migrate it",
                        path, version, SP_DB_SCHEMA_VERSION);
@@ -200,6 +200,23 @@ static sptune_status make_parent(const char *path)
     free(dir);
     if (st != SPTUNE_OK) return sp_wrap(st, "cannot create the database %s", path);
     return SPTUNE_OK;
+}
+
+/* Whether results has the energy columns (a file of an earlier build has not). */
+static sptune_status has_energy(sqlite3 *h, const char *path, int *yes)
+{
+    sqlite3_stmt *s = NULL;
+    *yes = 0;
+    if (sqlite3_prepare_v2(h, "SELECT count(*) FROM pragma_table_info('results') WHERE name = 'energy_j'", -1, &s,
+                           NULL) != SQLITE_OK) {
+        sptune_status st = sp_db_sqlfail(h, path, "reading the results table's columns");
+        sqlite3_finalize(s);
+        return st;
+    }
+    int rc = sqlite3_step(s);
+    if (rc == SQLITE_ROW) *yes = sqlite3_column_int(s, 0) > 0;
+    sqlite3_finalize(s);
+    return rc == SQLITE_ROW ? SPTUNE_OK : sp_db_sqlfail(h, path, "reading the results table's columns");
 }
 
 static sptune_status db_new(sqlite3 *h, const char *path, int readonly, int version, sp_db **out)
@@ -298,7 +315,18 @@ sptune_status sp_db_open(const char *path, int create, sp_db **out)
         const sp_db_step *steps = sp_db_schema_steps(&count);
         st = sp_db_migrate(h, path, steps, count, NULL, &version);
     }
+    int energy = 0;
+    if (st == SPTUNE_OK && (st = has_energy(h, path, &energy)) == SPTUNE_OK && !energy) {
+        /* a file written before the energy columns (or by a build without them): added, once */
+        char *err = NULL;
+        if (sqlite3_exec(h, sp_db_energy_columns_sql, NULL, NULL, &err) != SQLITE_OK &&
+            (has_energy(h, path, &energy) != SPTUNE_OK || !energy))   /* another process may have added them */
+            st = sp_fail(SPTUNE_ERR_DB, "%s: adding the energy columns: %s", path, err ? err : "?");
+        sqlite3_free(err);
+        energy = st == SPTUNE_OK;
+    }
     if (st == SPTUNE_OK) st = db_new(h, path, 0, version, out);
+    if (st == SPTUNE_OK) (*out)->energy = energy;
     if (st != SPTUNE_OK) sqlite3_close(h);
     return st;
 }
@@ -332,11 +360,13 @@ sptune_status sp_db_open_readonly(const char *path, sp_db **out)
     /* Checked again: the file may have changed since the inspection. */
     if (st == SPTUNE_OK && app != SP_DB_APPLICATION_ID) st = sp_db_refuse_foreign(path, app);
     if (st == SPTUNE_OK && version > SP_DB_SCHEMA_VERSION) st = sp_db_refuse_newer(path, version);
-    /* an older schema this build still reads (what it lacks reads as unmeasured) */
-    if (st == SPTUNE_OK && version < SP_DB_SCHEMA_READABLE)
+    if (st == SPTUNE_OK && version != SP_DB_SCHEMA_VERSION)
         st = sp_fail(SPTUNE_ERR_DB, "%s has schema %d, older than this build's %d; open it for writing once "
                      "to migrate it", path, version, SP_DB_SCHEMA_VERSION);
+    int energy = 0;
+    if (st == SPTUNE_OK) st = has_energy(h, path, &energy);
     if (st == SPTUNE_OK) st = db_new(h, path, 1, version, out);
+    if (st == SPTUNE_OK) (*out)->energy = energy;
     if (st != SPTUNE_OK) sqlite3_close(h);
     return st;
 }

@@ -8,8 +8,7 @@
 #include <stdint.h>
 
 #define SP_DB_APPLICATION_ID 0x53505455 /* "SPTU" */
-#define SP_DB_SCHEMA_VERSION 2  /* 2: energy per call */
-#define SP_DB_SCHEMA_READABLE 1 /* the oldest schema a read-only open reads without migrating */
+#define SP_DB_SCHEMA_VERSION 1  /* (the energy columns are additive: db/sp_db_schema.c) */
 
 typedef struct sp_db sp_db;
 

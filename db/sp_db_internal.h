@@ -19,6 +19,7 @@ typedef enum sp_db_stmt_id {
     SP_STMT_CONFIG_INSERT,
     SP_STMT_RESULT_UPSERT,
     SP_STMT_LOOKUP,
+    SP_STMT_LOOKUP_ENERGY,
     SP_STMT_BEST,
     SP_STMT_COUNT,
     SP_STMT__COUNT
@@ -29,6 +30,7 @@ struct sp_db {
     char *path;
     int version;       /* schema version (user_version) */
     int readonly;      /* opened with sp_db_open_readonly */
+    int energy;        /* results has the energy columns (read-only opens of older files may lack them) */
     int busy_timeout_ms;
     sqlite3_stmt *stmt[SP_STMT__COUNT];
 };
@@ -49,6 +51,9 @@ void sp_db_rollback(sqlite3 *h);
 /* The refusal messages (SPTUNE_ERR_DB), shared by the open-time inspection and the migration. */
 sptune_status sp_db_refuse_foreign(const char *path, unsigned app_id);
 sptune_status sp_db_refuse_newer(const char *path, int version);
+
+/* Adds the energy columns to results (db/sp_db_schema.c). */
+extern const char sp_db_energy_columns_sql[];
 
 /* Reads application_id, user_version and the number of schema objects of h. */
 int sp_db_read_ids(sqlite3 *h, unsigned *app_id, int *version, long long *nobjects);

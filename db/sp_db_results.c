@@ -48,6 +48,12 @@ int sp_outcome_parse(const char *s, sp_outcome *o)
     " JOIN templates t ON t.id = r.template_id" \
     " JOIN problems p ON p.id = r.problem_id" \
     " JOIN configurations c ON c.id = r.config_id"
+/* One result by environment, template version, problem and configuration (sp_db_lookup). */
+#define LOOKUP_WHERE \
+        " WHERE e.gpu_name = ?1 AND e.gpu_profile = ?2 AND e.cc_major = ?3 AND e.cc_minor = ?4" \
+        " AND e.sm_count = ?5 AND e.driver_version = ?6 AND e.nvrtc_version = ?7" \
+        " AND e.sptune_version = ?8 AND t.name = ?9 AND t.hash = ?10 AND p.op = ?9 AND p.key = ?11" \
+        " AND c.template_name = ?9 AND c.text = ?12"
 
 static const char *const STMT_SQL[SP_STMT__COUNT] = {
     [SP_STMT_ENV_SELECT] =
@@ -79,11 +85,9 @@ static const char *const STMT_SQL[SP_STMT__COUNT] = {
         /* an import never replaces a newer measurement */
         " WHERE excluded.recorded_at >= results.recorded_at",
     [SP_STMT_LOOKUP] =
-        "SELECT r.outcome, r.median_ms, r.energy_j" RESULT_JOINS
-        " WHERE e.gpu_name = ?1 AND e.gpu_profile = ?2 AND e.cc_major = ?3 AND e.cc_minor = ?4"
-        " AND e.sm_count = ?5 AND e.driver_version = ?6 AND e.nvrtc_version = ?7"
-        " AND e.sptune_version = ?8 AND t.name = ?9 AND t.hash = ?10 AND p.op = ?9 AND p.key = ?11"
-        " AND c.template_name = ?9 AND c.text = ?12",
+        "SELECT r.outcome, r.median_ms, NULL" RESULT_JOINS LOOKUP_WHERE,
+    [SP_STMT_LOOKUP_ENERGY] =
+        "SELECT r.outcome, r.median_ms, r.energy_j" RESULT_JOINS LOOKUP_WHERE,
     [SP_STMT_BEST] =
         "SELECT c.text, r.median_ms, r.baseline_ms" RESULT_JOINS
         " WHERE e.gpu_profile = ?1 AND t.name = ?2 AND p.op = ?2 AND p.key = ?3 AND r.outcome = 'ok'"
@@ -360,7 +364,7 @@ sptune_status sp_db_lookup_energy(sp_db *db, const sp_env *env, const char *temp
     if (st == SPTUNE_OK) st = check_key(fn, template_name, template_hash, problem_key, config);
     if (st != SPTUNE_OK) return st;
 
-    sqlite3_stmt *s = sp_db_stmt(db, SP_STMT_LOOKUP);
+    sqlite3_stmt *s = sp_db_stmt(db, db->energy ? SP_STMT_LOOKUP_ENERGY : SP_STMT_LOOKUP);
     if (!s) return SPTUNE_ERR_DB;
     int rc = bind_env(s, env);
     if (rc == SQLITE_OK) rc = bind_text(s, 9, template_name);
@@ -478,7 +482,7 @@ sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
 {
     if (!db || !cb) return sp_fail(SPTUNE_ERR_INVALID, "sp_db_foreach: bad arguments");
     /* Not a cached statement: the callback may call back into the database, even foreach. */
-    /* a schema-1 file opened read-only has no energy columns: they read as unmeasured */
+    /* a file of an earlier build opened read-only has no energy columns: they read as unmeasured */
     static const char sql[] =
         "SELECT e.gpu_name, e.gpu_profile, e.cc_major, e.cc_minor, e.sm_count, e.driver_version,"
         " e.nvrtc_version, e.sptune_version, t.name, t.hash, p.key, c.text, r.outcome, r.detail,"
@@ -486,7 +490,7 @@ sptune_status sp_db_foreach(sp_db *db, sp_db_row_cb cb, void *ud)
         " r.method, r.registers, r.smem_bytes, r.spill_bytes, r.recorded_at, %s" RESULT_JOINS
         " ORDER BY r.id";
     char query[sizeof sql + 64];
-    snprintf(query, sizeof query, sql, db->version >= 2 ? "r.energy_j, r.baseline_energy_j" : "NULL, NULL");
+    snprintf(query, sizeof query, sql, db->energy ? "r.energy_j, r.baseline_energy_j" : "NULL, NULL");
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(db->h, query, -1, &s, NULL) != SQLITE_OK) {
         sptune_status st = sqlfail(db, "listing results");

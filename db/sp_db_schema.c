@@ -72,15 +72,16 @@ static const char SCHEMA_V1[] =
     "CREATE INDEX results_by_problem ON results (problem_id);\n"
     "CREATE INDEX results_by_config ON results (config_id);\n";
 
-/* Version 2: joules per call of the result and of its baseline (NVML), NULL where not measured. */
-static const char SCHEMA_V2[] =
-    "ALTER TABLE results ADD COLUMN energy_j REAL;\n"
-    "ALTER TABLE results ADD COLUMN baseline_energy_j REAL;\n";
-
 static const sp_db_step SCHEMA_STEPS[] = {
     {"create the version 1 tables", SCHEMA_V1},
-    {"add the energy columns", SCHEMA_V2},
 };
+
+/* Joules per call of a result and of its baseline (NVML), NULL where not measured: nullable columns
+ * added to results without a new schema version, so that builds that know nothing of them still read
+ * and write the file (they name their columns), and a file without them reads as unmeasured. */
+const char sp_db_energy_columns_sql[] =
+    "ALTER TABLE results ADD COLUMN energy_j REAL;\n"
+    "ALTER TABLE results ADD COLUMN baseline_energy_j REAL;\n";
 
 _Static_assert(sizeof SCHEMA_STEPS / sizeof SCHEMA_STEPS[0] == SP_DB_SCHEMA_VERSION,
                "one migration step per schema version");

@@ -10,7 +10,8 @@
 #include "sp_db.h"
 #include <stdio.h>
 
-#define SP_DB_TEXT_MAGIC "# sptune tuning results v1"
+#define SP_DB_TEXT_MAGIC "# sptune tuning results v2"    /* v2: energy_j, baseline_energy_j at the end */
+#define SP_DB_TEXT_MAGIC_V1 "# sptune tuning results v1" /* still read: 27 fields, no energy */
 
 sptune_status sp_db_export_text(sp_db *db, FILE *out, long long *rows);
 

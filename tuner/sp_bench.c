@@ -103,7 +103,8 @@ static double now_ms(void)
 typedef struct watch {
     sp_nvml_dev *dev;
     _Atomic int stop;
-    int n, failed;
+    _Atomic int n;
+    int failed;
     double t[SP_STEPS];
     unsigned long long mj[SP_STEPS];
 } watch;
@@ -113,7 +114,7 @@ static void *watch_counter(void *arg)
     watch *w = arg;
     unsigned long long last = 0, mj = 0;
     if (sp_nvml_energy_mj(w->dev, &last) != SPTUNE_OK) { w->failed = 1; return NULL; }
-    while (!w->stop && w->n < SP_STEPS) {
+    while (!w->stop && w->n < SP_STEPS) {   /* (only this thread writes n) */
         if (sp_nvml_energy_mj(w->dev, &mj) != SPTUNE_OK) { w->failed = 1; break; }
         if (mj != last) {
             w->t[w->n] = now_ms();
@@ -146,8 +147,19 @@ static sptune_status time_energy(sp_bench *b, const sp_cuda_api *cu, sp_bench_fn
     w.dev = b->nvml;
     pthread_t th;
     if (pthread_create(&th, NULL, watch_counter, &w) != 0) return SPTUNE_OK;   /* no energy, nothing else lost */
+    /* runs in batches until the counter has stepped 4 times (2 whole steps inside the busy time) and the
+     * planned count is done: back to back the runs may be faster than their median with the L2 flushed,
+     * so the count alone could leave too few steps; at most 3 windows of wall time */
+    const long long batch = n / 8 > 0 ? n / 8 : 1;
+    const double start = now_ms();
+    long long runs = 0;
     st = SP_CU(cu->EventRecord(e0, b->stream));
-    for (long long i = 0; i < n && st == SPTUNE_OK; i++) st = fn(ud, b->stream);
+    while (st == SPTUNE_OK) {
+        for (long long i = 0; i < batch && st == SPTUNE_OK; i++) st = fn(ud, b->stream);
+        runs += batch;
+        if ((runs >= n && w.n >= 4) || now_ms() - start > 3 * b->opts.energy_ms || runs >= 64 * n) break;
+    }
+    n = runs;
     if (st == SPTUNE_OK) st = SP_CU(cu->EventRecord(e1, b->stream));
     if (st == SPTUNE_OK) st = SP_CU(cu->EventSynchronize(e1));
     const double done = now_ms();

@@ -4,7 +4,7 @@ compile at install time).
     import torch, sptune
     y = sptune.twell_ffn(x, w_gate, w_up, w_down)      # Y = (relu(X Wg^T) * X Wu^T) Wd, bf16, CUDA
 
-The library is found through $SPTUNE_LIB (a path to libsptune.so.0), then where `cmake --install` puts
+The library is found through $SPTUNE_LIB (a path to libsptune.so.0.2), then where `cmake --install` puts
 it relative to this package (<prefix>/lib), then the source tree's build folder, then the system's
 library path. Kernels run on the
 current CUDA stream. With torch available, ``torch.ops.sptune.twell_ffn`` is registered as a custom
@@ -48,11 +48,11 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     # installed: <prefix>/lib/python3/site-packages/sptune -> <prefix>/lib; the source tree: python/sptune -> build
     for rel in ("../../..", "../../build"):
-        yield os.path.join(here, rel, "libsptune.so.0")
+        yield os.path.join(here, rel, "libsptune.so.0.2")
     found = ctypes.util.find_library("sptune")
     if found:
         yield found
-    yield "libsptune.so.0"
+    yield "libsptune.so.0.2"
 
 
 _lib = None
@@ -74,7 +74,7 @@ def _library():
             except OSError as e:
                 errors.append(f"{path}: {e}")
         else:
-            raise SptuneError("libsptune not found (set SPTUNE_LIB to libsptune.so.0): " + "; ".join(errors))
+            raise SptuneError("libsptune not found (set SPTUNE_LIB to libsptune.so.0.2): " + "; ".join(errors))
         P, I, S = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
         lib.sptune_last_error.restype = S
         lib.sptune_version.restype = S
@@ -123,6 +123,9 @@ class Kernel:
         handle = ctypes.c_void_p()
         _check(lib.sptune_kernel_get(ctypes.byref(req), ctypes.byref(handle)))
         self._lib, self._h = lib, handle
+        # one thread at a time per kernel object (include/sptune.h): a launch with a new token count
+        # works out its geometry in the object's template
+        self._lock = threading.Lock()
         self.op, self.problem = op, problem
         self.config = lib.sptune_kernel_config(handle).decode()
         detail = ctypes.c_char_p()
@@ -157,15 +160,17 @@ class Kernel:
                 c = ctypes.c_int32(int(v))
             keep.append(c)
             ptrs[i] = ctypes.addressof(c)
-        _check(self._lib.sptune_kernel_launch(self._h, ctypes.c_void_p(int(stream)), ptrs))
+        with self._lock:
+            _check(self._lib.sptune_kernel_launch(self._h, ctypes.c_void_p(int(stream)), ptrs))
 
     def launch_ws(self, tensors, workspace, workspace_bytes, stream=0, tokens=0):
         """Launches with the inputs' and outputs' device pointers in declaration order and one workspace
         allocation (sptune_kernel_launch_ws: the library cuts it and sets the capacities); tokens: the
         token count, 1 to the problem's (0: the problem's)."""
         ptrs = (ctypes.c_uint64 * max(len(tensors), 1))(*[int(t) for t in tensors])
-        _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(int(stream)), int(tokens), ptrs,
-                                                 int(workspace), int(workspace_bytes)))
+        with self._lock:
+            _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(int(stream)), int(tokens), ptrs,
+                                                     int(workspace), int(workspace_bytes)))
 
     def __del__(self):
         h = getattr(self, "_h", None)
