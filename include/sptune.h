@@ -87,7 +87,9 @@ typedef enum sptune_origin {
 
 typedef struct sptune_kernel_request {
     const char *op;        /* "twell-ffn", "gemm", ... (sptune ops) */
-    const char *problem;   /* the op's dimensions: "M=16384,D=2048,F=5632,nnz=40" */
+    const char *problem;   /* the op's dimensions: "M=16384,D=2048,F=5632,nnz=40" (the TwELL ops' nnz, active
+                              neurons per token, and their data dimensions may be left out: 40 and the defaults
+                              sptune ops lists) */
     const char *gpu;       /* GPU profile ("h200"; sptune_gpu_get().profile) or "auto" (the current context's
                               device, else device 0) */
     const char *db_path;   /* NULL: the default database; "": no database of the user's */

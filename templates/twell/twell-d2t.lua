@@ -22,7 +22,7 @@ return {
   description = "TwELL producer: relu(X Wg^T) on tensor cores (mma.sync or wgmma), packed to TwELL in the epilogue"
     .. " (exact, overflow pool)",
   args = ARGS,
-  dims = dist.with{"M", "D", "F", "nnz"},   -- nnz and the rest: the data the op is measured on
+  dims = dist.with{"M", "D", "F"},   -- nnz and the rest: the data the op is measured on
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = produce.params,
   constraints = produce.constraints,

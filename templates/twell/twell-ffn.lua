@@ -85,7 +85,7 @@ return {
   description = "TwELL gated FFN layer: packed gate from the gate GEMM's epilogue, then up and down for active"
     .. " neurons only",
   args = ARGS,
-  dims = dist.with{"M", "D", "F", "nnz"},   -- nnz and the rest: the data the op is measured on
+  dims = dist.with{"M", "D", "F"},   -- nnz and the rest: the data the op is measured on
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,

@@ -45,7 +45,7 @@ return {
   description = "TwELL gated consumer: (gate (.) X Wu^T) Wd for the active neurons only: one warp per row on"
     .. " CUDA cores, or token tiles on tensor cores",
   args = ARGS,
-  dims = dist.with{"M", "F", "D", "T", "S", "nnz"},   -- nnz and the rest: the data the op is measured on
+  dims = dist.with{"M", "F", "D", "T", "S"},   -- nnz and the rest: the data the op is measured on
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,

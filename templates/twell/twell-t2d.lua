@@ -36,7 +36,7 @@ return {
   family = "twell",
   description = "TwELL consumer: packed activations x W_down (F x D) -> dense output, one warp per row on CUDA cores",
   args = ARGS,
-  dims = dist.with{"M", "F", "D", "T", "S", "nnz"},   -- nnz and the rest: the data the op is measured on
+  dims = dist.with{"M", "F", "D", "T", "S"},   -- nnz and the rest: the data the op is measured on
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = {
