@@ -70,7 +70,7 @@ else
 fi
 
 expect 0 "ops" "$bin" ops;                        has "ops lists gemm" "^gemm \(dense\)"; has "ops lists params" "stages"
-has "ops shows the data dimensions and their defaults" "problem: M,D,F,nnz,dead\[=30\],tail\[=0.7\],dense\[=0.5\]"
+has "ops shows the data dimensions and their defaults" "problem: M,D,F,nnz\[=40\],dead\[=30\],tail\[=0.7\],dense\[=0.5\]"
 expect 0 "space count h100" "$bin" space gemm --gpu h100 --count; has "positive count" "^[1-9][0-9]*$"
 h100=$out
 expect 0 "space count rtx" "$bin" space gemm --gpu rtx-pro-6000 --count; has "positive count" "^[1-9][0-9]*$"
