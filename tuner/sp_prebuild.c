@@ -12,6 +12,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define SP_PREBUILD_AHEAD 512
+
 struct sp_prebuild {
     int n;
     pid_t pids[32];
@@ -31,7 +33,11 @@ static sptune_status proposal_order(const sp_template *t, const sp_configs *spac
     sp_search *s;
     sptune_status st = sp_search_create(kind, t, space, seed, &s);
     if (st != SPTUNE_OK) return st;
-    long long cap = limit > 0 && limit < space->n ? limit : space->n, i, k = 0;
+    /* without a limit on evaluations (a time budget), the next few hundred: predicting the whole order
+     * of a large space costs a scan of it per proposal (183,696 twell-ffn configurations: minutes
+     * before the first measurement), and no time budget measures that many */
+    const long long want = limit > 0 ? limit : SP_PREBUILD_AHEAD;
+    long long cap = want < space->n ? want : space->n, i, k = 0;
     *order = malloc((size_t)(cap > 0 ? cap : 1) * sizeof **order);
     if (!*order) { sp_search_free(s); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
     while (k < cap && sp_search_next(s, &i)) {
