@@ -48,9 +48,8 @@ struct sptune_kernel {
     sp_kernel_src src;
     sp_cubin cubin;
     sp_kernel loaded;     /* loaded.module is NULL until the first launch */
-    /* the token count: which argument and dimension it is (-1: none), and its maximum, the problem's */
+    /* the token count: which argument and dimension it is (-1: none); its maximum is the argument's dim */
     int tokens_arg, tokens_dim;
-    long long max_tokens;
     /* what a launch with fewer tokens needs: the template (loaded at the first such launch), the
        configuration and problem rendered, and the geometries worked out so far (the last GEO_MAX) */
     char hash[65];
@@ -607,13 +606,10 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
     k->want = want;
     snprintf(k->hash, sizeof k->hash, "%s", sp_template_hash(t));
     k->tokens_arg = k->tokens_dim = -1;
-    k->max_tokens = -1;
     if (sp_template_tokens(t)) {
-        k->tokens_arg = sp_template_arg_index(t, sp_template_tokens(t));
         for (int d = 0; d < want.n; d++)
             if (strcmp(want.name[d], sp_template_tokens(t)) == 0) k->tokens_dim = d;
-        k->max_tokens = k->tokens_dim >= 0 ? (long long)want.v[k->tokens_dim] : -1;
-        if (k->tokens_dim < 0) k->tokens_arg = -1;
+        if (k->tokens_dim >= 0) k->tokens_arg = sp_template_arg_index(t, sp_template_tokens(t));
     }
     if ((st = keep_args(t, &cfg, &want, k)) != SPTUNE_OK) goto fail;
     if (!req->cache_dir || *req->cache_dir) {
@@ -708,6 +704,9 @@ sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned
     return SPTUNE_OK;
 }
 
+/* The largest token count a launch may pass: the problem's (-1: the op has none). */
+static long long max_tokens(const sptune_kernel *k) { return k->tokens_arg >= 0 ? k->arg[k->tokens_arg].dim : -1; }
+
 /* The geometry of a launch with `tokens` tokens (fewer than the problem's): worked out by the template
  * at its first use and kept (the last GEO_MAX). */
 static sptune_status geometry_for(sptune_kernel *k, long long tokens, const sp_kernel_stage **out)
@@ -771,7 +770,7 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
     }
     sptune_status st;
     if (!k->loaded.module && (st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
-    if (tokens < 0 || tokens == k->max_tokens) return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
+    if (tokens < 0 || tokens == max_tokens(k)) return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
     const sp_kernel_stage *stages;
     if ((st = geometry_for(k, tokens, &stages)) != SPTUNE_OK) return st;
     return sp_kernel_launch_stages(&k->loaded, stages, (CUstream)stream, args);
@@ -828,9 +827,9 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
     if (!k || !tensors) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: no kernel or no tensors");
     if (tokens != 0 && k->tokens_arg < 0)
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %s has no token count to set (pass 0)", k->op);
-    if (tokens < 0 || (k->tokens_arg >= 0 && tokens > k->max_tokens))
+    if (tokens < 0 || (k->tokens_arg >= 0 && tokens > max_tokens(k)))
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %lld tokens, but the kernel serves 1 to %lld (0: "
-                       "the problem's)", tokens, k->max_tokens);
+                       "the problem's)", tokens, max_tokens(k));
     int at_bound = 0;
     sptune_status st = workspace_mode(k, "sptune_kernel_launch_ws", workspace_bytes, &at_bound);
     if (st != SPTUNE_OK) return st;
@@ -890,9 +889,9 @@ void sptune_kernel_free(sptune_kernel *k)
     free(k);
 }
 
-const char *sptune_kernel_tokens(const sptune_kernel *k, long long *max_tokens)
+const char *sptune_kernel_tokens(const sptune_kernel *k, long long *max)
 {
-    if (max_tokens) *max_tokens = k && k->tokens_arg >= 0 ? k->max_tokens : -1;
+    if (max) *max = k ? max_tokens(k) : -1;
     return k && k->tokens_arg >= 0 ? k->arg[k->tokens_arg].decl.name : NULL;
 }
 

@@ -213,9 +213,6 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     clock_gettime(CLOCK_MONOTONIC, &t0);
     for (int k = d; k < wl->n && rc == CLI_OK; k += n) {
         const sp_workload_item *w = &wl->items[k];
-        sp_template *t;
-        sp_problem p;
-        if ((rc = cli_load_template("", w->op, &t))) break;
         o.budget.seconds = 0;
         o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : plan->sample;
         /* a shared budget goes by the problems' shares (the product first, gemm the least) */
@@ -223,12 +220,8 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
             long long e = (long long)((double)total.evals * w->share / (shares_all > 0 ? shares_all : 1));
             o.budget.evals = e > 0 ? e : 1;
         }
-        double left = 0;
-        if (total.seconds > 0) {
-            left = total.seconds - since(&t0);
-            double rest = shares - shares_done;   /* time left over flows to the problems after */
-            o.budget.seconds = left > 0 ? left * w->share / (rest > 0 ? rest : 1) : 1e-3;
-        }
+        const double left = total.seconds > 0 ? total.seconds - since(&t0) : 0;
+        const double rest = shares - shares_done;   /* time left over flows to the problems after */
         shares_done += w->share;
         /* a problem takes its setup (worker, data, baseline) and one measurement at least: once the
          * budget is spent the rest are left to what is recorded (the runtime API never serves worse) */
@@ -238,9 +231,12 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
             tuned[done].skipped = 1;
             tuned[done].best = -1;
             item_of[done++] = w;
-            sp_template_free(t);
             continue;
         }
+        if (total.seconds > 0) o.budget.seconds = left * w->share / (rest > 0 ? rest : 1);
+        sp_template *t;
+        sp_problem p;
+        if ((rc = cli_load_template("", w->op, &t))) break;
         if (!json) printf("[%s:%d] %s %s (%s)\n", gpu.info.profile, ordinal, w->op, w->problem, w->why);
         fflush(stdout);
         double started = since(&t0);

@@ -296,11 +296,14 @@ char *sp_problem_format(const sp_problem *p)
     for (int i = 0; i < p->n; i++) {
         double v = p->v[i];
         sp_buf_printf(&b, "%s%.*s=", i ? "," : "", (int)strnlen(p->name[i], sizeof p->name[i]), p->name[i]);
-        char num[32];
-        snprintf(num, sizeof num, "%.15g", v);   /* the shortest of 15 or 17 digits that reads back as v */
-        if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
-        if (v == floor(v) && fabs(v) < 9.2e18) sp_buf_printf(&b, "%lld", (long long)v);
-        else sp_buf_printf(&b, "%s", num);
+        if (v == floor(v) && fabs(v) < 9.2e18) {
+            sp_buf_printf(&b, "%lld", (long long)v);
+        } else {
+            char num[32];
+            snprintf(num, sizeof num, "%.15g", v);   /* the shortest of 15 or 17 digits that reads back as v */
+            if (strtod(num, NULL) != v) snprintf(num, sizeof num, "%.17g", v);
+            sp_buf_printf(&b, "%s", num);
+        }
     }
     if (b.oom) { sp_buf_free(&b); return NULL; }
     return b.data ? b.data : sp_strdup("");

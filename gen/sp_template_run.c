@@ -216,21 +216,14 @@ sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, s
     sptune_status st = sp_sandbox_pcall(&t->sb, run_defaults, &x, 1);
     if (st != SPTUNE_OK) return sp_wrap(st, "%s: the defaults for %s", t->path, gpu->info.profile);
     lua_State *L = t->sb.L;
-    if (lua_type(L, -1) == LUA_TSTRING) {
-        char *text = sp_strdup(lua_tostring(L, -1));
-        lua_pop(L, 1);
-        if (!text) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
-        st = sp_config_parse(t, text, out);
-        free(text);
-        if (st != SPTUNE_OK) {
-            sp_config_default(t, out);
-            return sp_fail(SPTUNE_ERR_TEMPLATE, "%s: the defaults for %s: %s", t->path, gpu->info.profile,
-                           sptune_last_error());
-        }
-        return SPTUNE_OK;
+    /* the string stays valid while on the stack; parsing runs no Lua */
+    if (lua_type(L, -1) == LUA_TSTRING && (st = sp_config_parse(t, lua_tostring(L, -1), out)) != SPTUNE_OK) {
+        sp_config_default(t, out);
+        st = sp_fail(SPTUNE_ERR_TEMPLATE, "%s: the defaults for %s: %s", t->path, gpu->info.profile,
+                     sptune_last_error());
     }
     lua_pop(L, 1);
-    return SPTUNE_OK;
+    return st;
 }
 
 static int run_space(lua_State *L)
@@ -584,37 +577,38 @@ static int run_emit(lua_State *L)
     return 2; /* source, options (nil or a list of strings) */
 }
 
-sptune_status sp_template_geometry(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
-                                   const sp_problem *problem, sp_kernel_src *out)
+/* Runs kernel, launch and (unless geometry_only) emit and options for c on problem into out; on success
+ * with the source, the source and options are left on the Lua stack. */
+static sptune_status render(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu, const sp_problem *problem,
+                            sp_kernel_src *out, int geometry_only)
 {
-    if (!out || !problem) return sp_fail(SPTUNE_ERR_INVALID, "sp_template_geometry: no problem or no output");
     memset(out, 0, sizeof *out);
     sptune_status st = check_args(t, gpu, problem);
     if (st == SPTUNE_OK) st = sp_config_validate(t, c);
     if (st != SPTUNE_OK) return st;
-    run_ctx x = {.t = t, .c = c, .gpu = gpu, .p = problem, .constraint = -1, .out = out, .geometry_only = 1};
-    st = sp_sandbox_pcall(&t->sb, run_emit, &x, 0);
+    run_ctx x = {.t = t, .c = c, .gpu = gpu, .p = problem, .constraint = -1, .out = out,
+                 .geometry_only = geometry_only};
+    st = sp_sandbox_pcall(&t->sb, run_emit, &x, geometry_only ? 0 : 2);
     if (st != SPTUNE_OK) {
         memset(out, 0, sizeof *out);
-        return annotate(st, t, c, x.stage ? x.stage : "launch");
+        return annotate(st, t, c, x.stage ? x.stage : geometry_only ? "launch" : "emit");
     }
     return SPTUNE_OK;
+}
+
+sptune_status sp_template_geometry(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
+                                   const sp_problem *problem, sp_kernel_src *out)
+{
+    if (!out || !problem) return sp_fail(SPTUNE_ERR_INVALID, "sp_template_geometry: no problem or no output");
+    return render(t, c, gpu, problem, out, 1);
 }
 
 sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_profile *gpu,
                                const sp_problem *problem, sp_kernel_src *out)
 {
     if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sp_template_emit: no output");
-    memset(out, 0, sizeof *out);
-    sptune_status st = check_args(t, gpu, problem);
-    if (st == SPTUNE_OK) st = sp_config_validate(t, c);
+    sptune_status st = render(t, c, gpu, problem, out, 0);
     if (st != SPTUNE_OK) return st;
-    run_ctx x = {.t = t, .c = c, .gpu = gpu, .p = problem, .constraint = -1, .out = out};
-    st = sp_sandbox_pcall(&t->sb, run_emit, &x, 2);
-    if (st != SPTUNE_OK) {
-        memset(out, 0, sizeof *out);
-        return annotate(st, t, c, x.stage ? x.stage : "emit");
-    }
     lua_State *L = t->sb.L;
     size_t n;
     const char *src = lua_tolstring(L, -2, &n);

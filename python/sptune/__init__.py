@@ -139,6 +139,12 @@ class Kernel:
                               "pointer": bool(a.pointer), "role": _ROLES.get(a.role, "?"), "shape": a.shape.decode(),
                               "elements": a.elements, "elements_bound": a.elements_bound,
                               "typical": a.typical, "bound": a.bound})
+        # what every launch_ws needs, worked out once: the tensors' names in launch order, the typical workspace
+        self.tensor_names = [a["name"] for a in self.args if a["role"] in ("input", "output")]
+        try:
+            self.workspace = self.workspace_bytes()
+        except SptuneError:   # an op whose workspace the data sizes (no typical size declared)
+            self.workspace = None
 
     def workspace_bytes(self, bound=False):
         """Bytes of the workspace arguments together (each part rounded up to 256 bytes)."""
@@ -258,10 +264,9 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40):
     k = kernel("twell-ffn", f"M={token_bucket(M)},D={D},F={F},nnz={int(nnz)}")
     y = torch.empty((M, D), dtype=x.dtype, device=x.device)
     named = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": y}
-    need = k.workspace_bytes()
-    ws = torch.empty(max(need, 1), dtype=torch.uint8, device=x.device)
-    tensors = [named[a["name"]].data_ptr() for a in k.args if a["role"] in ("input", "output")]
-    k.launch_ws(tensors, ws.data_ptr(), need, torch.cuda.current_stream(x.device).cuda_stream, tokens=M)
+    ws = torch.empty(max(k.workspace, 1), dtype=torch.uint8, device=x.device)
+    tensors = [named[n].data_ptr() for n in k.tensor_names]
+    k.launch_ws(tensors, ws.data_ptr(), k.workspace, torch.cuda.current_stream(x.device).cuda_stream, tokens=M)
     return y
 
 
