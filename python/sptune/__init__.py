@@ -261,12 +261,14 @@ def token_bucket(M):
 def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40):
     M, D, F = check_twell_ffn(x, w_gate, w_up, w_down)
     import torch
-    k = kernel("twell-ffn", f"M={token_bucket(M)},D={D},F={F},nnz={int(nnz)}")
-    y = torch.empty((M, D), dtype=x.dtype, device=x.device)
-    named = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": y}
-    ws = torch.empty(max(k.workspace, 1), dtype=torch.uint8, device=x.device)
-    tensors = [named[n].data_ptr() for n in k.tensor_names]
-    k.launch_ws(tensors, ws.data_ptr(), k.workspace, torch.cuda.current_stream(x.device).cuda_stream, tokens=M)
+    # on x's device: the kernel object ("auto") is got and its module loaded in that device's context
+    with torch.cuda.device(x.device):
+        k = kernel("twell-ffn", f"M={token_bucket(M)},D={D},F={F},nnz={int(nnz)}")
+        y = torch.empty((M, D), dtype=x.dtype, device=x.device)
+        named = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": y}
+        ws = torch.empty(max(k.workspace, 1), dtype=torch.uint8, device=x.device)
+        tensors = [named[n].data_ptr() for n in k.tensor_names]
+        k.launch_ws(tensors, ws.data_ptr(), k.workspace, torch.cuda.current_stream(x.device).cuda_stream, tokens=M)
     return y
 
 
