@@ -219,6 +219,32 @@ static sptune_status has_energy(sqlite3 *h, const char *path, int *yes)
     return rc == SQLITE_ROW ? SPTUNE_OK : sp_db_sqlfail(h, path, "reading the results table's columns");
 }
 
+/* Adds the energy columns to a file written before them (or by a build without them), under the write
+ * lock and checked again there: another process opening the same file may be adding them too. */
+static sptune_status add_energy(sqlite3 *h, const char *path)
+{
+    char *err = NULL;
+    int yes = 0;
+    if (sqlite3_exec(h, "BEGIN IMMEDIATE", NULL, NULL, &err) != SQLITE_OK) {
+        sptune_status st = sp_fail(SPTUNE_ERR_DB, "%s: adding the energy columns: %s", path, err ? err : "?");
+        sqlite3_free(err);
+        return st;
+    }
+    sptune_status st = has_energy(h, path, &yes);
+    if (st == SPTUNE_OK && !yes && sqlite3_exec(h, sp_db_energy_columns_sql, NULL, NULL, &err) != SQLITE_OK)
+        st = sp_fail(SPTUNE_ERR_DB, "%s: adding the energy columns: %s", path, err ? err : "?");
+    sqlite3_free(err);
+    if (st != SPTUNE_OK) {
+        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+        return st;
+    }
+    if (sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+        st = sp_db_sqlfail(h, path, "adding the energy columns");
+        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+    }
+    return st;
+}
+
 static sptune_status db_new(sqlite3 *h, const char *path, int readonly, int version, sp_db **out)
 {
     sp_db *db = calloc(1, sizeof *db);
@@ -316,15 +342,8 @@ sptune_status sp_db_open(const char *path, int create, sp_db **out)
         st = sp_db_migrate(h, path, steps, count, NULL, &version);
     }
     int energy = 0;
-    if (st == SPTUNE_OK && (st = has_energy(h, path, &energy)) == SPTUNE_OK && !energy) {
-        /* a file written before the energy columns (or by a build without them): added, once */
-        char *err = NULL;
-        if (sqlite3_exec(h, sp_db_energy_columns_sql, NULL, NULL, &err) != SQLITE_OK &&
-            (has_energy(h, path, &energy) != SPTUNE_OK || !energy))   /* another process may have added them */
-            st = sp_fail(SPTUNE_ERR_DB, "%s: adding the energy columns: %s", path, err ? err : "?");
-        sqlite3_free(err);
-        energy = st == SPTUNE_OK;
-    }
+    if (st == SPTUNE_OK && (st = has_energy(h, path, &energy)) == SPTUNE_OK && !energy) st = add_energy(h, path);
+    energy = st == SPTUNE_OK;
     if (st == SPTUNE_OK) st = db_new(h, path, 0, version, out);
     if (st == SPTUNE_OK) (*out)->energy = energy;
     if (st != SPTUNE_OK) sqlite3_close(h);
