@@ -27,6 +27,7 @@ typedef struct run_ctx {
     void *ud;
     long long count;
     sp_config cur;
+    int maxread;          /* the last parameter (position) the running constraint read; -1: none */
     /* emit */
     sp_kernel_src *out;
     int geometry_only;    /* kernel and launch, no source */
@@ -146,6 +147,7 @@ static int run_constraints(lua_State *L, run_ctx *x, int fns, int c, int g, int 
     sp_template *t = x->t;
     for (int i = 0; i < t->nconstraints; i++) {
         x->constraint = i;
+        x->maxread = -1;
         lua_rawgeti(L, fns, i + 1);
         lua_pushvalue(L, c);
         lua_pushvalue(L, g);
@@ -226,6 +228,81 @@ sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, s
     return st;
 }
 
+/* The space walk shows the constraints a watched configuration: reads go through __index, which notes
+ * the last parameter (in declaration order) the running constraint read. A check is a function of
+ * what it reads, so when it fails, every configuration that differs only in later parameters fails it
+ * too, and the walk skips them (on twell-ffn's space, most of the raw product). Iterating the
+ * configuration or writing to it counts as reading everything. Upvalues: the values, name -> position,
+ * the run_ctx. */
+static int watched_index(lua_State *L)
+{
+    run_ctx *x = lua_touserdata(L, lua_upvalueindex(3));
+    lua_pushvalue(L, 2);
+    if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TNUMBER) {
+        int i = (int)lua_tointeger(L, -1);
+        if (i > x->maxread) x->maxread = i;
+    }
+    lua_pop(L, 1);
+    lua_pushvalue(L, 2);
+    lua_rawget(L, lua_upvalueindex(1));
+    return 1;
+}
+
+static int watched_all(lua_State *L, int nup)
+{
+    run_ctx *x = lua_touserdata(L, lua_upvalueindex(nup));
+    x->maxread = x->t->nparams - 1;
+    return 0;
+}
+
+static int watched_newindex(lua_State *L)
+{
+    watched_all(L, 2);
+    lua_settop(L, 3);
+    lua_rawset(L, lua_upvalueindex(1));
+    return 0;
+}
+
+static int watched_pairs(lua_State *L)
+{
+    watched_all(L, 2);
+    lua_getglobal(L, "next");
+    lua_pushvalue(L, lua_upvalueindex(1));
+    lua_pushnil(L);
+    return 3;
+}
+
+/* Pushes a watched view of the table at vals (absolute) for the walk x; returns its position. */
+static int push_watched(lua_State *L, run_ctx *x, int vals, int names)
+{
+    const sp_template *t = x->t;
+    lua_createtable(L, 0, t->nparams);   /* name -> position */
+    for (int i = 0; i < t->nparams; i++) {
+        lua_pushvalue(L, names + i);
+        lua_pushinteger(L, i);
+        lua_rawset(L, -3);
+    }
+    int pos = lua_gettop(L);
+    lua_createtable(L, 0, 0);
+    int view = lua_gettop(L);
+    lua_createtable(L, 0, 3);
+    lua_pushvalue(L, vals);
+    lua_pushvalue(L, pos);
+    lua_pushlightuserdata(L, x);
+    lua_pushcclosure(L, watched_index, 3);
+    lua_setfield(L, -2, "__index");
+    lua_pushvalue(L, vals);
+    lua_pushlightuserdata(L, x);
+    lua_pushcclosure(L, watched_newindex, 2);
+    lua_setfield(L, -2, "__newindex");
+    lua_pushvalue(L, vals);
+    lua_pushlightuserdata(L, x);
+    lua_pushcclosure(L, watched_pairs, 2);
+    lua_setfield(L, -2, "__pairs");
+    lua_setmetatable(L, view);
+    return view;
+}
+
 static int run_space(lua_State *L)
 {
     run_ctx *x = lua_touserdata(L, 1);
@@ -238,15 +315,19 @@ static int run_space(lua_State *L)
     int p = push_problem(L, x->p);
     lua_createtable(L, 0, t->nparams);
     int c = lua_gettop(L);
+    int view = push_watched(L, x, c, slots);
     sp_config *cur = &x->cur;
     memset(cur, 0, sizeof *cur);
     cur->nparams = t->nparams;
     for (;;) {
         /* Every field is written each time, so that a check that changes c changes nothing. */
         fill_config(L, t, c, slots, slots + t->nparams, cur->idx);
-        if (run_constraints(L, x, fns, c, g, p, 0) < 0) {
+        if (run_constraints(L, x, fns, view, g, p, 0) < 0) {
             x->count++;
             if (x->cb && x->cb(cur, x->ud)) break;
+        } else {
+            if (x->maxread < 0) break;   /* it fails whatever the parameters */
+            for (int k = x->maxread + 1; k < t->nparams; k++) cur->idx[k] = t->params[k].nvalues - 1;
         }
         int k = t->nparams - 1; /* the odometer: the last parameter changes fastest */
         while (k >= 0 && ++cur->idx[k] == t->params[k].nvalues) cur->idx[k--] = 0;

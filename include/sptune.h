@@ -170,7 +170,7 @@ SPTUNE_API sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bou
  * depends on whether it holds the bounds): its byte offset and its bytes. */
 SPTUNE_API sptune_status sptune_kernel_workspace_part(const sptune_kernel *k, const char *name,
                                                       size_t workspace_bytes, size_t *offset, size_t *bytes);
-/* Kernels launched per call (2 for the pipelines such as twell-ffn), and each one's geometry. */
+/* Kernels launched per call (several for the pipelines such as twell-ffn), and each one's geometry. */
 SPTUNE_API int sptune_kernel_count(const sptune_kernel *k);
 SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
                                      unsigned *smem_bytes);
@@ -220,6 +220,17 @@ SPTUNE_API sptune_status sptune_twell_gated(sptune_kernel *k, void *stream, long
                                             unsigned long long packed, unsigned long long pool, unsigned long long x,
                                             unsigned long long w_up, unsigned long long w_down,
                                             unsigned long long y);
+/* twell-ffn's hot/cold split (its `hot` parameter: the first hot/8 of the neurons run as a dense
+ * tensor-core slice for every token, the rest sparse) pays when the neurons are ordered by how often
+ * they fire, the most frequent first. Calibrate once, on activations like the model's:
+ * sptune_twell_count_active adds to counts[j] (F of them, zeroed by the caller) the tokens of `gate`
+ * (tokens x F bf16 values, relu(X Wg^T) on calibration data, say) whose entry j is positive, and
+ * sptune_twell_hot_order writes perm[i] = the neuron that goes to position i (descending counts, ties by
+ * index). Apply it once to the rows of Wg, Wu and Wd (new row i = old row perm[i]): the layer computes
+ * the same function. Results are exact for any order; only the speed depends on it. Host memory. */
+SPTUNE_API sptune_status sptune_twell_count_active(const void *gate, long long tokens, int F,
+                                                   unsigned long long *counts);
+SPTUNE_API sptune_status sptune_twell_hot_order(const unsigned long long *counts, int F, int *perm);
 /* gemm: C = A B^T, A tokens x K, B N x K, C tokens x N, bf16. */
 SPTUNE_API sptune_status sptune_gemm(sptune_kernel *k, void *stream, long long tokens, unsigned long long a,
                                      unsigned long long b, unsigned long long c);

@@ -266,10 +266,18 @@ done:
  * zeroes its own counters: the harness poisons them. */
 static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense_nnz=500",
                                         "M=77,D=61,F=130,nnz=12,dense=5,dense_nnz=90,at=0",
-                                        "M=1000,D=2048,F=5632,nnz=40"};
+                                        "M=1000,D=2048,F=5632,nnz=40",
+                                        "M=333,D=264,F=1000,nnz=60,dense=1,dense_nnz=400"};
+/* The hot/cold split (hot > 0; sm_90a): slices of 1/8 to all of the neurons, F % bn != 0 and D % 64 != 0
+ * (partial hot tiles and k-tiles) in the last shape, with the row and tile consumers and without the
+ * dense path. */
+#define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
-    "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=15,route=512,warps=16,split=1,dots=8,dunroll=2"};
+    HOPPER "bn=256,route=512,warps=16,split=1,dots=8,dunroll=2",
+    HOPPER "bn=128,route=512,warps=16,split=1,dots=8,dunroll=2,hot=1",
+    HOPPER "bn=256,route=256,warps=8,split=1,hot=2", HOPPER "bn=128,consumer=tile,hot=4",
+    HOPPER "bn=256,route=-1,hot=4", HOPPER "bn=256,hot=8"};
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1};
 #define NWS (int)(sizeof ws_shapes / sizeof ws_shapes[0] * sizeof ws_configs / sizeof ws_configs[0] * \
                   sizeof ws_pools / sizeof ws_pools[0] * sizeof ws_dense / sizeof ws_dense[0])
@@ -305,8 +313,8 @@ static void run_ffn_workspace(sp_bench *b, sp_cache *cache)
                               ws_pools[i], ws_dense[j], sp_outcome_name(e.outcome), e.detail, e.timing.rel_error);
                     n++;
                 }
-            printf("  ffn workspace %-48s %-28.28s pools 0,1,64,exact,typical x dense 0,1,typical: ok\n",
-                   ws_shapes[s], ws_configs[c]);
+            printf("  ffn workspace %-48s %-40.40s pools 0,1,64,exact,typical x dense 0,1,typical: ok\n",
+                   ws_shapes[s], ws_configs[c] + (strlen(ws_configs[c]) > 40 ? strlen(ws_configs[c]) - 40 : 0));
         }
         sp_case_destroy(&cs);
     }

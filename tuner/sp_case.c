@@ -123,8 +123,23 @@ void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t nco
     sp_compare_half(out, 0, ref, n, ncols, relu_ref, rel_err, detail, len);
 }
 
+static void compare(const uint16_t *out, int f16, const float *ref, const float *allow, size_t n, size_t ncols,
+                    int relu_ref, double *rel_err, char *detail, size_t len);
+
 void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, size_t ncols, int relu_ref,
                      double *rel_err, char *detail, size_t len)
+{
+    compare(out, f16, ref, NULL, n, ncols, relu_ref, rel_err, detail, len);
+}
+
+void sp_compare_bf16_allow(const uint16_t *out, const float *ref, const float *allow, size_t n, size_t ncols,
+                           double *rel_err, char *detail, size_t len)
+{
+    compare(out, 0, ref, allow, n, ncols, 0, rel_err, detail, len);
+}
+
+static void compare(const uint16_t *out, int f16, const float *ref, const float *allow, size_t n, size_t ncols,
+                    int relu_ref, double *rel_err, char *detail, size_t len)
 {
     double num = 0, den = 0;
     size_t bad = 0, first = 0;
@@ -136,7 +151,7 @@ void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, s
     for (size_t i = 0; i < n; i++) {
         double r = relu_ref && ref[i] < 0 ? 0 : ref[i];
         double o = sp_half_to_float(out[i], f16), d = o - r;
-        if (!isfinite(o) || fabs(d) > 0x1p-7 * fabs(r) + slack) {
+        if (!isfinite(o) || fabs(d) > 0x1p-7 * fabs(r) + slack + (allow ? allow[i] : 0.0f)) {
             if (!bad++) first = i;
             continue;
         }

@@ -80,6 +80,11 @@ void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t nco
 /* The same for bf16 (f16 == 0) or fp16 outputs. */
 void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, size_t ncols, int relu_ref,
                      double *rel_err, char *detail, size_t len);
+/* sp_compare_bf16 with a further allowance per element (allow[i] >= 0, added to its bound): an op
+ * whose contract lets it round an intermediate (twell-ffn's hot slice rounds h to bf16 as the dense
+ * bf16 layer does) states that rounding's error there. */
+void sp_compare_bf16_allow(const uint16_t *out, const float *ref, const float *allow, size_t n, size_t ncols,
+                           double *rel_err, char *detail, size_t len);
 /* The harnesses' shared steps. sp_poison_bf16: bf16 NaN over n elements at out (what a kernel
  * that skips an element leaves behind). sp_verify_bf16: the bf16 output (rows x cols, device)
  * copied into host and compared with ref as sp_compare_bf16 does. sp_fetch_f32: waits for s,
@@ -119,9 +124,9 @@ typedef struct sp_twell_out {
 } sp_twell_out;
 sptune_status sp_twell_out_alloc(sp_bench *b, int M, int F, long long pool_words, sp_twell_out *o);
 /* The pool capacity passed to the kernels: mode -1 the template's typical size for configuration c
- * (bound before), -2 exactly what gate G (M x F bf16) needs with its tile and slots, n >= 0 n words;
- * never more than allocated. */
-sptune_status sp_twell_out_capacity(sp_twell_out *o, const unsigned short *G, int M, int F, long long mode,
+ * (bound before), -2 exactly what gate G (M x F bf16) needs with its tile and slots from neuron
+ * `first` on (twell-ffn's hot slice before it is not packed), n >= 0 n words; never more than allocated. */
+sptune_status sp_twell_out_capacity(sp_twell_out *o, const unsigned short *G, int M, int F, int first, long long mode,
                                     const sp_template *t, const sp_config *c, const sp_problem *p);
 void sp_twell_out_free(sp_twell_out *o);
 /* Takes tile (bn) and slots from configuration c; refuses those that need more than allocated. */

@@ -68,7 +68,7 @@ sptune_status sp_twell_out_bind(sp_twell_out *o, const char *op, int M, int F, c
     return SPTUNE_OK;
 }
 
-sptune_status sp_twell_out_capacity(sp_twell_out *o, const unsigned short *G, int M, int F, long long mode,
+sptune_status sp_twell_out_capacity(sp_twell_out *o, const unsigned short *G, int M, int F, int first, long long mode,
                                     const sp_template *t, const sp_config *c, const sp_problem *p)
 {
     long long cap = mode;
@@ -78,7 +78,7 @@ sptune_status sp_twell_out_capacity(sp_twell_out *o, const unsigned short *G, in
     } else if (mode == -2) {   /* what the gate needs with this tile and these slots */
         cap = 0;
         for (int r = 0; r < M; r++)
-            for (int j0 = 0; j0 < F; j0 += o->tile) {
+            for (int j0 = first; j0 < F; j0 += o->tile) {
                 int n = 0;
                 for (int j = j0; j < F && j < j0 + o->tile; j++) n += (G[(size_t)r * F + j] & 0x7fffu) != 0;
                 if (n > o->slots) cap += n + 1;

@@ -101,6 +101,36 @@ function M.store_rows(c, first, step)
         }]], {first = first, step = step, bm = c.bm, bn = c.bn, row = c.bn + 8})
 end
 
+-- Rows first, first + step, ... of the staged tile combined into dst (a C expression: a bf16 matrix
+-- of rows x N, row-major, n0 its first column here): op "mul" (dst = staged * dst) or "add"
+-- (dst = staged + dst), in fp32, one rounding to bf16. Expects in scope: sC, M, m0, n0, lane, and N.
+function M.combine_rows(c, first, step, dst, op)
+  local f = ({mul = "*", add = "+"})[op] or error("epilogue.combine_rows: unknown op " .. tostring(op), 2)
+  return text.fill([[
+        const bool vec = (N % 8 == 0) && ((((unsigned long long)(${dst})) & 15ull) == 0);
+        for (int r = ${first}; r < ${bm} && m0 + r < M; r += ${step}) {
+            const sp_bf16 *src = sC + r * ${row};
+            sp_bf16 *out = (${dst}) + (size_t)(m0 + r) * N + n0;
+            if (vec) {
+                for (int ch = lane; ch < ${bn} / 8; ch += 32) {
+                    if (n0 + ch * 8 >= N) continue;
+                    const uint4 a = *(const uint4 *)(src + ch * 8);
+                    uint4 b = *(const uint4 *)(out + ch * 8);
+                    sp_u32 *bw = (sp_u32 *)&b;
+                    const sp_u32 *aw = (const sp_u32 *)&a;
+                    #pragma unroll
+                    for (int e = 0; e < 4; ++e)
+                        bw[e] = sp_pack_bf16x2(__uint_as_float(aw[e] << 16) ${f} __uint_as_float(bw[e] << 16),
+                                               __uint_as_float(aw[e] & 0xffff0000u) ${f} __uint_as_float(bw[e] & 0xffff0000u));
+                    *(uint4 *)(out + ch * 8) = b;
+                }
+            } else {
+                for (int col = lane; col < ${bn}; col += 32)
+                    if (n0 + col < N) out[col] = sp_f32_to_bf16(sp_bf16_to_f32(src[col]) ${f} sp_bf16_to_f32(out[col]));
+            }
+        }]], {first = first, step = step, bm = c.bm, bn = c.bn, row = c.bn + 8, dst = dst, f = f})
+end
+
 -- Two steps by the whole CTA after its main loop, through the pipeline's shared memory: the warps that
 -- hold accumulators stage the tile, then every warp runs `rows` over it. Expects in scope what both
 -- need, plus sp_smem and warp.
@@ -122,13 +152,15 @@ end
 function M.store_staged(d, c) return through_smem(d, M.stage(d, c, "none"), M.store_rows(c, "warp", d.warps)) end
 
 -- Rows first, first + step, ... of the staged tile. Expects in scope: sC, packed, pool,
--- pool_counter, pool_capacity, M, N, m0, pid_n, lane. A tile that overflows its slots when the pool
+-- pool_counter, pool_capacity, M, N, m0, pid_n, lane. With cold = {ntiles = ..., tile = ...} (C
+-- expressions: twell-ffn's hot/cold split, whose first tiles are not packed) the packed gate has
+-- ntiles tiles per row and this staged tile is number `tile` of them. A tile that overflows its slots when the pool
 -- has no room left is marked lost (0xC0000000, runtime/sp_twell.h). With c.route (twell-ffn), each
 -- row's count is also added to row_info[row] (c.route >= 0), and a row whose count reaches c.route
 -- (when > 0), or that lost a tile, is routed to the dense path (twell_dense.lua) while dense_capacity allows.
-function M.twell_pack_rows(c, first, step)
+function M.twell_pack_rows(c, first, step, cold)
   return text.fill([[
-        const int ntiles = (N + ${bn} - 1) / ${bn};
+        const int ntiles = ${ntiles};
         const unsigned lt = (1u << lane) - 1u;
         const unsigned long long pool_room = min(pool_capacity, 0x40000000ull); /* offsets have 30 bits */
         for (int r = ${first}; r < ${bm}; r += ${step}) {
@@ -139,7 +171,7 @@ function M.twell_pack_rows(c, first, step)
             #pragma unroll
             for (int ch = 0; ch < ${bn} / 32; ++ch)
                 count += __popc(__ballot_sync(0xffffffffu, (src[ch * 32 + lane] & 0x7fffu) != 0u));
-            sp_u32 *w = packed + ((size_t)grow * ntiles + pid_n) * ${words};
+            sp_u32 *w = packed + ((size_t)grow * ntiles + ${tile}) * ${words};
             sp_u32 *dst = w + 1;
             sp_u32 word0 = (sp_u32)count;
             bool lost = false;
@@ -171,6 +203,8 @@ ${route}
             }
             if (lane == 0) w[0] = word0;
         }]], {bm = c.bm, bn = c.bn, row = c.bn + 8, first = first, step = step, words = c.slots + 1, slots = c.slots,
+              ntiles = cold and cold.ntiles or string.format("(N + %d - 1) / %d", c.bn, c.bn),
+              tile = cold and cold.tile or "pid_n",
               route = (c.route or -1) >= 0 and text.fill([[
             if (lane == 0) {
                 const sp_u32 old = atomicAdd(row_info + grow, (sp_u32)count), before = old & 0x3fffffffu;

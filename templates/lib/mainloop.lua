@@ -58,12 +58,12 @@ function M.kernel_params(c) return c.mainloop == "wgmma" and wgmma.kernel_params
 function M.device(c) return c.mainloop == "wgmma" and wgmma.device(c) or "" end
 
 -- The launch of an M x N output tile by tile over K: the argument named a (M x K) against the
--- argument named b (N x K) (for the copy engine's tensor maps); smem: at least what the epilogue
--- needs. Persistent (one CTA per SM at most) with `persistent = {threads = ..., smem = ...}`.
+-- argument named b (N x K, or K x N with b_mn) (for the copy engine's tensor maps); smem: at least
+-- what the epilogue needs. Persistent (one CTA per SM at most) with `persistent = {threads = ..., smem = ...}`.
 function M.launch(x)
   local c = x.c
   local tiles = ((x.M + c.bm - 1) // c.bm) * ((x.N + c.bn - 1) // c.bn)
-  local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, x.M, x.b, x.N, x.K) or nil
+  local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, x.M, x.b, x.N, x.K, x.b_mn) or nil
   if x.persistent then
     return {grid = {math.min(tiles, x.gpu.sm_count), 1, 1}, block = {x.persistent.threads, 1, 1},
             smem = x.persistent.smem, tmaps = tmaps}
@@ -90,7 +90,7 @@ function M.persistent_threads(c, drainers) return 32 * (4 * c.wgs + 1 + drainers
 -- to sC, in scope: acc, n0, lane, wg) for each finished tile; the next warp drives the copy engine;
 -- x.drainers warps ("packers" in the code: TwELL packs, gemm stores) then run x.drain on the staged
 -- tile (in scope: sC, m0, pid_n, lane, pw = the drain warp's index) while the main loop goes on.
--- x.staging: bytes of the staging tile.
+-- x.staging: bytes of the staging tile; x.b_mn: B is MN-major (K x N, lib/wgmma.lua).
 function M.persistent(c, x)
   local d = wgmma.derive(c)
   local l = layout(c, x.staging)
@@ -159,8 +159,8 @@ ${rows}
 ]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
      pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, mma_threads = 32 * d.mma_warps,
      pack_threads = 32 * x.drainers, group_m = c.group_m,
-     issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn),
-     acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1"),
+     issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn, x.b_mn),
+     acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn),
      stage = x.stage(d), rows = x.drain})
 end
 

@@ -48,11 +48,28 @@ for _, p in ipairs(M.params) do M.name_keys[#M.name_keys + 1] = p.name end
 
 -- The persistent kernel with overlapped packing (lib/mainloop.lua): the packer warps pack each
 -- staged tile while the main loop runs on (the dense tensor-core work never waits for the packing,
--- only for the staging tile to be free).
-function M.overlap_body(c)
+-- only for the staging tile to be free). With hot = {cols = H} (twell-ffn's hot/cold split; H a C
+-- expression of the kernel's dimensions) the
+-- tiles of the first H neurons are not packed: their relu(gate) goes to hot_h (M x H, bf16) for the
+-- dense hot slice, and the packed gate holds the cold tiles only.
+function M.overlap_body(c, hot)
+  local drain = epilogue.twell_pack_rows(c, "pw", PACKERS)
+  if hot then
+    drain = text.fill([[
+            const int hot_n = ${H}, hot_tiles = (hot_n + ${bn} - 1) / ${bn};
+            if (pid_n < hot_tiles) {   /* a hot tile: relu(gate) to hot_h */
+                const int n0 = pid_n * ${bn}, N = hot_n;
+                sp_bf16 *const C = hot_h;
+${store}
+            } else {
+                const int cold_tile = pid_n - hot_tiles;
+${pack}
+            }]], {bn = c.bn, H = hot.cols, store = epilogue.store_rows(c, "pw", PACKERS),
+                  pack = epilogue.twell_pack_rows(c, "pw", PACKERS, {
+                    ntiles = string.format("(N - hot_n + %d - 1) / %d", c.bn, c.bn), tile = "cold_tile"})})
+  end
   return mainloop.persistent(c, {staging = epilogue.twell_pack_smem(c), drainers = PACKERS,
-                                 stage = function(d) return epilogue.twell_stage(d, c) end,
-                                 drain = epilogue.twell_pack_rows(c, "pw", PACKERS)})
+                                 stage = function(d) return epilogue.twell_stage(d, c) end, drain = drain})
 end
 
 -- The producer's launch, from named fields: c (the configuration), rows (M) of the argument named
@@ -70,9 +87,10 @@ M.kernel_params = mainloop.kernel_params
 M.device = mainloop.device
 
 -- The kernel body. Expects in scope: A (rows x K), B (N x K), packed, pool, pool_counter,
--- pool_capacity, M, N, K (M.aliases names them after the TwELL arguments).
-function M.body(c)
-  if c.epi == "overlap" then return M.overlap_body(c) end
+-- pool_capacity, M, N, K (M.aliases names them after the TwELL arguments); hot: M.overlap_body's.
+function M.body(c, hot)
+  if c.epi == "overlap" then return M.overlap_body(c, hot) end
+  if hot then error("twell producer: the hot/cold split needs the overlapped kernel (epi=overlap)", 2) end
   local l = mainloop.loop(c)
   return text.lines({l.cta_prologue(c), l.mainloop(c), epilogue.twell_pack(l.derive(c), c)})
 end

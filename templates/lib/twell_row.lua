@@ -269,12 +269,13 @@ end
 
 -- A consumer kernel's signature (the op's declared arguments, lib/args.lua) and the opening
 -- brace; consts = {T = ..., S = ...} makes the tile width and slots constants (twell-ffn, whose
--- producer fixes them and writes the packed gate the consumer only reads).
+-- producer fixes them and writes the packed gate the consumer only reads); consts.prologue (optional)
+-- follows them (twell-ffn's hot/cold split: the names of the cold part).
 function M.signature(name, ARGS, consts)
   local head = name .. "(" .. args.params(ARGS, nil, consts and {packed = true, pool = true}) .. ")\n{"
   if consts then
     head = head .. "\n    const int T = " .. consts.T .. ", S = " .. consts.S
-      .. "; /* the producer's tile width and slots */"
+      .. "; /* the producer's tile width and slots */" .. (consts.prologue or "")
   end
   return head
 end

@@ -76,9 +76,8 @@ M.constraints = {
 }
 
 -- The wgmma instruction for one m64 x bn block (an inline-asm wrapper per N: the accumulator
--- list is spelled out, as PTX needs).
-function M.device(c)
-  local n = c.bn
+-- list is spelled out, as PTX needs); suffix and trans_b name and set the B-transposed form.
+local function wgmma_fn(n, suffix, trans_b, what)
   local regs = n // 2
   local ops, outs = {}, {}
   for r = 0, regs - 1 do ops[#ops + 1] = "%" .. r end
@@ -86,6 +85,22 @@ function M.device(c)
     for e = 0, 3 do outs[#outs + 1] = string.format('"+f"(d[%d][%d])', j, e) end
   end
   return text.fill([[
+/* ${what} */
+__device__ __forceinline__ void sp_wgmma_m64n${n}${suffix}(float (&d)[${nt}][4], unsigned long long da, unsigned long long db)
+{
+    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %${ip}, 0;\n"
+                 "wgmma.mma_async.sync.aligned.m64n${n}k16.f32.bf16.bf16 {${list}}, %${ia}, %${ib}, p, 1, 1, 0, ${tb};\n"
+                 "}\n"
+                 : ${outs}
+                 : "l"(da), "l"(db), "r"(1));
+}
+]], {n = n, nt = n // 8, list = table.concat(ops, ", "), ia = regs, ib = regs + 1, ip = regs + 2,
+     outs = table.concat(outs, ", "), suffix = suffix, tb = trans_b, what = what})
+end
+
+function M.device(c)
+  local n = c.bn
+  return [[
 /* 128-byte swizzled K-major tile: start address, stride between 8-row groups 1024 bytes. */
 __device__ __forceinline__ unsigned long long sp_wgmma_desc(sp_u32 addr)
 {
@@ -104,18 +119,28 @@ __device__ __forceinline__ void sp_fence_proxy_async(void)
 {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-/* d[64 x ${n}] += A(64 x 16, smem) * B(${n} x 16, smem)^T */
-__device__ __forceinline__ void sp_wgmma_m64n${n}(float (&d)[${nt}][4], unsigned long long da, unsigned long long db)
-{
-    asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %${ip}, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n${n}k16.f32.bf16.bf16 {${list}}, %${ia}, %${ib}, p, 1, 1, 0, 0;\n"
-                 "}\n"
-                 : ${outs}
-                 : "l"(da), "l"(db), "r"(1));
-}
-]], {n = n, nt = n // 8, list = table.concat(ops, ", "), ia = regs, ib = regs + 1, ip = regs + 2,
-     outs = table.concat(outs, ", ")})
+]] .. wgmma_fn(n, "", 0, "d[64 x " .. n .. "] += A(64 x 16, smem) * B(" .. n .. " x 16, smem)^T")
     .. (c.load == "tma" and M.tma_device or "")
+end
+
+-- B stored MN-major (K x N row-major in memory, as the down projection's weights Wd: row k = neuron
+-- k's output row): the copy engine lands each k-tile as bn/64 boxes of 64 k-rows x 64 columns (one
+-- 128-byte swizzled row per k), box after box; the descriptor's leading offset steps between the
+-- boxes (64 columns apart), its stride offset between groups of 8 k-rows; wgmma reads B transposed.
+-- Emitted after M.device(c) in sources that have a kernel with b_mn.
+M.MN_BOX = M.BK * M.BK * 2   -- bytes of one 64 x 64 box
+
+function M.device_mn(c)
+  return text.fill([[
+/* 128-byte swizzled MN-major tile of 64 k-rows per box: boxes ${box} bytes apart (leading), 8-row
+   groups 1024 bytes apart (stride). */
+__device__ __forceinline__ unsigned long long sp_wgmma_desc_mn(sp_u32 addr)
+{
+    return (unsigned long long)((addr & 0x3ffffu) >> 4) | ((unsigned long long)(${box} >> 4) << 16) | (64ull << 32)
+           | (1ull << 62);
+}
+]], {box = M.MN_BOX}) .. wgmma_fn(c.bn, "_bt", 1, "d[64 x " .. c.bn .. "] += A(64 x 16, smem) * B(16 x " .. c.bn ..
+                                  ", smem, MN-major)")
 end
 
 -- The copy engine and mbarriers (sm_90).
@@ -162,11 +187,12 @@ function M.kernel_params(c)
 end
 
 -- The launch's tmaps for A = the argument named a (rows x K) and B = the argument named b
--- (cols x K); nil without tma.
-function M.tmaps(c, a, rows, b, cols, K)
+-- (cols x K; with b_mn, K x cols: MN-major, loaded in 64 x 64 boxes); nil without tma.
+function M.tmaps(c, a, rows, b, cols, K, b_mn)
   if c.load ~= "tma" then return nil end
   return {{arg = a, rows = rows, cols = K, box_rows = c.bm, box_cols = M.BK, swizzle = 128},
-          {arg = b, rows = cols, cols = K, box_rows = c.bn, box_cols = M.BK, swizzle = 128}}
+          b_mn and {arg = b, rows = K, cols = cols, box_rows = M.BK, box_cols = M.BK, swizzle = 128}
+               or {arg = b, rows = cols, cols = K, box_rows = c.bn, box_cols = M.BK, swizzle = 128}}
 end
 
 -- Kernel body start: tile order (lib/cuda.lua) and the warpgroup coordinates.
@@ -190,21 +216,23 @@ end
 
 function M.acc_decl(d) return cuda.acc_decl(d.mt, d.nt) end
 
--- One k-tile's wgmmas from stage st (a C expression), asynchronously, as one commit group.
-function M.tile(c, d)
+-- One k-tile's wgmmas from stage st (a C expression), asynchronously, as one commit group. With
+-- b_mn, B is MN-major (M.device_mn): the next k16 step is two 8-row groups further (2048 bytes).
+function M.tile(c, d, b_mn)
   return text.fill([[
         const sp_u32 a_base = sA + (sp_u32)(st * ${a_stage} + wg * ${rows_wg} * ${bk}) * 2u;
         const sp_u32 b_base = sB + (sp_u32)(st * ${b_stage}) * 2u;
         sp_wgmma_fence();
         #pragma unroll
         for (int ks = 0; ks < ${bk} / 16; ++ks) {
-            const unsigned long long db = sp_wgmma_desc(b_base + ks * 32);
+            const unsigned long long db = ${bdesc};
             #pragma unroll
             for (int i = 0; i < ${mt}; ++i)
-                sp_wgmma_m64n${bn}(acc[i], sp_wgmma_desc(a_base + (sp_u32)(i * 64 * ${bk} * 2) + ks * 32), db);
+                sp_wgmma_m64n${bn}${suffix}(acc[i], sp_wgmma_desc(a_base + (sp_u32)(i * 64 * ${bk} * 2) + ks * 32), db);
         }
         sp_wgmma_commit();]], {a_stage = d.a_stage, b_stage = d.b_stage, rows_wg = d.rows_wg, bk = M.BK, mt = d.mt,
-                               bn = c.bn})
+                               bn = c.bn, suffix = b_mn and "_bt" or "",
+                               bdesc = b_mn and "sp_wgmma_desc_mn(b_base + ks * 2048)" or "sp_wgmma_desc(b_base + ks * 32)"})
 end
 
 -- Warp-specialised: the last warp's lane 0 streams k-tiles through the copy engine; the
@@ -245,7 +273,7 @@ end
 -- advanced by `advance` each step; last: its value at the tile's last k-tile): wait for the
 -- stage, multiply, and release the stage one step later (after the wgmmas reading it retired);
 -- the last stage is released once all are done.
-function M.consume(c, d, it, advance, last)
+function M.consume(c, d, it, advance, last, b_mn)
   return text.fill([[
         for (int kt = 0; kt < KT; ++kt${advance}) {
             const int st = ${it} % ${stages};
@@ -256,22 +284,33 @@ ${tile}
         }
         sp_wgmma_wait<0>();
         if (lane == 0) sp_mbar_arrive(empty + ((${last}) % ${stages}) * 8);]],
-    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d)})
+    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d, b_mn)})
 end
 
 -- The producer warp's copies of k-tile kt (C expressions: it counts k-tiles over the kernel's
--- life, for the stage and its phase; m0, n0: the tile's first row of A and of B): wait until the
--- stage is free, announce its bytes, start both boxes.
-function M.tma_issue(c, d, it, kt, m0, n0)
+-- life, for the stage and its phase; m0, n0: the tile's first row of A and of B, or with b_mn its
+-- first column of B): wait until the stage is free, announce its bytes, start the boxes.
+function M.tma_issue(c, d, it, kt, m0, n0, b_mn)
+  local b_load = text.fill([[
+                sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
+    {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0})
+  if b_mn then
+    b_load = text.fill([[
+                #pragma unroll
+                for (int bx = 0; bx < ${boxes}; ++bx)
+                    sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u + bx * ${box}, &sp_tmB, ${n0} + bx * ${bk}, ${kt} * ${bk},
+                                   full + s * 8);]],
+      {boxes = c.bn // M.BK, b_stage = d.b_stage, box = M.MN_BOX, n0 = n0, kt = kt, bk = M.BK})
+  end
   return text.fill([[
                 const int s = ${it} % ${stages};
                 if (${it} >= ${stages}) sp_mbar_wait(empty + s * 8, ((${it} / ${stages}) - 1) & 1);
                 /* out-of-range parts of a box arrive as zeros and count in full */
                 sp_mbar_expect_tx(full + s * 8, ${bytes});
                 sp_tma_load_2d(sA + (sp_u32)(s * ${a_stage}) * 2u, &sp_tmA, ${kt} * ${bk}, ${m0}, full + s * 8);
-                sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
-    {it = it, kt = kt, m0 = m0, n0 = n0, stages = c.stages, bytes = (c.bm + c.bn) * M.BK * 2,
-     a_stage = d.a_stage, b_stage = d.b_stage, bk = M.BK})
+${b_load}]],
+    {it = it, kt = kt, m0 = m0, stages = c.stages, bytes = (c.bm + c.bn) * M.BK * 2,
+     a_stage = d.a_stage, bk = M.BK, b_load = b_load})
 end
 --
 -- Per k-tile kt: wait for its copies, make them visible to the async proxy (wgmma reads shared

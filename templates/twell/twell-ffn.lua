@@ -7,6 +7,14 @@
 -- (lib/twell_dense.lua) takes the tokens with thousands of active neurons on tensor cores.
 -- Producer and consumer share the tile width T (= bn) and the slots per tile, which are therefore
 -- tuned together. X: M x D; Wg, Wu, Wd: F x D (row j: neuron j).
+-- Hot/cold split (hot = h > 0): the application orders its neurons by how often they fire, the
+-- most frequent first (sptune_twell_hot_order computes the permutation from observed activations;
+-- applied once to the rows of Wg, Wu and Wd, it leaves the layer's function unchanged). The first
+-- H = h/8 of the neurons (rounded up to whole tiles) then run as a dense slice on tensor cores for
+-- every token: the producer writes their relu(gate) to hot_h instead of packing it, hot_up multiplies
+-- it by X Wu[:H]^T in its epilogue, hot_y adds hot_h Wd[:H] to Y after the sparse part wrote it. The
+-- cold remainder goes through the sparse consumer and the dense path as before. hot = 8 is the dense
+-- layer (no sparse part); hot = 0 today's pipeline.
 -- Exact for any workspace: a tile that overflows its slots when the pool is full is marked lost and
 -- recomputed from X and Wg (its token routed to the dense path while dense_capacity allows, else
 -- by the consumer); pool_counter ends holding the pool words the call wanted, so a caller sees
@@ -21,6 +29,8 @@ local row = require("lib.twell_row")
 local tile = require("lib.twell_tile")
 local dense = require("lib.twell_dense")
 local epilogue = require("lib.epilogue")
+local mainloop = require("lib.mainloop")
+local wgmma = require("lib.wgmma")
 
 -- The producer's and consumer's parameters, each narrowed to the values that pay on the
 -- shapes of FFN layers (the full producer space is twell-d2t's), so that the joint space stays
@@ -30,10 +40,14 @@ local keep = {
   bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
   warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {4, 8}, dunroll = {1, 2},
-  consumer = {"row", "tile"}, route = {512, 256, 1024, 2048, 0, -1},
+  consumer = {"row", "tile"}, route = {512, 256, 1024, 2048, 0, -1}, hot = {0, 1, 2, 4, 8},
 }
+local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
+              doc = "hot/cold split: the first hot/8 of the neurons (ordered most frequent first:"
+                .. " sptune_twell_hot_order) run as a dense tensor-core slice for every token, the rest sparse;"
+                .. " 0: all sparse, 8: the dense layer"}}
 local params = {}
-for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params}) do
+for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT}) do
   for _, p in ipairs(src) do
     local values, default = keep[p.name], p.default
     local ok = false
@@ -50,9 +64,39 @@ constraints[#constraints + 1] = row.smem_constraint("the consumer's rows fit in 
   function(c) return c.consumer == "tile" end)
 for _, k in ipairs(tile.constraints(row.params, function(c) return c.bn end)) do constraints[#constraints + 1] = k end
 
+-- The hot slice's width for configuration c on a layer of F neurons: hot/8 of F rounded up to whole
+-- tiles (so that the cold tiles stay aligned), at most F. The same expression sizes hot_h below.
+local HOT_COLS = "min(F, cdiv(F * hot, 8 * bn) * bn)"
+local function hot_cols(c, F)
+  return math.min(F, (F * c.hot + 8 * c.bn - 1) // (8 * c.bn) * c.bn)
+end
+-- The same in C, of the kernel's F (named f): the kernels work it out, so that one source serves any F.
+local function hot_cols_c(c, f)
+  return string.format("min(%s, (%s * %d + %d) / %d * %d)", f, f, c.hot, 8 * c.bn - 1, 8 * c.bn, c.bn)
+end
+-- The sparse part's parameters, which hot = 8 (no sparse part) leaves at their defaults.
+local SPARSE = {}
+for _, src in ipairs({row.params, row.gated_params, dense.params}) do
+  for _, p in ipairs(src) do SPARSE[#SPARSE + 1] = p.name end
+end
+constraints[#constraints + 1] = {why = "the hot/cold split runs on the wgmma + TMA kernels with overlapped epilogues",
+  check = function(c) return c.hot == 0 or c.epi == "overlap" end}
+constraints[#constraints + 1] = {why = "the hot/cold split: rows of F elements a multiple of 16 bytes (F % 8 == 0)",
+  check = function(c, gpu, p) return c.hot == 0 or p == nil or p.F % 8 == 0 end}
+constraints[#constraints + 1] = {why = "hot=8 (the dense layer): the sparse part's parameters stay at their defaults",
+  check = function(c)
+    if c.hot ~= 8 then return true end
+    for _, p in ipairs(params) do
+      for _, name in ipairs(SPARSE) do
+        if p.name == name and c[name] ~= p.default then return false, name end
+      end
+    end
+    return true
+  end}
+
 local function names(c)
   local n = {}
-  for _, k in ipairs({"zero", "produce", "consume", "dense_h", "dense_y", "finalize"}) do
+  for _, k in ipairs({"zero", "produce", "consume", "dense_h", "dense_y", "finalize", "hot_up", "hot_y"}) do
     n[k] = text.kernel_name("sp_twell_ffn_" .. k, c, params)
   end
   return n
@@ -76,8 +120,59 @@ local ARGS = {a.X, a.Wg,
                doc = "the dense path's output rows in fp32"},
               {name = "dense_capacity", type = "i32", role = "scalar", doc = "tokens the dense path may take",
                typical = "min(M, cdiv(M, 64) + 16)", bound = "M"},
+              {name = "hot_h", type = "bf16", role = "workspace", shape = {"M", HOT_COLS},
+               doc = "the hot slice's gated activations (empty when hot = 0)"},
               {name = "M", type = "i32", role = "dim"}, {name = "F", type = "i32", role = "dim"},
               {name = "D", type = "i32", role = "dim"}}
+
+-- The cold kernels' argument names for the split: the declared F and weights arrive as F_all, Wg_all,
+-- ... and the kernel's prologue (emit) defines F, Wg, Wu and Wd as the cold part's, so that the
+-- sparse consumers and the dense path serve it unchanged.
+local COLD_ARGS = {}
+do
+  local rename = {F = "F_all", Wg = "Wg_all", Wu = "Wu_all", Wd = "Wd_all"}
+  for i, a in ipairs(ARGS) do
+    local b = {}
+    for k, v in pairs(a) do b[k] = v end
+    b.name = rename[a.name] or a.name
+    COLD_ARGS[i] = b
+  end
+end
+
+-- Store warps of the hot slice's persistent GEMMs.
+local STORERS = 2
+
+-- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
+-- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y (+)= hot_h Wd[:H], Wd read
+-- MN-major (added to what the sparse part wrote when `add`, else stored).
+local function hot_kernels(c, n, H, add)
+  local params = args.params(ARGS, wgmma.kernel_params(c))
+  local threads = mainloop.persistent_threads(c, STORERS)
+  local function kernel(name, aliases, b_mn, drain)
+    return text.fill([[
+extern "C" __global__ void __launch_bounds__(${threads}, 1)
+${name}(${params})
+{
+${aliases}
+${body}
+}
+]], {threads = threads, name = name, params = params, aliases = aliases,
+     body = mainloop.persistent(c, {staging = epilogue.staging_bytes(c), drainers = STORERS, b_mn = b_mn,
+                                    stage = function(d) return epilogue.stage(d, c, "none") end,
+                                    drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain})})
+  end
+  return wgmma.device_mn(c) .. kernel(n.hot_up, text.fill([[
+    const sp_bf16 *__restrict__ A = X, *__restrict__ B = Wu;
+    const int N = ${H}, K = D;
+    (void)A; (void)B; /* read through the tensor maps */]], {H = H}), false,
+      epilogue.combine_rows(c, "pw", STORERS, "hot_h", "mul"))
+    .. kernel(n.hot_y, text.fill([[
+    const sp_bf16 *__restrict__ A = hot_h, *__restrict__ B = Wd;
+    const int N = D, K = ${H};
+    (void)A; (void)B; /* read through the tensor maps */]], {H = H}), true,
+      add and epilogue.combine_rows(c, "pw", STORERS, "Y", "add")
+      or "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS))
+end
 
 return {
   name = "twell-ffn",
@@ -97,22 +192,59 @@ return {
 
   kernel = function(c, gpu)
     local n = names(c)
-    if c.route < 0 then return {n.zero, n.produce, n.consume} end
-    return {n.zero, n.produce, n.consume, n.dense_h, n.dense_y, n.finalize}
+    if c.hot == 8 then return {n.zero, n.produce, n.hot_up, n.hot_y} end
+    local l = {n.zero, n.produce}
+    if c.hot > 0 then l[#l + 1] = n.hot_up end
+    l[#l + 1] = n.consume
+    if c.route >= 0 then
+      for _, k in ipairs({n.dense_h, n.dense_y, n.finalize}) do l[#l + 1] = k end
+    end
+    if c.hot > 0 then l[#l + 1] = n.hot_y end
+    return l
   end,
 
   launch = function(c, p, gpu)
     local l = {dense.zero_launch(gpu),
-               produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu},
-               c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true)}
+               produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}}
+    local hot_up, hot_y
+    if c.hot > 0 then
+      local H = hot_cols(c, p.F)
+      local persistent = {threads = mainloop.persistent_threads(c, STORERS),
+                          smem = mainloop.persistent_smem(c, epilogue.staging_bytes(c))}
+      hot_up = mainloop.launch{c = c, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
+      hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
+                              persistent = persistent}
+      if c.hot == 8 then return {l[1], l[2], hot_up, hot_y} end
+      l[#l + 1] = hot_up
+    end
+    l[#l + 1] = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true)
     for _, x in ipairs(dense.launches(c, p, gpu)) do l[#l + 1] = x end
+    if hot_y then l[#l + 1] = hot_y end
     return l
   end,
 
   emit = function(c, p, gpu)
     local n = names(c)
     local consts = {T = c.bn, S = c.slots}
-    local function sig(name) return row.signature(name, ARGS, consts) end
+    local kargs = ARGS
+    if c.hot > 0 then
+      kargs = COLD_ARGS
+      consts.prologue = text.fill([[
+
+    /* the hot/cold split: this kernel serves the cold neurons H .. F - 1 (the first H run dense) */
+    const int H = ${H}, F = F_all - H;
+    const sp_bf16 *__restrict__ Wg = Wg_all + (size_t)H * D, *__restrict__ Wu = Wu_all + (size_t)H * D;
+    const sp_bf16 *__restrict__ Wd = Wd_all + (size_t)H * D;
+    (void)F; (void)Wg; (void)Wu; (void)Wd;]], {H = hot_cols_c(c, "F_all")})
+    end
+    local function sig(name) return row.signature(name, kargs, consts) end
+    local all_dense = c.hot == 8
+    local sparse = ""
+    if not all_dense then
+      sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or c.route >= 0) and tile.device() or ""),
+                           c.consumer == "tile" and tile.kernel(n.consume, kargs, consts, true)
+                           or row.kernel(n.consume, c, true, kargs, consts, true)})
+    end
     return text.fill([[
 ${prelude}
 ${route}
@@ -123,15 +255,13 @@ ${pname}(${params})
 ${aliases}
 ${body}
 }
-${device}
-${consumer}
+${sparse}
 ${dense}
-]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route_device or "",
+${hot}]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route_device or "",
      pdevice = produce.device(c), params = args.params(ARGS, produce.kernel_params(c)),
-     threads = produce.threads(c), pname = n.produce, aliases = produce.aliases, body = produce.body(c),
-     device = row.device(c) .. ((c.consumer == "tile" or c.route >= 0) and tile.device() or ""),
-     consumer = c.consumer == "tile" and tile.kernel(n.consume, ARGS, consts, true)
-                or row.kernel(n.consume, c, true, ARGS, consts, true),
-     dense = dense.kernels(c, p, gpu, n, sig)})
+     threads = produce.threads(c), pname = n.produce, aliases = produce.aliases,
+     body = produce.body(c, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil), sparse = sparse,
+     dense = dense.kernels(all_dense and {route = -1} or c, p, gpu, n, sig),
+     hot = c.hot > 0 and hot_kernels(c, n, hot_cols_c(c, "F"), not all_dense) or ""})
   end,
 }

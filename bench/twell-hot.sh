@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# twell-ffn's hot/cold split (issue 12, item 4) on the GPU machine over a build made elsewhere:
+#   bash bench/twell-hot.sh [build-static]
+# For each layer (d, d_ff), token count M and mean nonzeros per token (realistic data: heavy-tailed
+# neurons, 30 % dead, 0.5 % dense tokens; the neurons in calibrated order, the most frequent first),
+# one `sptune check` (one data set, one cuBLAS dense gated FFN timed in the same run) over the hot
+# values: the first hot/8 of the neurons as a dense tensor-core slice, the rest sparse (0: all
+# sparse, 8: the dense layer). Env: LAYERS ("d,d_ff ..."), MS, NNZ, HOTS, PRODUCER and SPARSE (the
+# configuration's two parts; at d > 2048 warps=16 becomes 8: shared memory), RUNS. Prints a markdown
+# table last: each hot value's time and speed-up, and the best.
+set -uo pipefail
+source "$(dirname "$0")/lib.sh"
+bench_setup "${1:-build-static}" twell-hot
+prod="${PRODUCER:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15}"
+sparse0="${SPARSE:-warps=16,split=1,unroll=4,ldg=nc,dots=8,dunroll=2,route=512}"
+hots="${HOTS:-0 1 2 4 8}"
+runs="${RUNS:-10}"
+rows=()
+for layer in ${LAYERS:-2048,5632}; do
+  d=${layer%,*} f=${layer#*,}
+  sparse="$sparse0"
+  [ "$d" -gt 2048 ] && sparse="${sparse/warps=16/warps=8}"
+  for m in ${MS:-16384}; do
+    for nnz in ${NNZ:-40 150 400 1000}; do
+      configs=""
+      for h in $hots; do
+        # hot=8 has no sparse part: its parameters stay at their defaults
+        if [ "$h" = 8 ]; then c="$prod,hot=8"; else c="$prod,$sparse,hot=$h"; fi
+        configs+="${configs:+;}$c"
+      done
+      shape="M=$m,D=$d,F=$f,nnz=$nnz"
+      log=$("$bin" check twell-ffn --gpu auto --shape "$shape" --config "$configs" --runs "$runs" 2>&1 |
+            tee -a "$out/hot.log")
+      base=$(sed -nE 's/.* baseline .* ([0-9.]+) ms \(.*/\1/p' <<< "$log" | head -1)
+      row="| $d | $f | $m | $nnz | ${base:-?} |"
+      best="" bms=""
+      for h in $hots; do
+        ms=$(awk -v h=",hot=$h" '$2 == "ok" && substr($NF, length($NF) - length(h) + 1) == h {print $3}' <<< "$log" |
+             head -1)
+        if [ -n "$ms" ] && [ -n "$base" ]; then
+          row+=" $ms ($(awk -v b="$base" -v t="$ms" 'BEGIN {printf "%.2fx", b / t}')) |"
+          if [ -z "$bms" ] || awk -v a="$ms" -v b="$bms" 'BEGIN {exit !(a < b)}'; then bms=$ms best=$h; fi
+        else
+          row+=" failed |"
+        fi
+      done
+      [ -n "$bms" ] && row+=" hot=$best $(awk -v b="$base" -v t="$bms" 'BEGIN {printf "%.2fx", b / t}') |"
+      rows+=("$row")
+      echo "$shape: $row"
+    done
+  done
+done
+echo
+echo "producer: $prod; sparse part: $sparse0"
+head="| d | d_ff | M | nnz/token | cuBLAS ms |" sep="|---|---|---|---|---|"
+for h in $hots; do head+=" hot=$h ms |"; sep+="---|"; done
+echo "$head best |"
+echo "$sep---|"
+for r in "${rows[@]}"; do echo "$r"; done
