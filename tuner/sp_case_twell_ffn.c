@@ -31,7 +31,7 @@ typedef struct ffn_state {
     long long hot_cols, hot_alloc;
     sp_problem prob;
     CUdeviceptr X, Wg, Wu, Wd, Y, Gb, Ub, Ybase, R32, Wd32, Yref;
-    CUdeviceptr Wgp, Wg_bound;       /* Wg in calibrated order (hot > 0), and the one bound */
+    CUdeviceptr Wp[3], Wbound[3];    /* Wg, Wu, Wd in calibrated order (hot > 0), and those bound */
     unsigned short *hX, *hWg, *hWu, *hWd, *hY, *hG, *hGp;   /* hGp: the gate in calibrated order */
     float *hR, *hRef, *hWd32, *hAllow;
 } ffn_state;
@@ -40,7 +40,7 @@ static void ffn_destroy(void *p)
 {
     ffn_state *g = p;
     if (!g) return;
-    CUdeviceptr *d[] = {&g->X, &g->Wg, &g->Wgp, &g->Wu, &g->Wd, &g->Y, &g->Gb, &g->Ub, &g->Ybase, &g->R32, &g->Wd32, &g->Yref,
+    CUdeviceptr *d[] = {&g->X, &g->Wg, &g->Wp[0], &g->Wp[1], &g->Wp[2], &g->Wu, &g->Wd, &g->Y, &g->Gb, &g->Ub, &g->Ybase, &g->R32, &g->Wd32, &g->Yref,
                         &g->row_info, &g->dense_h, &g->dense_acc, &g->hot_h};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) sp_bench_free(*d[i]);
     sp_twell_out_free(&g->o);
@@ -52,8 +52,8 @@ static void ffn_destroy(void *p)
 }
 
 /* The neurons ordered as an application calibrates them for the hot/cold split: firing counts over
- * every fourth token, the most frequent first; Wg's rows (Wgp) and the gate's columns (hGp) in that
- * order. Wu and Wd are drawn independently of the neuron, so their order is immaterial. */
+ * every fourth token, the most frequent first; the rows of Wg, Wu and Wd (Wp) and the gate's columns
+ * (hGp) in that order: the same layer. */
 static sptune_status calibrate(ffn_state *g)
 {
     size_t F = (size_t)g->F, D = (size_t)g->D;
@@ -66,13 +66,16 @@ static sptune_status calibrate(ffn_state *g)
     for (int r = 1; st == SPTUNE_OK && r < g->M; r += 4) st = sptune_twell_count_active(g->hG + (size_t)r * F, 1, g->F, counts);
     if (st == SPTUNE_OK) st = sptune_twell_hot_order(counts, g->F, perm);
     if (st == SPTUNE_OK) {
-        for (size_t i = 0; i < F; i++) memcpy(tmp + i * D, g->hWg + (size_t)perm[i] * D, D * 2);
         for (int r = 0; r < g->M; r++) {
             const unsigned short *row = g->hG + (size_t)r * F;
             unsigned short *to = g->hGp + (size_t)r * F;
             for (size_t i = 0; i < F; i++) to[i] = row[perm[i]];
         }
-        if ((st = sp_bench_alloc(g->b, F * D * 2, &g->Wgp)) == SPTUNE_OK) st = sp_bench_upload(g->Wgp, tmp, F * D * 2);
+        const unsigned short *w[3] = {g->hWg, g->hWu, g->hWd};
+        for (int k = 0; k < 3 && st == SPTUNE_OK; k++) {
+            for (size_t i = 0; i < F; i++) memcpy(tmp + i * D, w[k] + (size_t)perm[i] * D, D * 2);
+            if ((st = sp_bench_alloc(g->b, F * D * 2, &g->Wp[k])) == SPTUNE_OK) st = sp_bench_upload(g->Wp[k], tmp, F * D * 2);
+        }
     }
     free(counts);
     free(perm);
@@ -175,7 +178,8 @@ fail:
 static void *ffn_arg(void *p, const char *name)
 {
     ffn_state *g = p;
-    const sp_case_named v[] = {{"X", &g->X}, {"Wg", &g->Wg_bound}, {"Wu", &g->Wu}, {"Wd", &g->Wd}, {"Y", &g->Y},
+    const sp_case_named v[] = {{"X", &g->X}, {"Wg", &g->Wbound[0]}, {"Wu", &g->Wbound[1]}, {"Wd", &g->Wbound[2]},
+                               {"Y", &g->Y},
                                {"packed", &g->o.packed}, {"pool", &g->o.pool},
                                {"pool_counter", &g->o.counter}, {"pool_capacity", &g->o.capacity},
                                {"row_info", &g->row_info}, {"dense_h", &g->dense_h}, {"dense_acc", &g->dense_acc},
@@ -200,7 +204,8 @@ static sptune_status ffn_bind(void *p, const sp_template *t, const sp_config *c)
         if ((st = sp_arg_elements(sp_template_arg(t, ai), &v, &hot)) != SPTUNE_OK) return st;
     }
     g->hot_cols = hot / g->M;
-    g->Wg_bound = g->hot_cols > 0 ? g->Wgp : g->Wg;
+    const CUdeviceptr raw[3] = {g->Wg, g->Wu, g->Wd};
+    for (int k = 0; k < 3; k++) g->Wbound[k] = g->hot_cols > 0 ? g->Wp[k] : raw[k];
     if (!g->hot_h || hot > g->hot_alloc) {
         sp_bench_free(g->hot_h);
         g->hot_h = 0;
