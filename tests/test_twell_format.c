@@ -108,9 +108,30 @@ static void shapes(void)
     CHECK(sp_twell_packed_words(&ok) == 3 * 2 * 32);
 }
 
+/* The hot/cold split's calibration (sptune.h): counts of positive gate entries, then the neurons by
+ * descending count, ties by index; negative values, zeros (both signs) are not activity. */
+static void hot_order(void)
+{
+    /* 3 tokens x 5 neurons: bf16 1.0 = 0x3f80, -1.0 = 0xbf80, -0.0 = 0x8000 */
+    const unsigned short g[15] = {0x3f80, 0, 0x3f80, 0xbf80, 0x8000,
+                                  0x3f80, 0x3f80, 0x3f80, 0, 0x0001,
+                                  0, 0, 0x3f80, 0xbf80, 0};
+    unsigned long long counts[5] = {0};
+    int perm[5];
+    CHECK_ST(sptune_twell_count_active(g, 3, 5, counts), SPTUNE_OK);
+    CHECK(counts[0] == 2 && counts[1] == 1 && counts[2] == 3 && counts[3] == 0 && counts[4] == 1);
+    CHECK_ST(sptune_twell_hot_order(counts, 5, perm), SPTUNE_OK);
+    CHECK(perm[0] == 2 && perm[1] == 0 && perm[2] == 1 && perm[3] == 4 && perm[4] == 3);
+    CHECK_ST(sptune_twell_count_active(NULL, 3, 5, counts), SPTUNE_ERR_INVALID);
+    CHECK_ST(sptune_twell_count_active(g, -1, 5, counts), SPTUNE_ERR_INVALID);
+    CHECK_ST(sptune_twell_hot_order(counts, 0, perm), SPTUNE_ERR_INVALID);
+    CHECK_ST(sptune_twell_hot_order(NULL, 5, perm), SPTUNE_ERR_INVALID);
+}
+
 int main(void)
 {
     shapes();
+    hot_order();
     malformed();
     /* ~99.5 % sparse at d_ff 5632, the paper's layout (T=256, C=8 -> 31 slots), two dense rows. */
     round_trip(64, 5632, 256, 31, 50, 2);
