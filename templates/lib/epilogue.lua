@@ -106,25 +106,39 @@ end
 -- (dst = staged + dst), in fp32, one rounding to bf16. Expects in scope: sC, M, m0, n0, lane, and N.
 function M.combine_rows(c, first, step, dst, op)
   local f = ({mul = "*", add = "+"})[op] or error("epilogue.combine_rows: unknown op " .. tostring(op), 2)
+  -- vec: each lane one 16-byte chunk of a row (bn <= 256), 8 rows' loads of dst issued before any
+  -- is used (the drain warps are few: a chain of round trips per row would bound the kernel)
   return text.fill([[
         const bool vec = (N % 8 == 0) && ((((unsigned long long)(${dst})) & 15ull) == 0);
-        for (int r = ${first}; r < ${bm} && m0 + r < M; r += ${step}) {
-            const sp_bf16 *src = sC + r * ${row};
-            sp_bf16 *out = (${dst}) + (size_t)(m0 + r) * N + n0;
-            if (vec) {
-                for (int ch = lane; ch < ${bn} / 8; ch += 32) {
-                    if (n0 + ch * 8 >= N) continue;
-                    const uint4 a = *(const uint4 *)(src + ch * 8);
-                    uint4 b = *(const uint4 *)(out + ch * 8);
-                    sp_u32 *bw = (sp_u32 *)&b;
-                    const sp_u32 *aw = (const sp_u32 *)&a;
+        if (vec) {
+            const int ch = lane * 8;
+            for (int r0 = ${first}; r0 < ${bm} && m0 + r0 < M; r0 += 8 * ${step}) {
+                uint4 a[8], b[8];
+                #pragma unroll
+                for (int u = 0; u < 8; ++u) {
+                    const int r = r0 + u * ${step};
+                    if (r < ${bm} && m0 + r < M && ch < ${bn} && n0 + ch < N) {
+                        a[u] = *(const uint4 *)(sC + r * ${row} + ch);
+                        b[u] = *(const uint4 *)((${dst}) + (size_t)(m0 + r) * N + n0 + ch);
+                    }
+                }
+                #pragma unroll
+                for (int u = 0; u < 8; ++u) {
+                    const int r = r0 + u * ${step};
+                    if (!(r < ${bm} && m0 + r < M && ch < ${bn} && n0 + ch < N)) continue;
+                    sp_u32 *bw = (sp_u32 *)&b[u];
+                    const sp_u32 *aw = (const sp_u32 *)&a[u];
                     #pragma unroll
                     for (int e = 0; e < 4; ++e)
                         bw[e] = sp_pack_bf16x2(__uint_as_float(aw[e] << 16) ${f} __uint_as_float(bw[e] << 16),
                                                __uint_as_float(aw[e] & 0xffff0000u) ${f} __uint_as_float(bw[e] & 0xffff0000u));
-                    *(uint4 *)(out + ch * 8) = b;
+                    *(uint4 *)((${dst}) + (size_t)(m0 + r) * N + n0 + ch) = b[u];
                 }
-            } else {
+            }
+        } else {
+            for (int r = ${first}; r < ${bm} && m0 + r < M; r += ${step}) {
+                const sp_bf16 *src = sC + r * ${row};
+                sp_bf16 *out = (${dst}) + (size_t)(m0 + r) * N + n0;
                 for (int col = lane; col < ${bn}; col += 32)
                     if (n0 + col < N) out[col] = sp_f32_to_bf16(sp_bf16_to_f32(src[col]) ${f} sp_bf16_to_f32(out[col]));
             }

@@ -351,8 +351,14 @@ ${gate}
      xstage = gated and text.fill([[
     /* the row's x in shared memory (after every warp's fp32 row), staged by the row's warps */
     sp_bf16 *xs = (sp_bf16 *)((float *)sp_smem + (size_t)${warps} * Dp) + (size_t)(warp / ${split}) * Dp;
-    if (row < M)
-        for (int d = part * 32 + lane; d < D; d += 32 * ${split}) xs[d] = X[(size_t)row * D + d];]],
+    /* 16-byte loads when vec, unrolled: a row's loads in flight together, not a chain of round trips */
+    if (row < M && vec) {
+        #pragma unroll 4
+        for (int d = (part * 32 + lane) * 8; d < D; d += 256 * ${split})
+            *(sp_u32x4 *)(xs + d) = *(const sp_u32x4 *)(X + (size_t)row * D + d);
+    } else if (row < M) {
+        for (int d = part * 32 + lane; d < D; d += 32 * ${split}) xs[d] = X[(size_t)row * D + d];
+    }]],
        {warps = c.warps, split = c.split}) or "",
      gate = (ffn and [[
                 if (__any_sync(SP_FULL, h < 0.0f)) {   /* a lost tile's entries: the gate again, from X and Wg */
