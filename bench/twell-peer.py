@@ -1,0 +1,165 @@
+"""twell-ffn side by side with the SakanaAI TwELL gated MLP (issue 12, item 5), on the GPU machine:
+
+    SPTUNE_LIB=build-static/prefix/lib/libsptune.so.0.2 PYTHONPATH=python \
+        python3 bench/twell-peer.py --peer PATH [--shapes 4096x2048x5632,...] [--nnz 40]
+
+PATH: a checkout of github.com/SakanaAI/sparser-faster-llms (MIT), kept outside this repository (never
+committed); its custom_models/twell_modules is built by torch's extension loader on first use.
+
+One data set per shape, shared by everyone: activations like real ReLU FFNs' (the recipe of
+tuner/sp_twell_dist.c: heavy-tailed firing rates rank^-0.7 over shuffled ranks, 30 % dead neurons, 0.5 %
+dense tokens of ~2000 active neurons, token 0 among them; nnz = the batch mean including them). Each
+implementation gets the same layer: the peer and the torch baseline the weights as drawn, sptune the
+rows of Wg, Wu and Wd in the order its hot/cold split wants (calibrated on every fourth token, the most
+frequent neuron first, as sptune_twell_hot_order computes): the same function. Every output is checked
+against the fp32 reference (gate rounded to bf16 as the kernels store it): the relative error of the
+whole output and the outputs off by more than 2^-7 |ref| + 1e-3 rms(ref) + the bf16 rounding allowance of
+h (the tuner's check, tuner/sp_case_twell_ffn.c). Times: CUDA events, 5 warm-up calls, median of 20.
+Prints a markdown table last."""
+import argparse
+import importlib.util
+import math
+import os
+import sys
+
+import torch
+
+
+def activations(M, D, F, nnz, seed, dead=0.30, tail=0.7, dense=0.005, dense_nnz=2000.0):
+    """X (M x D) and Wg (F x D), bf16, so that relu(X Wg^T) fires as described above."""
+    g = torch.Generator(device="cpu").manual_seed(seed)
+    is_dead = torch.rand(F, generator=g) < dead
+    weight = (1.0 + torch.randint(0, F, (F,), generator=g).double()) ** -tail
+    weight[is_dead] = 0
+    ndense = max(1, math.ceil(M * dense)) if dense > 0 else 0
+    rows = torch.zeros(M, dtype=torch.bool)
+    if ndense:
+        rows[0] = True
+        rows[1 + torch.randperm(M - 1, generator=g)[: ndense - 1]] = True
+    normal = torch.distributions.Normal(0.0, 1.0)
+    count_dense = dense_nnz
+    for _ in range(2):   # ordinary rates so that the batch mean is nnz (dense tokens as achieved)
+        ordinary = (nnz * M - ndense * count_dense) / max(M - ndense, 1)
+        if ordinary < 0.25:
+            raise SystemExit(f"nnz={nnz} is below what the dense tokens alone give at M={M}")
+        lo, hi = 0.0, 1.0
+        while (hi * weight).clamp(max=0.95).sum() < ordinary:
+            hi *= 2
+        for _ in range(80):
+            mid = 0.5 * (lo + hi)
+            lo, hi = (mid, hi) if (mid * weight).clamp(max=0.95).sum() < ordinary else (lo, mid)
+        prob = (hi * weight).clamp(max=0.95)
+        z = torch.where(is_dead, torch.full_like(prob, -8.0), normal.icdf(prob.clamp(min=1e-12)))
+        a, b = -1.1, 1.0   # dense tokens fire live neuron j with Phi(lambda z_j)
+        for _ in range(60):
+            mid = 0.5 * (a + b)
+            s = normal.cdf(mid * z[~is_dead]).sum().item()
+            a, b = (mid, b) if s > dense_nnz else (a, mid)
+        lam = 0.5 * (a + b)
+        count_dense = normal.cdf(lam * z[~is_dead]).sum().item()
+    cd = math.copysign(math.sqrt(lam * lam / (16 - 12 * lam * lam)), lam)
+    c = torch.where(rows, torch.tensor(cd, dtype=torch.float64), torch.tensor(0.5, dtype=torch.float64))
+    X = c[:, None] + torch.rand(M, D, generator=g, dtype=torch.float64) - 0.5
+    X[:, 0] = 1.0   # the dead neurons' bias input
+    u = z * (math.sqrt(D) / 3.0) / (D / 2.0)
+    Wg = u[:, None] + torch.rand(F, D, generator=g, dtype=torch.float64) * 2 - 1
+    Wg[:, 0] = torch.where(is_dead, torch.tensor(-1e3, dtype=torch.float64), Wg[:, 0])
+    return X.to(torch.bfloat16), Wg.to(torch.bfloat16)
+
+
+def reference(x, wg, wu, wd):
+    g = torch.relu(x.float() @ wg.float().T).to(torch.bfloat16).float()
+    h = g * (x.float() @ wu.float().T)
+    allow = 2.0 ** -6 * torch.sqrt((h * h) @ (wd.float() * wd.float()))
+    return h @ wd.float(), allow, (g > 0).sum(1).float().mean().item()
+
+
+def check(y, ref, allow):
+    d = (y.float() - ref).abs()
+    rms = ref.pow(2).mean().sqrt()
+    bad = (~torch.isfinite(y.float())) | (d > 2.0 ** -7 * ref.abs() + 1e-3 * rms + allow)
+    return ((y.float() - ref).norm() / ref.norm()).item(), int(bad.sum().item())
+
+
+def timed(fn, reps=20):
+    for _ in range(5):
+        fn()
+    torch.cuda.synchronize()
+    times = []
+    for _ in range(reps):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return sorted(times)[len(times) // 2]
+
+
+def load_peer(path):
+    mod_dir = os.path.join(path, "custom_models", "twell_modules")
+    spec = importlib.util.spec_from_file_location("peer_twell", os.path.join(mod_dir, "twell.py"))
+    if spec is None:
+        raise SystemExit(f"no custom_models/twell_modules/twell.py under {path}")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def main():
+    ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
+    ap.add_argument("--peer", required=True, help="checkout of SakanaAI/sparser-faster-llms")
+    ap.add_argument("--shapes", default="4096x2048x5632,16384x2048x5632,16384x2048x8192",
+                    help="MxDxF list (the peer needs sm_90a, d=2048, d_ff 5632 or 8192, M % 256 == 0)")
+    ap.add_argument("--nnz", type=float, default=40)
+    args = ap.parse_args()
+    import sptune
+    peer = load_peer(args.peer)
+    rows = []
+    for layer, shape in enumerate(args.shapes.split(",")):
+        M, D, F = (int(v) for v in shape.split("x"))
+        x, wg = activations(M, D, F, args.nnz, seed=layer + 1)
+        gen = torch.Generator(device="cpu").manual_seed(100 + layer)
+        wu = (torch.rand(F, D, generator=gen) * 2 - 1).to(torch.bfloat16)
+        wd = (torch.rand(F, D, generator=gen) * 2 - 1).to(torch.bfloat16)
+        x, wg, wu, wd = (t.cuda() for t in (x, wg, wu, wd))
+        ref, allow, mean_nnz = reference(x, wg, wu, wd)
+        # sptune's layout: calibrated on every fourth token, the most frequent neuron first
+        counts = (torch.relu(x[1::4].float() @ wg.float().T) > 0).sum(0)
+        perm = torch.sort(-counts, stable=True).indices
+        pg, pu, pd = wg[perm].contiguous(), wu[perm].contiguous(), wd[perm].contiguous()
+
+        def dense():
+            return (torch.relu(x @ wg.T) * (x @ wu.T)) @ wd
+
+        out = {"torch bf16 dense (cuBLAS)": dense}
+        out["sptune twell-ffn"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)))
+        try:
+            layer_mod = peer.TwELLGatedMLP(layer, wg, wu, wd)
+            out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)
+        except Exception as e:   # noqa: BLE001 - the peer's refusal is a result to record
+            rows.append((shape, mean_nnz, "SakanaAI TwELLGatedMLP", "failed: " + str(e).splitlines()[0][:80],
+                         "", "", ""))
+        base_ms = None
+        for name, fn in out.items():
+            try:
+                y = fn()
+                torch.cuda.synchronize()
+                err, bad = check(y, ref, allow)
+                ms = timed(fn)
+            except Exception as e:   # noqa: BLE001
+                rows.append((shape, mean_nnz, name, "failed: " + str(e).splitlines()[0][:80], "", "", ""))
+                continue
+            base_ms = ms if base_ms is None else base_ms
+            rows.append((shape, mean_nnz, name, f"{ms:.4f}", f"{base_ms / ms:.2f}x", f"{err:.1e}", str(bad)))
+            print(f"{shape} nnz {mean_nnz:.1f} {name}: {ms:.4f} ms, error {err:.1e}, {bad} outputs off", flush=True)
+    print()
+    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; peer: {args.peer}")
+    print("| M x d x d_ff | nnz/token | implementation | ms | vs dense | rel. error | outputs off |")
+    print("|---|---|---|---|---|---|---|")
+    for r in rows:
+        print(f"| {r[0]} | {r[1]:.1f} | {r[2]} | {r[3]} | {r[4]} | {r[5]} | {r[6]} |")
+
+
+if __name__ == "__main__":
+    sys.exit(main())
