@@ -112,13 +112,14 @@ def main():
     ap.add_argument("--shapes", default="4096x2048x5632,16384x2048x5632,16384x2048x8192",
                     help="MxDxF list (the peer needs sm_90a, d=2048, d_ff 5632 or 8192, M % 256 == 0)")
     ap.add_argument("--nnz", type=float, default=40)
+    ap.add_argument("--dense", type=float, default=0.5, help="percent of dense tokens (0: none)")
     args = ap.parse_args()
     import sptune
     peer = load_peer(args.peer)
     rows = []
     for layer, shape in enumerate(args.shapes.split(",")):
         M, D, F = (int(v) for v in shape.split("x"))
-        x, wg = activations(M, D, F, args.nnz, seed=layer + 1)
+        x, wg = activations(M, D, F, args.nnz, seed=layer + 1, dense=args.dense / 100.0)
         gen = torch.Generator(device="cpu").manual_seed(100 + layer)
         wu = (torch.rand(F, D, generator=gen) * 2 - 1).to(torch.bfloat16)
         wd = (torch.rand(F, D, generator=gen) * 2 - 1).to(torch.bfloat16)
@@ -133,7 +134,22 @@ def main():
             return (torch.relu(x @ wg.T) * (x @ wu.T)) @ wd
 
         out = {"torch bf16 dense (cuBLAS)": dense}
-        out["sptune twell-ffn"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)))
+        # the kernel the runtime API serves for this problem, launched on preallocated buffers (what an
+        # engine does; sptune.twell_ffn adds the Python op's allocation and dispatch)
+        k = sptune.kernel("twell-ffn", f"M={sptune.token_bucket(M)},D={D},F={F},nnz={int(round(args.nnz))}")
+        print(f"{shape}: sptune serves {k.config} ({k.origin})", flush=True)
+        ys = torch.empty((M, D), dtype=torch.bfloat16, device=x.device)
+        ws = torch.empty(max(k.workspace, 1), dtype=torch.uint8, device=x.device)
+
+        def sptune_ffn(wts):
+            named = {"X": x, "Wg": wts[0], "Wu": wts[1], "Wd": wts[2], "Y": ys}
+            k.launch_ws([named[n].data_ptr() for n in k.tensor_names], ws.data_ptr(), k.workspace,
+                        torch.cuda.current_stream().cuda_stream, tokens=M)
+            return ys
+
+        out["sptune twell-ffn"] = lambda: sptune_ffn((pg, pu, pd))
+        out["sptune twell-ffn, weights as drawn"] = lambda: sptune_ffn((wg, wu, wd))
+        out["sptune.twell_ffn (Python op)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)))
         try:
             layer_mod = peer.TwELLGatedMLP(layer, wg, wu, wd)
             out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)
@@ -154,7 +170,7 @@ def main():
             rows.append((shape, mean_nnz, name, f"{ms:.4f}", f"{base_ms / ms:.2f}x", f"{err:.1e}", str(bad)))
             print(f"{shape} nnz {mean_nnz:.1f} {name}: {ms:.4f} ms, error {err:.1e}, {bad} outputs off", flush=True)
     print()
-    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; peer: {args.peer}")
+    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; peer: {args.peer}; dense tokens {args.dense} %")
     print("| M x d x d_ff | nnz/token | implementation | ms | vs dense | rel. error | outputs off |")
     print("|---|---|---|---|---|---|---|")
     for r in rows:
