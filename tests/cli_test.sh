@@ -99,6 +99,8 @@ has "best with no file" "default: nothing usable recorded for gemm on h100 \(no 
 expect 0 "best, the shipped results" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=40 --no-db
 has "best serves the shipped H200 results" "\(exact: tuned for M=16384,D=2048,F=5632,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2 on h200 at .*results shipped with sptune"
 has "best prints the workspace to allocate" "workspace: .* MiB for activations like real models', .*dense_capacity=272 \(bound 16384\)"
+expect 0 "best, denser activations" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=1000 --no-db
+has "best serves the hot/cold split and says what it assumes" "hot=[1-8]: the first [1-8]/8 of the neurons run as a dense slice; .*sptune_twell_hot_order"
 expect 2 "best, unknown op" "$bin" best nope --gpu h100 --shape M=1;   has "best unknown op" "no template 'nope'"
 expect 2 "best, no shape" "$bin" best gemm --gpu h100;                   has "best needs --shape" "--shape is required"
 expect 2 "best, bad shape" "$bin" best gemm --gpu h100 --shape M=1,N=2
