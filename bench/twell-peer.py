@@ -136,7 +136,8 @@ def main():
         out = {"torch bf16 dense (cuBLAS)": dense}
         # the kernel the runtime API serves for this problem, launched on preallocated buffers (what an
         # engine does; sptune.twell_ffn adds the Python op's allocation and dispatch)
-        k = sptune.kernel("twell-ffn", f"M={sptune.token_bucket(M)},D={D},F={F},nnz={int(round(args.nnz))}")
+        k = sptune.kernel("twell-ffn", f"M={sptune.token_bucket(M)},D={D},F={F},nnz={int(round(args.nnz))},"
+                                       f"dense={args.dense:g}")
         print(f"{shape}: sptune serves {k.config} ({k.origin})", flush=True)
         ys = torch.empty((M, D), dtype=torch.bfloat16, device=x.device)
         ws = torch.empty(max(k.workspace, 1), dtype=torch.uint8, device=x.device)
@@ -149,7 +150,8 @@ def main():
 
         out["sptune twell-ffn"] = lambda: sptune_ffn((pg, pu, pd))
         out["sptune twell-ffn, weights as drawn"] = lambda: sptune_ffn((wg, wu, wd))
-        out["sptune.twell_ffn (Python op)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)))
+        if args.dense == 0.5:   # the Python op asks for the default distribution
+            out["sptune.twell_ffn (Python op)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)))
         try:
             layer_mod = peer.TwELLGatedMLP(layer, wg, wu, wd)
             out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)

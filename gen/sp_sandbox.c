@@ -239,7 +239,7 @@ static int sb_pairs_next(lua_State *L)
     return 2;
 }
 
-static int sb_pairs(lua_State *L)
+int sp_sandbox_pairs(lua_State *L)
 {
     luaL_checkany(L, 1);
     if (luaL_getmetafield(L, 1, "__pairs") != LUA_TNIL) {
@@ -518,7 +518,7 @@ static int sb_setup(lua_State *L)
     lua_setglobal(L, "setmetatable");
     lua_pushcfunction(L, sb_require);
     lua_setglobal(L, "require");
-    lua_pushcfunction(L, sb_pairs);
+    lua_pushcfunction(L, sp_sandbox_pairs);
     lua_setglobal(L, "pairs");
     lua_newtable(L);
     lua_rawsetp(L, LUA_REGISTRYINDEX, &loaded_key);

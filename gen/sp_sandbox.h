@@ -53,5 +53,8 @@ sp_sandbox *sp_sandbox_of(lua_State *L);
 int sp_sandbox_error(lua_State *L, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Raises "out of memory" for a failed C allocation inside a protected function (SPTUNE_ERR_NOMEM). */
 int sp_sandbox_nomem(lua_State *L);
+/* The sandbox's pairs(t) (a lua_CFunction: t at index 1): keys in a fixed order (numbers, strings,
+ * booleans, others), __pairs honoured. */
+int sp_sandbox_pairs(lua_State *L);
 
 #endif

@@ -28,6 +28,7 @@ typedef struct run_ctx {
     long long count;
     sp_config cur;
     int maxread;          /* the last parameter (position) the running constraint read; -1: none */
+    int wrote;            /* a check wrote to the configuration (the walk then skips nothing after it) */
     /* emit */
     sp_kernel_src *out;
     int geometry_only;    /* kernel and launch, no source */
@@ -231,8 +232,11 @@ sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, s
 /* The space walk shows the constraints a watched configuration: reads go through __index, which notes
  * the last parameter (in declaration order) the running constraint read. A check is a function of
  * what it reads, so when it fails, every configuration that differs only in later parameters fails it
- * too, and the walk skips them (on twell-ffn's space, most of the raw product). Iterating the
- * configuration or writing to it counts as reading everything. Upvalues: the values, name -> position,
+ * too, and the walk skips them (on twell-ffn's space, most of the raw product). Reading a key that is
+ * not a parameter or iterating the configuration (in the sandbox's fixed order) counts as reading
+ * everything; a write turns skipping off for that configuration (a later check may read what an
+ * earlier one derived). rawget, next and # see an empty table here, and a check that would raise an
+ * error only on skipped configurations is not run on them. Upvalues: the values, name -> position,
  * the run_ctx. */
 static int watched_index(lua_State *L)
 {
@@ -241,6 +245,8 @@ static int watched_index(lua_State *L)
     if (lua_rawget(L, lua_upvalueindex(2)) == LUA_TNUMBER) {
         int i = (int)lua_tointeger(L, -1);
         if (i > x->maxread) x->maxread = i;
+    } else {
+        x->maxread = x->t->nparams - 1;
     }
     lua_pop(L, 1);
     lua_pushvalue(L, 2);
@@ -258,6 +264,7 @@ static int watched_all(lua_State *L, int nup)
 static int watched_newindex(lua_State *L)
 {
     watched_all(L, 2);
+    ((run_ctx *)lua_touserdata(L, lua_upvalueindex(2)))->wrote = 1;
     lua_settop(L, 3);
     lua_rawset(L, lua_upvalueindex(1));
     return 0;
@@ -266,10 +273,9 @@ static int watched_newindex(lua_State *L)
 static int watched_pairs(lua_State *L)
 {
     watched_all(L, 2);
-    lua_getglobal(L, "next");
+    lua_settop(L, 0);
     lua_pushvalue(L, lua_upvalueindex(1));
-    lua_pushnil(L);
-    return 3;
+    return sp_sandbox_pairs(L);
 }
 
 /* Pushes a watched view of the table at vals (absolute) for the walk x; returns its position. */
@@ -322,10 +328,11 @@ static int run_space(lua_State *L)
     for (;;) {
         /* Every field is written each time, so that a check that changes c changes nothing. */
         fill_config(L, t, c, slots, slots + t->nparams, cur->idx);
+        x->wrote = 0;
         if (run_constraints(L, x, fns, view, g, p, 0) < 0) {
             x->count++;
             if (x->cb && x->cb(cur, x->ud)) break;
-        } else {
+        } else if (!x->wrote) {
             if (x->maxread < 0) break;   /* it fails whatever the parameters */
             for (int k = x->maxread + 1; k < t->nparams; k++) cur->idx[k] = t->params[k].nvalues - 1;
         }

@@ -791,6 +791,35 @@ static void test_pruned_space(void)
     CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
     CHECK_MSG(n == want, "%lld != %lld", n, want);
     sp_template_free(t);
+
+    /* A check that derives a key from a later parameter for the next one, and one that looks only at
+     * the first key pairs() gives (the sandbox's fixed order): the walk agrees with checking each
+     * configuration on its own. */
+    const char *derived =
+        "local params = {}\n"
+        "for i = 1, 3 do params[i] = {name = 'p' .. i, values = {0, 1, 2}} end\n"
+        "return {name = 'derived', params = params, kernel = 'k', launch = function() end, emit = function() end,\n"
+        "  constraints = {\n"
+        "    {why = 'w', check = function(c) c.big = c.p3 == 2 return true end},\n"
+        "    {why = 'r', check = function(c) return c.p1 ~= 0 or c.big end},\n"
+        "    {why = 'first', check = function(c) for k in pairs(c) do return k == 'big' end end},\n"
+        "  }}\n";
+    t = NULL;
+    CHECK_ST(sp_template_load_source("templates/test/derived.lua", derived, NULL, &t), SPTUNE_OK);
+    if (!t) return;
+    long long each = 0;
+    for (int i = 0; i < 27; i++) {
+        sp_config c;
+        char text[64];
+        snprintf(text, sizeof text, "p1=%d,p2=%d,p3=%d", i / 9, i / 3 % 3, i % 3);
+        int ok = 0;
+        CHECK_ST(sp_config_parse(t, text, &c), SPTUNE_OK);
+        CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, NULL), SPTUNE_OK);
+        each += ok;
+    }
+    CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
+    CHECK_MSG(each == 21 && n == each, "walk %lld, one by one %lld (want 21)", n, each);
+    sp_template_free(t);
 }
 
 /* ---- every template of the embedded set -------------------------------------------------- */

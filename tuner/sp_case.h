@@ -80,9 +80,9 @@ void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t nco
 /* The same for bf16 (f16 == 0) or fp16 outputs. */
 void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, size_t ncols, int relu_ref,
                      double *rel_err, char *detail, size_t len);
-/* sp_compare_bf16 with a further allowance per element (allow[i] >= 0, added to its bound): an op
- * whose contract lets it round an intermediate (twell-ffn's hot slice rounds h to bf16 as the dense
- * bf16 layer does) states that rounding's error there. */
+/* sp_compare_bf16 with a further allowance per element (allow[i] >= 0, added to its bound; NULL: none):
+ * an op whose contract lets it round an intermediate (twell-ffn's hot slice rounds h to bf16 as the
+ * dense bf16 layer does) states that rounding's error there. */
 void sp_compare_bf16_allow(const uint16_t *out, const float *ref, const float *allow, size_t n, size_t ncols,
                            double *rel_err, char *detail, size_t len);
 /* The harnesses' shared steps. sp_poison_bf16: bf16 NaN over n elements at out (what a kernel
