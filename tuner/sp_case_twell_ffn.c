@@ -1,9 +1,9 @@
 /* GPU harness of twell-ffn, the whole gated FFN layer: Y = (relu(X Wg^T) (.) X Wu^T) Wd.
  * Data: X and Wg from sp_twell_producer_data (the problem's distribution: heavy-tailed neurons,
- * dead ones, dense tokens), Wu and Wd (F x D) uniform in [-1, 1). A configuration with the hot/cold
- * split (hot > 0) gets the neurons in the order an application using it gives them once
- * (sptune_twell_hot_order, calibrated on every fourth token of the batch: the most frequent first);
- * the others get them as drawn. The layer's function, and so the reference, is the same. Workspace: the template's
+ * dead ones, dense tokens), Wu and Wd (F x D) uniform in [-1, 1). The problem's `order` says how the
+ * application gives the neurons: 0 as drawn, 1 in the order the hot/cold split wants
+ * (sptune_twell_hot_order, calibrated on every fourth token of the batch: the most frequent first),
+ * for every configuration. The layer's function, and so the reference, is the same. Workspace: the template's
  * typical sizes, or those the bench asks for (sp_bench.twell_pool, twell_dense: tests of exhausted
  * workspaces); the output is checked whatever the sizes. Reference: the gate X Wg^T and up X Wu^T by
  * cuBLAS in fp32 (both spot-checked in fp64), the gate rounded to bf16 after relu as the
@@ -23,7 +23,7 @@ typedef struct ffn_state {
     sp_bench *b;
     sp_cublas *blas;
     sp_kernel mul;
-    int M, D, F, nnz;
+    int M, D, F, nnz, order;
     sp_twell_out o;                  /* the producer's output, the consumer's input */
     CUdeviceptr row_info, dense_h, dense_acc; /* the dense path's workspace, for dense_rows rows */
     int dense_cap, dense_rows;
@@ -97,6 +97,13 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         free(g);
         return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn needs positive integers M, D, F and nnz <= F");
     }
+    g->order = sp_problem_int(p, "order", &g->order) ? g->order : 0;   /* absent or 0: as drawn */
+    for (int i = 0; i < p->n; i++)
+        if (strcmp(p->name[i], "order") == 0 && p->v[i] != 0 && p->v[i] != 1) {
+            free(g);
+            return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: order=%g (0: the neurons as they come, 1: most frequent"
+                           " first)", p->v[i]);
+        }
     size_t md = (size_t)g->M * g->D, fd = (size_t)g->F * g->D, mf = (size_t)g->M * g->F;
     g->hX = malloc(md * 2); g->hWg = malloc(fd * 2); g->hWu = malloc(fd * 2); g->hWd = malloc(fd * 2);
     g->hY = malloc(md * 2); g->hG = malloc(mf * 2); g->hR = malloc(mf * 4); g->hRef = malloc(md * 4);
@@ -206,14 +213,14 @@ static sptune_status ffn_bind(void *p, const sp_template *t, const sp_config *c)
     }
     g->hot_cols = hot / g->M;
     const CUdeviceptr raw[3] = {g->Wg, g->Wu, g->Wd};
-    for (int k = 0; k < 3; k++) g->Wbound[k] = g->hot_cols > 0 ? g->Wp[k] : raw[k];
+    for (int k = 0; k < 3; k++) g->Wbound[k] = g->order ? g->Wp[k] : raw[k];
     if (!g->hot_h || hot > g->hot_alloc) {
         sp_bench_free(g->hot_h);
         g->hot_h = 0;
         g->hot_alloc = hot;
         if ((st = sp_bench_alloc(g->b, (size_t)hot * 2 + 16, &g->hot_h))) return st;
     }
-    if ((st = sp_twell_out_capacity(&g->o, g->hot_cols > 0 ? g->hGp : g->hG, g->M, g->F, (int)g->hot_cols,
+    if ((st = sp_twell_out_capacity(&g->o, g->order ? g->hGp : g->hG, g->M, g->F, (int)g->hot_cols,
                                     g->b->twell_pool, t, c, &g->prob)))
         return st;
     if (g->b->twell_dense >= 0) cap = g->b->twell_dense;

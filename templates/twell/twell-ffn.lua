@@ -180,7 +180,9 @@ return {
   description = "TwELL gated FFN layer: packed gate from the gate GEMM's epilogue, then up and down for active"
     .. " neurons only",
   args = ARGS,
-  dims = dist.with{"M", "D", "F"},   -- nnz and the rest: the data the op is measured on
+  -- nnz and the rest: the data the op is measured on; order: 1 when the application gives the neurons
+  -- most frequent first (sptune_twell_hot_order: what the hot/cold split needs), 0 as they come
+  dims = (function() local d = dist.with{"M", "D", "F"}; d[#d + 1] = {"order", 0}; return d end)(),
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,
