@@ -2,7 +2,8 @@
 # twell-ffn's hot/cold split (issue 12, item 4) on the GPU machine over a build made elsewhere:
 #   bash bench/twell-hot.sh [build-static]
 # For each layer (d, d_ff), token count M and mean nonzeros per token (realistic data: heavy-tailed
-# neurons, 30 % dead, 0.5 % dense tokens; the neurons in calibrated order, the most frequent first),
+# neurons, 30 % dead, 0.5 % dense tokens; ORDER=1 (default): the neurons in calibrated order, the most
+# frequent first, for every configuration; ORDER=0: as drawn),
 # one `sptune check` (one data set, one cuBLAS dense gated FFN timed in the same run) over the hot
 # values: the first hot/8 of the neurons as a dense tensor-core slice, the rest sparse (0: all
 # sparse, 8: the dense layer). Env: LAYERS ("d,d_ff ..."), MS, NNZ, HOTS, PRODUCER and SPARSE (the
@@ -16,6 +17,7 @@ prod="${PRODUCER:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi
 sparse0="${SPARSE:-warps=16,split=1,unroll=4,ldg=nc,dots=8,dunroll=2,route=512}"
 hots="${HOTS:-0 1 2 4 8}"
 routes="${ROUTES:-512}"
+order="${ORDER:-1}"
 runs="${RUNS:-10}"
 rows=()
 for layer in ${LAYERS:-2048,5632}; do
@@ -33,7 +35,7 @@ for layer in ${LAYERS:-2048,5632}; do
           for r in $routes; do configs+="${configs:+;}$prod,${sparse/route=512/route=$r},hot=$h"; done
         fi
       done
-      shape="M=$m,D=$d,F=$f,nnz=$nnz"
+      shape="M=$m,D=$d,F=$f,nnz=$nnz,order=$order"
       log=$("$bin" check twell-ffn --gpu auto --shape "$shape" --config "$configs" --runs "$runs" 2>&1 |
             tee -a "$out/hot.log")
       base=$(sed -nE 's/.* baseline .* ([0-9.]+) ms \(.*/\1/p' <<< "$log" | head -1)

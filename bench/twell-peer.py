@@ -136,22 +136,24 @@ def main():
         out = {"torch bf16 dense (cuBLAS)": dense}
         # the kernel the runtime API serves for this problem, launched on preallocated buffers (what an
         # engine does; sptune.twell_ffn adds the Python op's allocation and dispatch)
-        k = sptune.kernel("twell-ffn", f"M={sptune.token_bucket(M)},D={D},F={F},nnz={int(round(args.nnz))},"
-                                       f"dense={args.dense:g}")
-        print(f"{shape}: sptune serves {k.config} ({k.origin})", flush=True)
+        problem = f"M={sptune.token_bucket(M)},D={D},F={F},nnz={int(round(args.nnz))},dense={args.dense:g}"
+        ks = [sptune.kernel("twell-ffn", problem + f",order={o}") for o in (1, 0)]
+        for o, k in zip((1, 0), ks):
+            print(f"{shape}: sptune serves for order={o} {k.config} ({k.origin})", flush=True)
         ys = torch.empty((M, D), dtype=torch.bfloat16, device=x.device)
-        ws = torch.empty(max(k.workspace, 1), dtype=torch.uint8, device=x.device)
+        ws = torch.empty(max(max(k.workspace for k in ks), 1), dtype=torch.uint8, device=x.device)
 
-        def sptune_ffn(wts):
+        def sptune_ffn(k, wts):
             named = {"X": x, "Wg": wts[0], "Wu": wts[1], "Wd": wts[2], "Y": ys}
             k.launch_ws([named[n].data_ptr() for n in k.tensor_names], ws.data_ptr(), k.workspace,
                         torch.cuda.current_stream().cuda_stream, tokens=M)
             return ys
 
-        out["sptune twell-ffn"] = lambda: sptune_ffn((pg, pu, pd))
-        out["sptune twell-ffn, weights as drawn"] = lambda: sptune_ffn((wg, wu, wd))
+        out["sptune twell-ffn (order=1)"] = lambda: sptune_ffn(ks[0], (pg, pu, pd))
+        out["sptune twell-ffn, weights as drawn (order=0)"] = lambda: sptune_ffn(ks[1], (wg, wu, wd))
         if args.dense == 0.5:   # the Python op asks for the default distribution
-            out["sptune.twell_ffn (Python op)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)))
+            out["sptune.twell_ffn (Python op)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)),
+                                                                           calibrated=True)
         try:
             layer_mod = peer.TwELLGatedMLP(layer, wg, wu, wd)
             out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)

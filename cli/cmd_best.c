@@ -28,11 +28,13 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     sptune_kernel_expected(k, &ms, &base);
     if (ms > 0 && base > 0 && base < ms)
         printf("  the dense baseline is faster here: %.4f ms against %.4f ms (%.2fx): run it instead\n", base, ms, base / ms);
-    /* twell-ffn's hot/cold split pays only on weights in calibrated order: say so where it is served */
+    /* twell-ffn's hot/cold split (but for hot=8, the dense layer) pays only on weights in calibrated
+       order (problems with order=1): say so where it is served */
     const char *hot = strstr(sptune_kernel_config(k), ",hot=");
-    if (hot && strcmp(pos[0], "twell-ffn") == 0 && strncmp(hot, ",hot=0", 6) != 0)
-        printf("  hot=%d: the first %d/8 of the neurons run as a dense slice; order them most frequent first"
-               " (sptune_twell_hot_order), or this configuration is exact but slower\n", atoi(hot + 5), atoi(hot + 5));
+    int h = hot && strcmp(pos[0], "twell-ffn") == 0 ? atoi(hot + 5) : 0;
+    if (h > 0 && h < 8)
+        printf("  hot=%d: the first %d/8 of the neurons run as a dense slice; it assumes them ordered most frequent"
+               " first (order=1: sptune_twell_hot_order), in another order exact but slower\n", h, h);
     if (*sptune_kernel_args(k)) printf("  arguments: %s\n", sptune_kernel_args(k));
     size_t typical = 0, bound = 0;
     if (sptune_kernel_workspace(k, 0, &typical) == SPTUNE_OK && sptune_kernel_workspace(k, 1, &bound) == SPTUNE_OK &&

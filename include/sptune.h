@@ -222,7 +222,9 @@ SPTUNE_API sptune_status sptune_twell_gated(sptune_kernel *k, void *stream, long
                                             unsigned long long y);
 /* twell-ffn's hot/cold split (its `hot` parameter: the first hot/8 of the neurons run as a dense
  * tensor-core slice for every token, the rest sparse) pays when the neurons are ordered by how often
- * they fire, the most frequent first. Calibrate once, on activations like the model's:
+ * they fire, the most frequent first; a problem says so with order=1 ("M=16384,D=2048,F=5632,nnz=40,
+ * order=1"), and then gets the configurations measured on such weights. Calibrate once, on activations
+ * like the model's:
  * sptune_twell_count_active adds to counts[j] (F of them, zeroed by the caller) the tokens of `gate`
  * (tokens x F bf16 values, relu(X Wg^T) on calibration data, say) whose entry j is positive, and
  * sptune_twell_hot_order writes perm[i] = the neuron that goes to position i (descending counts, ties by

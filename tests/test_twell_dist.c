@@ -66,7 +66,8 @@ int main(void)
     /* defaults: realistic; the key spells every dimension out */
     sp_problem p = problem(t, "M=2000,D=64,F=1000,nnz=40");
     char *key = sp_problem_format(&p);
-    CHECK_MSG(strcmp(key, "M=2000,D=64,F=1000,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2") == 0, "%s", key);
+    CHECK_MSG(strcmp(key, "M=2000,D=64,F=1000,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2,order=0") == 0, "%s",
+              key);
     free(key);
     sp_twell_dist d;
     CHECK_ST(sp_twell_dist_get(&p, 1000, &d), SPTUNE_OK);

@@ -258,12 +258,12 @@ def token_bucket(M):
     return max(16, 1 << (int(M) - 1).bit_length())
 
 
-def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40):
+def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
     M, D, F = check_twell_ffn(x, w_gate, w_up, w_down)
     import torch
     # on x's device: the kernel object ("auto") is got and its module loaded in that device's context
     with torch.cuda.device(x.device):
-        k = kernel("twell-ffn", f"M={token_bucket(M)},D={D},F={F},nnz={int(nnz)}")
+        k = kernel("twell-ffn", f"M={token_bucket(M)},D={D},F={F},nnz={int(nnz)},order={1 if calibrated else 0}")
         y = torch.empty((M, D), dtype=x.dtype, device=x.device)
         named = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": y}
         ws = torch.empty(max(k.workspace, 1), dtype=torch.uint8, device=x.device)
@@ -272,16 +272,18 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40):
     return y
 
 
-def twell_ffn(x, w_gate, w_up, w_down, nnz=40):
+def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
     """The gated FFN layer Y = (relu(X Wg^T) * X Wu^T) Wd with TwELL activation sparsity.
 
     x: M x d, w_gate, w_up, w_down: d_ff x d (row j: neuron j), all bf16, contiguous, on one CUDA
     device. nnz: the expected active neurons per token (the tuned results nearest to it are used).
-    Runs on the current stream; exact whatever the activations (dense tokens included)."""
+    calibrated: the rows are ordered most frequent neuron first (sptune_twell_hot_order), which lets
+    the hot/cold split serve. Runs on the current stream; exact whatever the activations (dense tokens
+    included) and whatever the order."""
     op = _torch_op()
     if op is not None:
-        return op(x, w_gate, w_up, w_down, int(nnz))
-    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz)
+        return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated))
+    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated)
 
 
 _op = None
@@ -300,11 +302,11 @@ def _torch_op():
 
     @custom_op("sptune::twell_ffn", mutates_args=())
     def _op_impl(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
-                 nnz: int) -> torch.Tensor:
-        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz)
+                 nnz: int, calibrated: bool) -> torch.Tensor:
+        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated)
 
     @_op_impl.register_fake
-    def _(x, w_gate, w_up, w_down, nnz):
+    def _(x, w_gate, w_up, w_down, nnz, calibrated):
         return x.new_empty(x.shape)
 
     _op = _op_impl
