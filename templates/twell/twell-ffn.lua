@@ -14,7 +14,8 @@
 -- every token: the producer writes their relu(gate) to hot_h instead of packing it, hot_up multiplies
 -- it by X Wu[:H]^T in its epilogue, hot_y adds hot_h Wd[:H] to Y after the sparse part wrote it. The
 -- cold remainder goes through the sparse consumer and the dense path as before. hot = 8 is the dense
--- layer (no sparse part); hot = 0 today's pipeline.
+-- layer (no sparse part); hot = 0 the sparse pipeline alone. A problem with order=1 declares that
+-- order (the harness then gives every configuration such weights).
 -- Exact for any workspace: a tile that overflows its slots when the pool is full is marked lost and
 -- recomputed from X and Wg (its token routed to the dense path while dense_capacity allows, else
 -- by the consumer); pool_counter ends holding the pool words the call wanted, so a caller sees
