@@ -670,6 +670,13 @@ sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *o
     return SPTUNE_OK;
 }
 
+/* Bytes of workspace argument i in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
+static size_t part_bytes(const kernel_arg *x, int at_bound)
+{
+    long long n = at_bound ? x->elements_bound : x->elements;
+    return ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+}
+
 sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes)
 {
     if (!k || !bytes) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: missing argument");
@@ -682,7 +689,7 @@ sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t 
             return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: the size of %s depends on the data "
                            "(its template declares no %s value for a capacity it needs)", x->decl.name,
                            bound ? "bound" : "typical");
-        size_t b = ((size_t)n * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+        size_t b = part_bytes(x, bound);
         if (total + b < total) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: too large");
         total += b;
     }
@@ -789,13 +796,6 @@ static sptune_status workspace_mode(const sptune_kernel *k, const char *fn, size
         return sp_fail(SPTUNE_ERR_INVALID, "%s: the workspace has %zu bytes, the kernel needs %zu "
                        "(sptune_kernel_workspace)", fn, bytes, typical);
     return SPTUNE_OK;
-}
-
-/* Bytes of workspace argument i in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
-static size_t part_bytes(const kernel_arg *x, int at_bound)
-{
-    long long n = at_bound ? x->elements_bound : x->elements;
-    return ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
 }
 
 sptune_status sptune_kernel_workspace_part(const sptune_kernel *k, const char *name, size_t workspace_bytes,

@@ -1,8 +1,8 @@
 /* sptune best: what the runtime API (sptune_kernel_get) serves an application for a problem:
  * the configuration, where it came from, and how each kernel is launched. */
 #include "cli.h"
+#include "sp_status.h"
 
-#include <stdlib.h>
 #include <string.h>
 
 int cmd_best(cli_cmd *cmd, int npos, char **pos)
@@ -30,10 +30,16 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
         printf("  the dense baseline is faster here: %.4f ms against %.4f ms (%.2fx): run it instead\n", base, ms, base / ms);
     /* twell-ffn's hot/cold split (but for hot=8, the dense layer) pays only on weights in calibrated
        order (problems with order=1): say so where it is served */
-    const char *hot = strstr(sptune_kernel_config(k), ",hot=");
-    int h = hot && strcmp(pos[0], "twell-ffn") == 0 ? atoi(hot + 5) : 0;
+    long long h = 0;
+    sp_template *t = NULL;
+    sp_config c;
+    if (strcmp(pos[0], "twell-ffn") == 0 && sp_template_load(pos[0], &t) == SPTUNE_OK &&
+        sp_config_parse(t, sptune_kernel_config(k), &c) == SPTUNE_OK)
+        h = sp_config_int(t, &c, "hot");
+    sp_template_free(t);
+    sp_clear_error();
     if (h > 0 && h < 8)
-        printf("  hot=%d: the first %d/8 of the neurons run as a dense slice; it assumes them ordered most frequent"
+        printf("  hot=%lld: the first %lld/8 of the neurons run as a dense slice; it assumes them ordered most frequent"
                " first (order=1: sptune_twell_hot_order), in another order exact but slower\n", h, h);
     if (*sptune_kernel_args(k)) printf("  arguments: %s\n", sptune_kernel_args(k));
     size_t typical = 0, bound = 0;

@@ -195,7 +195,6 @@ static int report(const char *what, const sp_db_import_stats *s);
 typedef struct t4_ctx {
     sp_template *t;
     const char *key, *profile;
-    FILE *out;
     int n;
     /* import */
     sp_db *db;

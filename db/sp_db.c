@@ -235,12 +235,12 @@ static sptune_status add_energy(sqlite3 *h, const char *path)
         st = sp_fail(SPTUNE_ERR_DB, "%s: adding the energy columns: %s", path, err ? err : "?");
     sqlite3_free(err);
     if (st != SPTUNE_OK) {
-        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+        sp_db_rollback(h);
         return st;
     }
     if (sqlite3_exec(h, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
         st = sp_db_sqlfail(h, path, "adding the energy columns");
-        sqlite3_exec(h, "ROLLBACK", NULL, NULL, NULL);
+        sp_db_rollback(h);
     }
     return st;
 }
@@ -341,11 +341,11 @@ sptune_status sp_db_open(const char *path, int create, sp_db **out)
         const sp_db_step *steps = sp_db_schema_steps(&count);
         st = sp_db_migrate(h, path, steps, count, NULL, &version);
     }
+    /* a writable open always ends with the energy columns present */
     int energy = 0;
     if (st == SPTUNE_OK && (st = has_energy(h, path, &energy)) == SPTUNE_OK && !energy) st = add_energy(h, path);
-    energy = st == SPTUNE_OK;
     if (st == SPTUNE_OK) st = db_new(h, path, 0, version, out);
-    if (st == SPTUNE_OK) (*out)->energy = energy;
+    if (st == SPTUNE_OK) (*out)->energy = 1;
     if (st != SPTUNE_OK) sqlite3_close(h);
     return st;
 }

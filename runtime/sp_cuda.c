@@ -60,7 +60,6 @@ static const sp_cuda_sym sp_cuda_syms[] = {
     SYM(EventDestroy, "cuEventDestroy_v2"),
     SYM(EventRecord, "cuEventRecord"),
     SYM(EventSynchronize, "cuEventSynchronize"),
-    SYM(EventQuery, "cuEventQuery"),
     /* _v2 appeared in CUDA 12.8; the original has the same signature. */
     SYM_OR(EventElapsedTime, "cuEventElapsedTime_v2", "cuEventElapsedTime"),
     SYM_OPT(StreamBeginCapture, "cuStreamBeginCapture_v2"),

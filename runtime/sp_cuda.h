@@ -43,7 +43,6 @@ typedef struct sp_cuda_api {
     __typeof__(cuEventDestroy_v2) *EventDestroy;
     __typeof__(cuEventRecord) *EventRecord;
     __typeof__(cuEventSynchronize) *EventSynchronize;
-    __typeof__(cuEventQuery) *EventQuery;
     __typeof__(cuEventElapsedTime_v2) *EventElapsedTime;
     /* graphs and extra contexts: used by the tests of the API's contract; may be NULL */
     __typeof__(cuStreamBeginCapture_v2) *StreamBeginCapture;

@@ -8,17 +8,23 @@
 #include <stdio.h>
 #include <string.h>
 
+/* Raises f's dynamic shared-memory limit (*limit) to smem when above it. */
+static sptune_status raise_smem(const sp_cuda_api *cu, CUfunction f, unsigned smem, unsigned *limit)
+{
+    if (smem <= *limit) return SPTUNE_OK;
+    sptune_status st = SP_CU(cu->FuncSetAttribute(f, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)smem));
+    if (st == SPTUNE_OK) *limit = smem;
+    return st;
+}
+
 /* One function of the module with its geometry, its shared-memory limit raised as needed. */
 static sptune_status load_fn(const sp_cuda_api *cu, CUmodule m, const sp_kernel_stage *k, sp_kernel_fn *out)
 {
     sptune_status st = sp_cuda_check(cu->ModuleGetFunction(&out->fn, m, k->kernel), k->kernel);
     if (st != SPTUNE_OK) return st;
-    if (k->smem > 48 * 1024 &&
-        (st = SP_CU(cu->FuncSetAttribute(out->fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, (int)k->smem))) !=
-            SPTUNE_OK)
-        return st;
+    out->smem_limit = 48 * 1024;
+    if ((st = raise_smem(cu, out->fn, k->smem, &out->smem_limit)) != SPTUNE_OK) return st;
     out->at = *k;
-    out->smem_limit = k->smem > 48 * 1024 ? k->smem : 48 * 1024;
     return SPTUNE_OK;
 }
 
@@ -127,13 +133,9 @@ sptune_status sp_kernel_launch_stages(sp_kernel *k, const sp_kernel_stage *stage
         if (strcmp(stages[i].kernel, k->fn[i].at.kernel) != 0)
             return sp_fail(SPTUNE_ERR_INVALID, "kernel %d is %s, the geometry given is %s's", i, k->fn[i].at.kernel,
                            stages[i].kernel);
-        if (stages[i].smem > k->fn[i].smem_limit) {
-            if ((st = SP_CU(cu->FuncSetAttribute(f.fn, CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES,
-                                                 (int)stages[i].smem))) != SPTUNE_OK)
-                return st;
-            k->fn[i].smem_limit = stages[i].smem;
-        }
-        if ((st = launch_fn(cu, &f, stream, args)) != SPTUNE_OK) return st;
+        if ((st = raise_smem(cu, f.fn, stages[i].smem, &k->fn[i].smem_limit)) != SPTUNE_OK ||
+            (st = launch_fn(cu, &f, stream, args)) != SPTUNE_OK)
+            return st;
     }
     return SPTUNE_OK;
 }

@@ -729,6 +729,30 @@ static void test_folder(void)
 
 /* ---- a large space ----------------------------------------------------------------------- */
 
+/* Loads a test template from source (templates/test/<name>.lua); NULL after a failed check. */
+static sp_template *load_test(const char *name, const char *src)
+{
+    char path[128];
+    snprintf(path, sizeof path, "templates/test/%s.lua", name);
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source(path, src, NULL, &t), SPTUNE_OK);
+    return t;
+}
+
+/* The valid configurations the walk counts on the h100 profile, and the seconds it took (seconds may
+ * be NULL). */
+static long long walk_count(sp_template *t, double *seconds)
+{
+    sp_gpu_profile g = h100();
+    long long n = 0;
+    struct timespec a, b;
+    clock_gettime(CLOCK_MONOTONIC, &a);
+    CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
+    clock_gettime(CLOCK_MONOTONIC, &b);
+    if (seconds) *seconds = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    return n;
+}
+
 static void test_large_space(void)
 {
     const char *src =
@@ -740,8 +764,7 @@ static void test_large_space(void)
         "    {why = 'sum', check = function(c) return (c.p1 + c.p2 + c.p3 + c.p4 + c.p5 + c.p6) % 7 == 0 end},\n"
         "    {why = 'p1', check = function(c, gpu) return c.p1 < 9 and gpu.sm_count > 0 end},\n"
         "  }}\n";
-    sp_template *t = NULL;
-    CHECK_ST(sp_template_load_source("templates/test/big.lua", src, NULL, &t), SPTUNE_OK);
+    sp_template *t = load_test("big", src);
     if (!t) return;
     long long want = 0;
     for (int i = 0; i < 1000000; i++) {
@@ -749,13 +772,8 @@ static void test_large_space(void)
         for (int k = 0; k < 6; k++) s += x % 10, x /= 10;
         if (s % 7 == 0 && i / 100000 < 9) want++;
     }
-    sp_gpu_profile g = h100();
-    long long n = 0;
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
-    CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    double s = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    double s;
+    long long n = walk_count(t, &s);
     CHECK_MSG(n == want, "%lld != %lld", n, want);
     printf("test_template: 10^6 raw configurations, %lld valid, in %.2f s\n", n, s);
     CHECK_MSG(s < 20.0, "the walk took %.1f s", s);
@@ -777,8 +795,7 @@ static void test_pruned_space(void)
         "    {why = 'b', check = function(c) local s = 0 for _, x in pairs(c) do s = s + x end return s % 3 ~= 0 end},\n"
         "    {why = 'c', check = function(c) c.p3 = c.p3 return c.p3 ~= 2 end},\n"
         "  }}\n";
-    sp_template *t = NULL;
-    CHECK_ST(sp_template_load_source("templates/test/pruned.lua", src, NULL, &t), SPTUNE_OK);
+    sp_template *t = load_test("pruned", src);
     if (!t) return;
     long long want = 0;
     for (int i = 0; i < 7776; i++) {
@@ -786,9 +803,7 @@ static void test_pruned_space(void)
         for (int k = 4; k >= 0; k--) p[k] = x % 6, x /= 6, sum += p[k];
         want += (p[0] == 0 ? p[3] != 3 : p[1] != 1) && sum % 3 != 0 && p[2] != 2;
     }
-    sp_gpu_profile g = h100();
-    long long n = 0;
-    CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
+    long long n = walk_count(t, NULL);
     CHECK_MSG(n == want, "%lld != %lld", n, want);
     sp_template_free(t);
 
@@ -804,9 +819,8 @@ static void test_pruned_space(void)
         "    {why = 'r', check = function(c) return c.p1 ~= 0 or c.big end},\n"
         "    {why = 'first', check = function(c) for k in pairs(c) do return k == 'big' end end},\n"
         "  }}\n";
-    t = NULL;
-    CHECK_ST(sp_template_load_source("templates/test/derived.lua", derived, NULL, &t), SPTUNE_OK);
-    if (!t) return;
+    if (!(t = load_test("derived", derived))) return;
+    sp_gpu_profile g = h100();
     long long each = 0;
     for (int i = 0; i < 27; i++) {
         sp_config c;
@@ -817,7 +831,7 @@ static void test_pruned_space(void)
         CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, NULL), SPTUNE_OK);
         each += ok;
     }
-    CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
+    n = walk_count(t, NULL);
     CHECK_MSG(each == 21 && n == each, "walk %lld, one by one %lld (want 21)", n, each);
     sp_template_free(t);
 }

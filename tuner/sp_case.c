@@ -132,11 +132,6 @@ void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, s
     compare(out, f16, ref, NULL, n, ncols, relu_ref, rel_err, detail, len);
 }
 
-void sp_compare_bf16_allow(const uint16_t *out, const float *ref, const float *allow, size_t n, size_t ncols,
-                           double *rel_err, char *detail, size_t len)
-{
-    compare(out, 0, ref, allow, n, ncols, 0, rel_err, detail, len);
-}
 
 static void compare(const uint16_t *out, int f16, const float *ref, const float *allow, size_t n, size_t ncols,
                     int relu_ref, double *rel_err, char *detail, size_t len)
@@ -175,10 +170,16 @@ sptune_status sp_poison_bf16(CUdeviceptr out, size_t n, CUstream s)
 sptune_status sp_verify_bf16(CUdeviceptr out, uint16_t *host, const float *ref, size_t rows, size_t cols,
                              double *rel_err, char *detail, size_t len)
 {
+    return sp_verify_bf16_allow(out, host, ref, NULL, rows, cols, rel_err, detail, len);
+}
+
+sptune_status sp_verify_bf16_allow(CUdeviceptr out, uint16_t *host, const float *ref, const float *allow, size_t rows,
+                                   size_t cols, double *rel_err, char *detail, size_t len)
+{
     const sp_cuda_api *cu;
     sptune_status st = sp_cuda_load(&cu);
     if (st != SPTUNE_OK || (st = SP_CU(cu->MemcpyDtoH(host, out, rows * cols * 2))) != SPTUNE_OK) return st;
-    sp_compare_bf16(host, ref, rows * cols, cols, 0, rel_err, detail, len);
+    compare(host, 0, ref, allow, rows * cols, cols, 0, rel_err, detail, len);
     return SPTUNE_OK;
 }
 

@@ -80,11 +80,6 @@ void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t nco
 /* The same for bf16 (f16 == 0) or fp16 outputs. */
 void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, size_t ncols, int relu_ref,
                      double *rel_err, char *detail, size_t len);
-/* sp_compare_bf16 with a further allowance per element (allow[i] >= 0, added to its bound; NULL: none):
- * an op whose contract lets it round an intermediate (twell-ffn's hot slice rounds h to bf16 as the
- * dense bf16 layer does) states that rounding's error there. */
-void sp_compare_bf16_allow(const uint16_t *out, const float *ref, const float *allow, size_t n, size_t ncols,
-                           double *rel_err, char *detail, size_t len);
 /* The harnesses' shared steps. sp_poison_bf16: bf16 NaN over n elements at out (what a kernel
  * that skips an element leaves behind). sp_verify_bf16: the bf16 output (rows x cols, device)
  * copied into host and compared with ref as sp_compare_bf16 does. sp_fetch_f32: waits for s,
@@ -93,6 +88,11 @@ void sp_compare_bf16_allow(const uint16_t *out, const float *ref, const float *a
 sptune_status sp_poison_bf16(CUdeviceptr out, size_t n, CUstream s);
 sptune_status sp_verify_bf16(CUdeviceptr out, uint16_t *host, const float *ref, size_t rows, size_t cols,
                              double *rel_err, char *detail, size_t len);
+/* sp_verify_bf16 with a further allowance per element (allow[i] >= 0, added to its bound; NULL: none):
+ * an op whose contract lets it round an intermediate (twell-ffn's hot slice rounds h to bf16 as the
+ * dense bf16 layer does) states that rounding's error there. */
+sptune_status sp_verify_bf16_allow(CUdeviceptr out, uint16_t *host, const float *ref, const float *allow, size_t rows,
+                                   size_t cols, double *rel_err, char *detail, size_t len);
 sptune_status sp_fetch_f32(CUstream s, CUdeviceptr dev, float *host, size_t n);
 double sp_problem_flops(const sp_problem *p, double factor, const char *a, const char *b, const char *c);
 /* Spot-checks an fp32 reference C (rows x cols) of C = A * op(B) against fp64 dot products at

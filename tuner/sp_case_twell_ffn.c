@@ -97,12 +97,14 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         free(g);
         return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn needs positive integers M, D, F and nnz <= F");
     }
-    g->order = sp_problem_int(p, "order", &g->order) ? g->order : 0;   /* absent or 0: as drawn */
-    for (int i = 0; i < p->n; i++)
-        if (strcmp(p->name[i], "order") == 0 && p->v[i] != 0 && p->v[i] != 1) {
-            free(g);
-            return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: order=%g (0: the neurons as they come, 1: most frequent"
-                           " first)", p->v[i]);
+    for (int i = 0; i < p->n; i++)   /* absent: as drawn */
+        if (strcmp(p->name[i], "order") == 0) {
+            if (p->v[i] != 0 && p->v[i] != 1) {
+                free(g);
+                return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: order=%g (0: the neurons as they come, 1: most"
+                               " frequent first)", p->v[i]);
+            }
+            g->order = (int)p->v[i];
         }
     size_t md = (size_t)g->M * g->D, fd = (size_t)g->F * g->D, mf = (size_t)g->M * g->F;
     g->hX = malloc(md * 2); g->hWg = malloc(fd * 2); g->hWu = malloc(fd * 2); g->hWd = malloc(fd * 2);
@@ -135,7 +137,9 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         goto fail;
     if ((st = sp_check_reference(g->hR, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hWg, 1, 32))) goto fail;
     for (size_t i = 0; i < mf; i++) g->hG[i] = g->hR[i] > 0 ? sp_float_to_bf16(g->hR[i]) : 0;
-    if ((st = calibrate(g)) != SPTUNE_OK) goto fail;
+    if (g->order && (st = calibrate(g)) != SPTUNE_OK) goto fail;
+    const CUdeviceptr raw[3] = {g->Wg, g->Wu, g->Wd};
+    for (int k = 0; k < 3; k++) g->Wbound[k] = g->order ? g->Wp[k] : raw[k];
     /* up, then H = gate (.) up, then the down projection in fp32 */
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->R32, 1)) ||
         (st = sp_fetch_f32(b->stream, g->R32, g->hR, mf)))
@@ -212,8 +216,6 @@ static sptune_status ffn_bind(void *p, const sp_template *t, const sp_config *c)
         if ((st = sp_arg_elements(sp_template_arg(t, ai), &v, &hot)) != SPTUNE_OK) return st;
     }
     g->hot_cols = hot / g->M;
-    const CUdeviceptr raw[3] = {g->Wg, g->Wu, g->Wd};
-    for (int k = 0; k < 3; k++) g->Wbound[k] = g->order ? g->Wp[k] : raw[k];
     if (!g->hot_h || hot > g->hot_alloc) {
         sp_bench_free(g->hot_h);
         g->hot_h = 0;
@@ -261,13 +263,8 @@ static sptune_status ffn_poison(void *p, CUstream s)
 static sptune_status ffn_verify(void *p, double *rel_err, char *detail, size_t len)
 {
     ffn_state *g = p;
-    const sp_cuda_api *cu;
-    sptune_status st = sp_cuda_load(&cu);
-    if (st == SPTUNE_OK) st = SP_CU(cu->MemcpyDtoH(g->hY, g->Y, (size_t)g->M * g->D * 2));
-    if (st == SPTUNE_OK)
-        sp_compare_bf16_allow(g->hY, g->hRef, g->hot_cols > 0 ? g->hAllow : NULL, (size_t)g->M * g->D, (size_t)g->D,
-                              rel_err, detail, len);
-    return st;
+    return sp_verify_bf16_allow(g->Y, g->hY, g->hRef, g->hot_cols > 0 ? g->hAllow : NULL, (size_t)g->M, (size_t)g->D,
+                                rel_err, detail, len);
 }
 
 static sptune_status ffn_baseline(void *p, CUstream s)

@@ -32,17 +32,18 @@ void sp_tune_opts_default(sp_tune_opts *o)
     o->baseline_ms = -1;
 }
 
+static const char *const objective_names[] = {"time", "energy", "edp"};   /* in sp_objective's order */
+
 int sp_objective_parse(const char *text, sp_objective *out)
 {
-    static const char *const names[] = {"time", "energy", "edp"};
     for (int i = 0; i < 3; i++)
-        if (text && strcmp(text, names[i]) == 0) { *out = (sp_objective)i; return 1; }
+        if (text && strcmp(text, objective_names[i]) == 0) { *out = (sp_objective)i; return 1; }
     return 0;
 }
 
 const char *sp_objective_name(sp_objective o)
 {
-    return o == SP_OBJECTIVE_ENERGY ? "energy" : o == SP_OBJECTIVE_EDP ? "edp" : "time";
+    return (unsigned)o < 3 ? objective_names[o] : "time";
 }
 
 double sp_objective_score(sp_objective o, double ms, double energy_j)
@@ -79,7 +80,7 @@ static void keep_top(sp_tune_result *r, long long index, double score, double ms
 {
     for (int i = 0; i < r->ntop; i++)
         if (r->top[i] == index) return;   /* the served configuration, proposed again by the search */
-    if (!isfinite(score) || (r->ntop == SP_TUNE_TOP && score >= r->top_score[SP_TUNE_TOP - 1])) return;
+    if (r->ntop == SP_TUNE_TOP && score >= r->top_score[SP_TUNE_TOP - 1]) return;
     int i = r->ntop < SP_TUNE_TOP ? r->ntop++ : SP_TUNE_TOP - 1;
     for (; i > 0 && r->top_score[i - 1] > score; i--) {
         r->top[i] = r->top[i - 1];
@@ -173,7 +174,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
         free(text);
         /* the search walks by the objective; a result without the energy it needs counts as failed there */
         const double score = ok ? sp_objective_score(o->objective, ms, joules) : INFINITY;
-        const int scored = ok && isfinite(score);
+        const int scored = isfinite(score);
         if (from_search) sp_search_report(s, index, scored, score);
         else { first_seen = 1; first_ok = scored; first_score = score; }
         if (scored) keep_top(r, index, score, ms, joules);

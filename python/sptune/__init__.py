@@ -41,6 +41,10 @@ class _Arg(ctypes.Structure):
                 ("typical", ctypes.c_longlong), ("bound", ctypes.c_longlong)]
 
 
+# the library's SONAME (CMakeLists.txt: 0.x minors may change the ABI)
+_SONAME = "libsptune.so.0.2"
+
+
 def _candidates():
     env = os.environ.get("SPTUNE_LIB")
     if env:
@@ -48,11 +52,11 @@ def _candidates():
     here = os.path.dirname(os.path.abspath(__file__))
     # installed: <prefix>/lib/python3/site-packages/sptune -> <prefix>/lib; the source tree: python/sptune -> build
     for rel in ("../../..", "../../build"):
-        yield os.path.join(here, rel, "libsptune.so.0.2")
+        yield os.path.join(here, rel, _SONAME)
     found = ctypes.util.find_library("sptune")
     if found:
         yield found
-    yield "libsptune.so.0.2"
+    yield _SONAME
 
 
 _lib = None
@@ -74,7 +78,7 @@ def _library():
             except OSError as e:
                 errors.append(f"{path}: {e}")
         else:
-            raise SptuneError("libsptune not found (set SPTUNE_LIB to libsptune.so.0.2): " + "; ".join(errors))
+            raise SptuneError(f"libsptune not found (set SPTUNE_LIB to {_SONAME}): " + "; ".join(errors))
         P, I, S = ctypes.c_void_p, ctypes.c_int, ctypes.c_char_p
         lib.sptune_last_error.restype = S
         lib.sptune_version.restype = S
