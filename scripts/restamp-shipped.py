@@ -65,9 +65,9 @@ def main():
     a = ap.parse_args()
     ops = set()
     for path in glob.glob("db/data/*.tsv"):
-        for line in open(path).read().split("\n")[2:]:
-            if line:
-                ops.add(line.split("\t")[8])
+        lines = open(path).read().split("\n")
+        col = lines[1].split("\t").index("template")
+        ops.update(line.split("\t")[col] for line in lines[2:] if line)
     trees = history(a.sptune, a.work, sorted(ops))
     moved = kept = 0
     for path in sorted(glob.glob("db/data/*.tsv")):

@@ -79,8 +79,8 @@ return {
   launch = function(c, p, gpu)
     return mainloop.launch{c = c, M = p.M, N = p.N, K = p.K, a = "A", b = "B", gpu = gpu,
                            smem = c.mainloop == "wgmma" and epilogue.staging_bytes(c) or 0,
-                           persistent = c.epi == "overlap" and {threads = threads(c),
-                             smem = mainloop.persistent_smem(c, epilogue.staging_bytes(c))} or nil}
+                           persistent = c.epi == "overlap" and {drainers = STORERS, staging = epilogue.staging_bytes(c)}
+                                        or nil}
   end,
 
   emit = function(c, p, gpu)

@@ -59,14 +59,15 @@ function M.device(c) return c.mainloop == "wgmma" and wgmma.device(c) or "" end
 
 -- The launch of an M x N output tile by tile over K: the argument named a (M x K) against the
 -- argument named b (N x K, or K x N with b_mn) (for the copy engine's tensor maps); smem: at least
--- what the epilogue needs. Persistent (one CTA per SM at most) with `persistent = {threads = ..., smem = ...}`.
+-- what the epilogue needs. Persistent (one CTA per SM at most, M.persistent's kernel) with
+-- `persistent = {drainers = ..., staging = ...}` (its drain warps and staging bytes).
 function M.launch(x)
   local c = x.c
   local tiles = ((x.M + c.bm - 1) // c.bm) * ((x.N + c.bn - 1) // c.bn)
   local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, x.M, x.b, x.N, x.K, x.b_mn) or nil
   if x.persistent then
-    return {grid = {math.min(tiles, x.gpu.sm_count), 1, 1}, block = {x.persistent.threads, 1, 1},
-            smem = x.persistent.smem, tmaps = tmaps}
+    return {grid = {math.min(tiles, x.gpu.sm_count), 1, 1}, block = {M.persistent_threads(c, x.persistent.drainers), 1, 1},
+            smem = M.persistent_smem(c, x.persistent.staging), tmaps = tmaps}
   end
   local d = M.derive(c)
   return {grid = {tiles, 1, 1}, block = {d.threads, 1, 1}, smem = math.max(d.smem, x.smem or 0), tmaps = tmaps}

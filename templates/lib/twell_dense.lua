@@ -69,9 +69,10 @@ end
 -- The zero step's launch (first kernel of the pipeline).
 function M.zero_launch(gpu) return {grid = {2 * gpu.sm_count, 1, 1}, block = {256, 1, 1}, smem = 0} end
 
--- Kernels: zero (always), dense_h, dense_y and finalize (unless route = -1). sig(name) gives a kernel's
--- signature and opening brace (the op's argument list, T and S as constants).
-function M.kernels(c, p, gpu, names, sig)
+-- Kernels: zero (always), dense_h, dense_y and finalize (unless route = -1 or zero_only: a pipeline
+-- without a sparse part). sig(name) gives a kernel's signature and opening brace (the op's argument
+-- list, T and S as constants).
+function M.kernels(c, p, gpu, names, sig, zero_only)
   local out = text.fill([[
 extern "C" __global__ void __launch_bounds__(256)
 ${zsig}
@@ -83,7 +84,7 @@ ${zsig}
     for (size_t i = tid; i < acc; i += step) dense_acc[i] = 0.0f;
 }
 ]], {zsig = sig(names.zero)})
-  if c.route < 0 then return out end
+  if zero_only or c.route < 0 then return out end
   return out .. text.fill([[
 /* c += X_tile (16 rows of Xs) x [wa; wb]^T over the 128 columns of D from base (rows wa, wb: the two
  * 8-neuron n-blocks), all eight 16-byte loads issued before the multiply-adds. */

@@ -79,7 +79,7 @@ function M.launch(x)
   local c = x.c
   return mainloop.launch{c = c, M = x.rows, N = x.F, K = x.D, a = x.a, b = x.b, gpu = x.gpu,
                          smem = epilogue.twell_pack_smem(c),
-                         persistent = c.epi == "overlap" and {threads = M.persistent_threads(c), smem = M.overlap_smem(c)}
+                         persistent = c.epi == "overlap" and {drainers = PACKERS, staging = epilogue.twell_pack_smem(c)}
                                       or nil}
 end
 

@@ -291,10 +291,12 @@ end
 -- life, for the stage and its phase; m0, n0: the tile's first row of A and of B, or with b_mn its
 -- first column of B): wait until the stage is free, announce its bytes, start the boxes.
 function M.tma_issue(c, d, it, kt, m0, n0, b_mn)
-  local b_load = text.fill([[
+  local b_load
+  if not b_mn then
+    b_load = text.fill([[
                 sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
-    {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0})
-  if b_mn then
+      {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0})
+  else
     b_load = text.fill([[
                 #pragma unroll
                 for (int bx = 0; bx < ${boxes}; ++bx)

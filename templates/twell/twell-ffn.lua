@@ -41,7 +41,7 @@ local keep = {
   bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
   warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {4, 8}, dunroll = {1, 2},
-  consumer = {"row", "tile"}, route = {512, 256, 1024, 2048, 0, -1}, hot = {0, 1, 2, 4, 8},
+  consumer = {"row", "tile"}, route = {512, 256, 1024, 2048, 0, -1},
 }
 local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
               doc = "hot/cold split: the first hot/8 of the neurons (ordered most frequent first:"
@@ -50,7 +50,7 @@ local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
 local params = {}
 for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT}) do
   for _, p in ipairs(src) do
-    local values, default = keep[p.name], p.default
+    local values, default = keep[p.name] or p.values, p.default
     local ok = false
     for _, v in ipairs(values) do ok = ok or v == default end
     params[#params + 1] = {name = p.name, values = values, default = ok and default or values[1], doc = p.doc}
@@ -75,10 +75,17 @@ end
 local function hot_cols_c(c, f)
   return string.format("min(%s, (%s * %d + %d) / %d * %d)", f, f, c.hot, 8 * c.bn - 1, 8 * c.bn, c.bn)
 end
--- The sparse part's parameters, which hot = 8 (no sparse part) leaves at their defaults.
+-- The sparse part's parameters with their defaults (in parameter order), which hot = 8 (no sparse part)
+-- leaves as they are.
 local SPARSE = {}
-for _, src in ipairs({row.params, row.gated_params, dense.params}) do
-  for _, p in ipairs(src) do SPARSE[#SPARSE + 1] = p.name end
+do
+  local sparse = {}
+  for _, src in ipairs({row.params, row.gated_params, dense.params}) do
+    for _, p in ipairs(src) do sparse[p.name] = true end
+  end
+  for _, p in ipairs(params) do
+    if sparse[p.name] then SPARSE[#SPARSE + 1] = {p.name, p.default} end
+  end
 end
 constraints[#constraints + 1] = {why = "the hot/cold split runs on the wgmma + TMA kernels with overlapped epilogues",
   check = function(c) return c.hot == 0 or c.epi == "overlap" end}
@@ -87,10 +94,8 @@ constraints[#constraints + 1] = {why = "the hot/cold split: rows of F elements a
 constraints[#constraints + 1] = {why = "hot=8 (the dense layer): the sparse part's parameters stay at their defaults",
   check = function(c)
     if c.hot ~= 8 then return true end
-    for _, p in ipairs(params) do
-      for _, name in ipairs(SPARSE) do
-        if p.name == name and c[name] ~= p.default then return false, name end
-      end
+    for _, s in ipairs(SPARSE) do
+      if c[s[1]] ~= s[2] then return false, s[1] end
     end
     return true
   end}
@@ -143,6 +148,20 @@ end
 -- Store warps of the hot slice's persistent GEMMs.
 local STORERS = 2
 
+-- The pipeline's kernels in launch order (keys of names(c)): hot = 8 has no sparse part.
+local function stages(c)
+  local l = {"zero", "produce"}
+  if c.hot > 0 then l[#l + 1] = "hot_up" end
+  if c.hot < 8 then
+    l[#l + 1] = "consume"
+    if c.route >= 0 then
+      for _, k in ipairs({"dense_h", "dense_y", "finalize"}) do l[#l + 1] = k end
+    end
+  end
+  if c.hot > 0 then l[#l + 1] = "hot_y" end
+  return l
+end
+
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
 -- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y (+)= hot_h Wd[:H], Wd read
 -- MN-major (added to what the sparse part wrote when `add`, else stored).
@@ -194,35 +213,25 @@ return {
   end,
 
   kernel = function(c, gpu)
-    local n = names(c)
-    if c.hot == 8 then return {n.zero, n.produce, n.hot_up, n.hot_y} end
-    local l = {n.zero, n.produce}
-    if c.hot > 0 then l[#l + 1] = n.hot_up end
-    l[#l + 1] = n.consume
-    if c.route >= 0 then
-      for _, k in ipairs({n.dense_h, n.dense_y, n.finalize}) do l[#l + 1] = k end
-    end
-    if c.hot > 0 then l[#l + 1] = n.hot_y end
+    local n, l = names(c), {}
+    for i, k in ipairs(stages(c)) do l[i] = n[k] end
     return l
   end,
 
   launch = function(c, p, gpu)
-    local l = {dense.zero_launch(gpu),
-               produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}}
-    local hot_up, hot_y
+    local at = {zero = dense.zero_launch(gpu),
+                produce = produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}}
     if c.hot > 0 then
       local H = hot_cols(c, p.F)
-      local persistent = {threads = mainloop.persistent_threads(c, STORERS),
-                          smem = mainloop.persistent_smem(c, epilogue.staging_bytes(c))}
-      hot_up = mainloop.launch{c = c, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
-      hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
-                              persistent = persistent}
-      if c.hot == 8 then return {l[1], l[2], hot_up, hot_y} end
-      l[#l + 1] = hot_up
+      local persistent = {drainers = STORERS, staging = epilogue.staging_bytes(c)}
+      at.hot_up = mainloop.launch{c = c, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
+      at.hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
+                                 persistent = persistent}
     end
-    l[#l + 1] = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true)
-    for _, x in ipairs(dense.launches(c, p, gpu)) do l[#l + 1] = x end
-    if hot_y then l[#l + 1] = hot_y end
+    at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true)
+    at.dense_h, at.dense_y, at.finalize = table.unpack(dense.launches(c, p, gpu))
+    local l = {}
+    for i, k in ipairs(stages(c)) do l[i] = at[k] end
     return l
   end,
 
@@ -264,7 +273,7 @@ ${hot}]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route
      pdevice = produce.device(c), params = args.params(ARGS, produce.kernel_params(c)),
      threads = produce.threads(c), pname = n.produce, aliases = produce.aliases,
      body = produce.body(c, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil), sparse = sparse,
-     dense = dense.kernels(all_dense and {route = -1} or c, p, gpu, n, sig),
+     dense = dense.kernels(c, p, gpu, n, sig, all_dense),
      hot = c.hot > 0 and hot_kernels(c, n, hot_cols_c(c, "F"), not all_dense) or ""})
   end,
 }
