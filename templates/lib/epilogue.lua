@@ -173,55 +173,73 @@ function M.store_staged(d, c) return through_smem(d, M.stage(d, c, "none"), M.st
 -- row's count is also added to row_info[row] (c.route >= 0), and a row whose count reaches c.route
 -- (when > 0), or that lost a tile, is routed to the dense path (twell_dense.lua) while dense_capacity allows.
 function M.twell_pack_rows(c, first, step, cold)
+  -- Rows go in groups of 8 per warp: their counts first, then lanes 0-7 take the group's atomics
+  -- (pool offsets, running counts) together, then the entries row by row. One atomic round trip
+  -- per row bound the packer warps, and with them the producer (bench/RESULTS.md).
   return text.fill([[
         const int ntiles = ${ntiles};
         const unsigned lt = (1u << lane) - 1u;
         const unsigned long long pool_room = min(pool_capacity, 0x40000000ull); /* offsets have 30 bits */
-        for (int r = ${first}; r < ${bm}; r += ${step}) {
-            const int grow = m0 + r;
-            if (grow >= M) break;
-            const sp_bf16 *src = sC + r * ${row};
-            int count = 0;
+        for (int r0 = ${first}; r0 < ${bm} && m0 + r0 < M; r0 += 8 * ${step}) {
+            int count = 0;   /* lane u < 8: row r0 + u * step's nonzeros in this tile */
             #pragma unroll
-            for (int ch = 0; ch < ${bn} / 32; ++ch)
-                count += __popc(__ballot_sync(0xffffffffu, (src[ch * 32 + lane] & 0x7fffu) != 0u));
-            sp_u32 *w = packed + ((size_t)grow * ntiles + ${tile}) * ${words};
-            sp_u32 *dst = w + 1;
+            for (int u = 0; u < 8; ++u) {
+                const int r = r0 + u * ${step};
+                if (r >= ${bm} || m0 + r >= M) break;
+                const sp_bf16 *src = sC + r * ${row};
+                int n = 0;
+                #pragma unroll
+                for (int ch = 0; ch < ${bn} / 32; ++ch)
+                    n += __popc(__ballot_sync(0xffffffffu, (src[ch * 32 + lane] & 0x7fffu) != 0u));
+                if (lane == u) count = n;
+            }
+            const int grow = m0 + r0 + lane * ${step};
+            const bool live = lane < 8 && r0 + lane * ${step} < ${bm} && grow < M;
             sp_u32 word0 = (sp_u32)count;
             bool lost = false;
-            if (count > ${slots}) {
-                unsigned long long off = 0;
-                if (lane == 0) off = atomicAdd(pool_counter, (unsigned long long)(count + 1));
-                off = __shfl_sync(0xffffffffu, off, 0);
+            unsigned long long off = 0;
+${route_issue}
+            if (live && count > ${slots}) {
+                off = atomicAdd(pool_counter, (unsigned long long)(count + 1));
                 /* no room: the counter says how much was needed; the tile is marked lost */
                 lost = off + (unsigned long long)count + 1ull > pool_room;
                 if (!lost) {
-                    if (lane == 0) pool[off] = (sp_u32)count;
-                    dst = pool + off + 1;
+                    pool[off] = (sp_u32)count;
                     word0 = 0x80000000u | (sp_u32)off;
                 }
             }
 ${route}
-            if (lost) {
-                if (lane == 0) w[0] = 0xC0000000u;
-                continue;
+            if (live && lost) packed[((size_t)grow * ntiles + ${tile}) * ${words}] = 0xC0000000u;
+            #pragma unroll 1
+            for (int u = 0; u < 8; ++u) {
+                const int r = r0 + u * ${step};
+                if (r >= ${bm} || m0 + r >= M) break;
+                if (__shfl_sync(0xffffffffu, (int)lost, u)) continue;
+                const int n = __shfl_sync(0xffffffffu, count, u);
+                const sp_u32 w0 = __shfl_sync(0xffffffffu, word0, u);
+                sp_u32 *w = packed + ((size_t)(m0 + r) * ntiles + ${tile}) * ${words};
+                sp_u32 *dst = n > ${slots} ? pool + (w0 & 0x3fffffffu) + 1 : w + 1;
+                const sp_bf16 *src = sC + r * ${row};
+                int base = 0;
+                #pragma unroll
+                for (int ch = 0; ch < ${bn} / 32; ++ch) {
+                    const sp_u32 v = src[ch * 32 + lane];
+                    const bool nz = (v & 0x7fffu) != 0u;
+                    const unsigned mask = __ballot_sync(0xffffffffu, nz);
+                    if (nz) dst[base + __popc(mask & lt)] = (v << 16) | (sp_u32)(ch * 32 + lane);
+                    base += __popc(mask);
+                }
+                if (lane == 0) w[0] = w0;
             }
-            int base = 0;
-            #pragma unroll
-            for (int ch = 0; ch < ${bn} / 32; ++ch) {
-                const sp_u32 v = src[ch * 32 + lane];
-                const bool nz = (v & 0x7fffu) != 0u;
-                const unsigned mask = __ballot_sync(0xffffffffu, nz);
-                if (nz) dst[base + __popc(mask & lt)] = (v << 16) | (sp_u32)(ch * 32 + lane);
-                base += __popc(mask);
-            }
-            if (lane == 0) w[0] = word0;
         }]], {bm = c.bm, bn = c.bn, row = c.bn + 8, first = first, step = step, words = c.slots + 1, slots = c.slots,
               ntiles = cold and cold.ntiles or string.format("(N + %d - 1) / %d", c.bn, c.bn),
               tile = cold and cold.tile or "pid_n",
+              -- the running count's atomic is issued before the pool's result is needed: both in flight
+              route_issue = (c.route or -1) >= 0
+                and "            const sp_u32 old = live ? atomicAdd(row_info + grow, (sp_u32)count) : 0u;" or "",
               route = (c.route or -1) >= 0 and text.fill([[
-            if (lane == 0) {
-                const sp_u32 old = atomicAdd(row_info + grow, (sp_u32)count), before = old & 0x3fffffffu;
+            if (live) {
+                const sp_u32 before = old & 0x3fffffffu;
                 const bool reach = ${route} > 0 && before < ${route}u && before + (sp_u32)count >= ${route}u;
                 if ((lost || reach) && !(old & 0x80000000u)) sp_twell_route(row_info, M, grow, dense_capacity);
             }]], {route = c.route}) or ""})
