@@ -64,10 +64,10 @@ if [ -n "${PEER:-}" ]; then
   M=$(sed -nE 's/.*M=([0-9]+).*/\1/p' <<< "$shape") D=$(sed -nE 's/.*D=([0-9]+).*/\1/p' <<< "$shape")
   F=$(sed -nE 's/.*F=([0-9]+).*/\1/p' <<< "$shape") nnz=$(sed -nE 's/.*nnz=([0-9.]+).*/\1/p' <<< "$shape")
   dense=$(sed -nE 's/.*dense=([0-9.]+).*/\1/p' <<< "$shape")
-  ncu --clock-control none --csv --page raw --metrics "$metrics" -k regex:"d2t|t2d" -c 4 \
+  ncu --clock-control none --csv --page raw --metrics "$metrics" -k regex:"mm_wgmma|t2d" -c 4 \
       python3 bench/twell-peer.py --peer "$PEER" --shapes "${M}x${D}x${F}" --nnz "$nnz" --dense "${dense:-0.5}" \
       > "$out/ncu.peer.csv" 2> "$out/ncu.peer.err"
   echo "== peer (SakanaAI) on ${M}x${D}x${F}, nnz $nnz, dense ${dense:-0.5} %"
-  table "d2t|t2d" "$out/ncu.peer.csv"
+  table "mm_wgmma|t2d" "$out/ncu.peer.csv"
   grep -E "^\|" "$out/ncu.peer.csv" | tail -6
 fi
