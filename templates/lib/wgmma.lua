@@ -68,8 +68,8 @@ M.constraints = {
      and (c.bm * 8) % d.threads == 0 and (c.bn * 8) % d.threads == 0) end},
   {why = "wgmma with tma: the copy engine (sm_90)", check = function(c, gpu) return c.load ~= "tma" or gpu.tma end},
   {why = "wgmma with tma: a box is at most 256 rows", check = function(c) return c.load ~= "tma" or c.bm <= 256 end},
-  {why = "wgmma: clusters of 2 share B through the copy engine (load=tma), each CTA loading half (bn >= 128)",
-   check = function(c) return c.cluster == 1 or (c.load == "tma" and c.bn >= 128) end},
+  {why = "wgmma: clusters of 2 share B through the copy engine (load=tma)",
+   check = function(c) return c.cluster == 1 or c.load == "tma" end},
   {why = "wgmma: at most 128 accumulators per thread",
    check = function(c) return M.derive(c).acc_regs <= 128 end},
   {why = "wgmma: pipeline fits in shared memory",
@@ -225,7 +225,7 @@ function M.tmaps(c, a, rows, b, cols, K, b_mn)
   if c.load ~= "tma" then return nil end
   return {{arg = a, rows = rows, cols = K, box_rows = c.bm, box_cols = M.BK, swizzle = 128},
           b_mn and {arg = b, rows = K, cols = cols, box_rows = M.BK, box_cols = M.BK, swizzle = 128}
-               or {arg = b, rows = cols, cols = K, box_rows = c.bn // c.cluster, box_cols = M.BK, swizzle = 128}}
+               or {arg = b, rows = cols, cols = K, box_rows = c.bn, box_cols = M.BK, swizzle = 128}}
 end
 
 -- Kernel body start: tile order (lib/cuda.lua) and the warpgroup coordinates.
@@ -325,31 +325,23 @@ end
 -- The producer warp's copies of k-tile kt (C expressions: it counts k-tiles over the kernel's
 -- life, for the stage and its phase; m0, n0: the tile's first row of A and of B, or with b_mn its
 -- first column of B): wait until the stage is free, announce its bytes, start the boxes.
--- With cluster=2 (rank in scope: the CTA's rank in its cluster) each CTA loads half of B for both.
+-- With cluster=2 (rank in scope: the CTA's rank in its cluster) rank 0 loads B for both CTAs.
 function M.tma_issue(c, d, it, kt, m0, n0, b_mn)
   local b_load
   local load = c.cluster == 2 and "sp_tma_load_2d_mc" or "sp_tma_load_2d"
-  if c.cluster == 2 and not b_mn then
-    -- each CTA of the pair loads half of B's rows for both
-    b_load = text.fill([[
-                ${load}(sB + (sp_u32)(s * ${b_stage} + rank * ${half} * ${bk}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0} + rank * ${half},
-                        full + s * 8);]],
-      {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0, load = load, half = c.bn // 2})
-  elseif not b_mn then
+  if not b_mn then
     b_load = text.fill([[
                 ${load}(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
       {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0, load = load})
   else
-    -- with clusters of 2, each CTA of the pair loads half of the boxes for both
     b_load = text.fill([[
                 #pragma unroll
-                for (int bx = ${bx0}; bx < ${bx1}; ++bx)
+                for (int bx = 0; bx < ${boxes}; ++bx)
                     ${load}(sB + (sp_u32)(s * ${b_stage}) * 2u + bx * ${box}, &sp_tmB, ${n0} + bx * ${bk}, ${kt} * ${bk},
                                    full + s * 8);]],
-      {bx0 = c.cluster == 2 and ("rank * " .. c.bn // M.BK // 2) or "0",
-       bx1 = c.cluster == 2 and ("(rank + 1) * " .. c.bn // M.BK // 2) or tostring(c.bn // M.BK),
-       b_stage = d.b_stage, box = M.MN_BOX, n0 = n0, kt = kt, bk = M.BK, load = load})
+      {boxes = c.bn // M.BK, b_stage = d.b_stage, box = M.MN_BOX, n0 = n0, kt = kt, bk = M.BK, load = load})
   end
+  if c.cluster == 2 then b_load = "                if (rank == 0) {\n" .. b_load .. "\n                }" end
   return text.fill([[
                 const int s = ${it} % ${stages};
                 if (${it} >= ${stages}) sp_mbar_wait(empty + s * 8, ((${it} / ${stages}) - 1) & 1);
