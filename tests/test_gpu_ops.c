@@ -25,18 +25,14 @@ static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=3,wgs=2,load=cpasync", "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=2,load=cpasync",
     "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=15",
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap,slots=7",
-    "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8",
-    "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=15,cluster=2",
-    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap,slots=7,cluster=2", NULL};
+    "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8", NULL};
 /* gemm's wgmma main loop: both loaders, one and two warpgroups, the store after the main loop and the
  * persistent kernel's overlapped store, bm = 256, the smallest tile. */
 static const char *const gemm_wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2", "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap",
     "mainloop=wgmma,bm=256,bn=128,bk=64,stages=3,wgs=2,epi=overlap", "mainloop=wgmma,bm=128,bn=64,bk=64,stages=4,wgs=1",
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=3,wgs=2,load=cpasync",
-    "mainloop=wgmma,bm=64,bn=128,bk=64,stages=5,wgs=1,group_m=1,epi=overlap",
-    "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,cluster=2",
-    "mainloop=wgmma,bm=64,bn=128,bk=64,stages=5,wgs=1,group_m=1,epi=overlap,cluster=2", NULL};
+    "mainloop=wgmma,bm=64,bn=128,bk=64,stages=5,wgs=1,group_m=1,epi=overlap", NULL};
 /* The gated consumers' wider dot products (8 Wu rows in flight, the sweep over D unrolled), with
  * and without split rows; every shape, D % 8 != 0 (element-wise path) included; and the
  * tensor-core tile consumer (where D % 8 == 0 and D <= 2048), after either producer. */
@@ -274,16 +270,14 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
                                         "M=333,D=264,F=1000,nnz=60,dense=1,dense_nnz=400"};
 /* The hot/cold split (hot > 0; sm_90a): slices of 1/8 to all of the neurons, F % bn != 0 and D % 64 != 0
  * (partial hot tiles and k-tiles) in the last shape, with the row and tile consumers and without the
- * dense path; clusters of 2 (an odd count of tile rows in the first and last shapes). */
+ * dense path. */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
     HOPPER "bn=256,route=512,warps=16,split=1,dots=8,dunroll=2",
     HOPPER "bn=128,route=512,warps=16,split=1,dots=8,dunroll=2,hot=1",
     HOPPER "bn=256,route=256,warps=8,split=1,hot=2", HOPPER "bn=128,consumer=tile,hot=4",
-    HOPPER "bn=256,route=-1,hot=4", HOPPER "bn=256,hot=8",
-    HOPPER "bn=256,route=512,warps=16,split=1,dots=8,dunroll=2,cluster=2", HOPPER "bn=256,route=256,warps=8,split=1,hot=2,cluster=2",
-    HOPPER "bn=128,hot=8,cluster=2"};
+    HOPPER "bn=256,route=-1,hot=4", HOPPER "bn=256,hot=8"};
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1};
 #define NWS (int)(sizeof ws_shapes / sizeof ws_shapes[0] * sizeof ws_configs / sizeof ws_configs[0] * \
                   sizeof ws_pools / sizeof ws_pools[0] * sizeof ws_dense / sizeof ws_dense[0])

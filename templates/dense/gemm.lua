@@ -87,12 +87,12 @@ return {
     return text.fill([[
 ${prelude}
 ${device}
-extern "C" __global__ void __launch_bounds__(${threads}, 1)${cluster}
+extern "C" __global__ void __launch_bounds__(${threads}, 1)
 ${name}(${params}${kparams})
 {
 ${body}
 }
-]], {name = kernel_name(c), params = args.params(ARGS), prelude = cuda.prelude, threads = threads(c), cluster = mainloop.cluster_attr(c),
+]], {name = kernel_name(c), params = args.params(ARGS), prelude = cuda.prelude, threads = threads(c),
      device = mainloop.device(c), kparams = mainloop.kernel_params(c), body = body(c)})
   end,
 }

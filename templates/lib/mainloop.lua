@@ -15,8 +15,7 @@ for _, p in ipairs(mma.params) do M.params[#M.params + 1] = p end
 for _, p in ipairs(wgmma.params) do M.params[#M.params + 1] = p end
 
 -- Parameters only one main loop reads.
-local only = {wm = "mma", wn = "mma", swizzle = "mma", prefetch = "mma", wgs = "wgmma", load = "wgmma",
-              cluster = "wgmma"}
+local only = {wm = "mma", wn = "mma", swizzle = "mma", prefetch = "mma", wgs = "wgmma", load = "wgmma"}
 
 -- The constraints of the main loops, each applying to its own; K(p): the reduction length of problem
 -- p (the copy engine needs rows of a multiple of 16 bytes).
@@ -39,8 +38,6 @@ function M.constraints(K)
       end}
     end
   end
-  list[#list + 1] = {why = "clusters of 2 need the persistent kernel (epi=overlap)",
-    check = function(c) return c.cluster == 1 or c.epi == "overlap" end}
   list[#list + 1] = {why = "the copy engine needs rows of a multiple of 16 bytes (K % 8 == 0)",
     check = function(c, gpu, p) return p == nil or c.mainloop ~= "wgmma" or c.load ~= "tma" or K(p) % 8 == 0 end}
   return list
@@ -54,9 +51,6 @@ end
 
 function M.loop(c) return c.mainloop == "wgmma" and wgmma or mma end
 function M.derive(c) return M.loop(c).derive(c) end
-
--- The kernel's attributes after __launch_bounds__ (clusters of 2 are fixed at compile time).
-function M.cluster_attr(c) return c.cluster == 2 and " __cluster_dims__(2, 1, 1)" or "" end
 
 -- Kernel parameters after the ordinary ones (the tensor maps, when the main loop takes them).
 function M.kernel_params(c) return c.mainloop == "wgmma" and wgmma.kernel_params(c) or "" end
@@ -72,11 +66,7 @@ function M.launch(x)
   local tiles = ((x.M + c.bm - 1) // c.bm) * ((x.N + c.bn - 1) // c.bn)
   local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, x.M, x.b, x.N, x.K, x.b_mn) or nil
   if x.persistent then
-    -- clusters of 2: pairs of tiles (rows 2i and 2i + 1 of tiles, the same B rows), two CTAs each
-    local grid = c.cluster == 2 and 2 * math.min(((x.M + 2 * c.bm - 1) // (2 * c.bm)) * ((x.N + c.bn - 1) // c.bn),
-                                                 x.gpu.sm_count // 2)
-                 or math.min(tiles, x.gpu.sm_count)
-    return {grid = {grid, 1, 1}, block = {M.persistent_threads(c, x.persistent.drainers), 1, 1},
+    return {grid = {math.min(tiles, x.gpu.sm_count), 1, 1}, block = {M.persistent_threads(c, x.persistent.drainers), 1, 1},
             smem = M.persistent_smem(c, x.persistent.staging), tmaps = tmaps}
   end
   local d = M.derive(c)
@@ -114,25 +104,25 @@ function M.persistent(c, x)
     sp_bf16 *sC = (sp_bf16 *)(sp_smem + (base - sp_smem_u32(sp_smem)) + ${pipe});
     const sp_u32 full = base + ${bars}, empty = full + ${stages} * 8;
     const sp_u32 staged = empty + ${stages} * 8, packed_bar = staged + 8;
-    const int KT = (K + ${bk} - 1) / ${bk};${pairs}
+    const int KT = (K + ${bk} - 1) / ${bk};
     if (tid == 0) {
         for (int s = 0; s < ${stages}; ++s) {
             sp_mbar_init(full + s * 8, 1);
-            sp_mbar_init(empty + s * 8, ${empty_count});
+            sp_mbar_init(empty + s * 8, ${mma_warps});
         }
         sp_mbar_init(staged, ${mma_threads});
         sp_mbar_init(packed_bar, ${pack_threads});
         sp_fence_mbar_init();
     }
-    __syncthreads();${cluster_sync}
+    __syncthreads();
     /* tile t of this CTA's sequence: group_m CTA rows walked together along M (L2 reuse) */
-#define SP_GROUP_ROWS(t) min(${tm} - ((t) / (${group_m} * tiles_n)) * ${group_m}, ${group_m})
-#define SP_PID_M(t) ${pid_m}
+#define SP_GROUP_ROWS(t) min(tiles_m - ((t) / (${group_m} * tiles_n)) * ${group_m}, ${group_m})
+#define SP_PID_M(t) (((t) / (${group_m} * tiles_n)) * ${group_m} + ((t) % (${group_m} * tiles_n)) % SP_GROUP_ROWS(t))
 #define SP_PID_N(t) (((t) % (${group_m} * tiles_n)) / SP_GROUP_ROWS(t))
     if (warp < ${mma_warps}) {
         const int wg = warp >> 2;
         int it = 0, n = 0;
-        for (int t = ${t0}; t < ${tn}; t += ${tstep}, ++n) {
+        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
             const int n0 = SP_PID_N(t) * ${bn};
 ${acc}
 ${consume}
@@ -144,7 +134,7 @@ ${stage}
     } else if (warp == ${mma_warps}) {
         if (lane == 0) {
             int it = 0;
-            for (int t = ${t0}; t < ${tn}; t += ${tstep}) {
+            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
                 const int pid_m = SP_PID_M(t), pid_n = SP_PID_N(t);
                 for (int kt = 0; kt < KT; ++kt, ++it) {
 ${issue}
@@ -155,7 +145,7 @@ ${issue}
     } else {
         const int pw = warp - ${mma_warps} - 1;
         int n = 0;
-        for (int t = ${t0}; t < ${tn}; t += ${tstep}, ++n) {
+        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
             const int pid_n = SP_PID_N(t), m0 = SP_PID_M(t) * ${bm};
             sp_mbar_wait(staged, n & 1);
             {
@@ -163,33 +153,14 @@ ${rows}
             }
             sp_mbar_arrive(packed_bar);
         }
-    }${cluster_end}
+    }
 #undef SP_PID_N
 #undef SP_PID_M
 #undef SP_GROUP_ROWS
 ]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
      pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, mma_threads = 32 * d.mma_warps,
-     pack_threads = 32 * x.drainers, group_m = c.group_m, empty_count = d.mma_warps * c.cluster,
-     tm = c.cluster == 2 and "tiles_m2" or "tiles_m",
-     pid_m = c.cluster == 2
-       and "(2 * (((t) / (" .. c.group_m .. " * tiles_n)) * " .. c.group_m .. " + ((t) % (" .. c.group_m
-           .. " * tiles_n)) % SP_GROUP_ROWS(t)) + rank)"
-       or "(((t) / (" .. c.group_m .. " * tiles_n)) * " .. c.group_m .. " + ((t) % (" .. c.group_m
-           .. " * tiles_n)) % SP_GROUP_ROWS(t))",
-     t0 = c.cluster == 2 and "(int)(blockIdx.x >> 1)" or "blockIdx.x",
-     tn = c.cluster == 2 and "npairs" or "ntiles",
-     tstep = c.cluster == 2 and "(int)(gridDim.x >> 1)" or "gridDim.x",
-     -- clusters of 2: the CTA's rank; pair p is tiles (2 * pid_m2 + rank, pid_n); a CTA past the last
-     -- tile row multiplies the last row's tiles again (its rows are past M: nothing is written) so that its
-     -- peer gets B
-     pairs = c.cluster == 2 and "\n    const int rank = (int)(blockIdx.x & 1), tiles_m2 = (tiles_m + 1) / 2, npairs = tiles_m2 * tiles_n;"
-       or "",
-     -- the peer's barriers are initialised before any copy or arrival reaches them; no CTA leaves
-     -- while its peer may still write into its shared memory or arrive on its barriers
-     cluster_sync = c.cluster == 2 and "\n    sp_cluster_sync();" or "",
-     cluster_end = c.cluster == 2 and "\n    sp_cluster_sync();" or "",
-     issue = wgmma.tma_issue(c, d, "it", "kt", (c.cluster == 2 and "min(pid_m, tiles_m - 1) * " or "pid_m * ") .. c.bm,
-                            "pid_n * " .. c.bn, x.b_mn),
+     pack_threads = 32 * x.drainers, group_m = c.group_m,
+     issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn, x.b_mn),
      acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn),
      stage = x.stage(d), rows = x.drain})
 end

@@ -34,11 +34,9 @@ function M.kernel_name(prefix, c, params)
   local parts, all = {prefix}, {}
   for _, p in ipairs(params) do
     local v = c[p.name]
+    all[#all + 1] = p.name .. "=" .. tostring(v)
     local default = p.default
     if default == nil then default = p.values[1] end
-    -- a parameter added after results were recorded (late) enters the hash only off its default, so
-    -- that the kernels recorded keep their names
-    if not (p.late and v == default) then all[#all + 1] = p.name .. "=" .. tostring(v) end
     if v ~= default then
       if type(v) == "boolean" then v = v and 1 or 0 end
       parts[#parts + 1] = p.name .. tostring(v)

@@ -84,7 +84,6 @@ function M.launch(x)
 end
 
 M.kernel_params = mainloop.kernel_params
-M.cluster_attr = mainloop.cluster_attr
 M.device = mainloop.device
 
 -- The kernel body. Expects in scope: A (rows x K), B (N x K), packed, pool, pool_counter,

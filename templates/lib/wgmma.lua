@@ -52,9 +52,6 @@ M.params = {
   {name = "load", values = {"tma", "cpasync"}, default = "tma",
    doc = "wgmma: tiles loaded by the copy engine from one producer warp (mbarrier pipeline), or by every thread"
      .. " with cp.async"},
-  {name = "cluster", values = {1, 2}, default = 1, late = true,
-   doc = "wgmma + tma, persistent kernels (epi=overlap): CTAs per cluster; 2: the pair works on tiles of the same"
-     .. " B rows, which the copy engine loads once for both (multicast: half the L2 traffic for B)"},
 }
 
 M.constraints = {
@@ -68,8 +65,6 @@ M.constraints = {
      and (c.bm * 8) % d.threads == 0 and (c.bn * 8) % d.threads == 0) end},
   {why = "wgmma with tma: the copy engine (sm_90)", check = function(c, gpu) return c.load ~= "tma" or gpu.tma end},
   {why = "wgmma with tma: a box is at most 256 rows", check = function(c) return c.load ~= "tma" or c.bm <= 256 end},
-  {why = "wgmma: clusters of 2 share B through the copy engine (load=tma)",
-   check = function(c) return c.cluster == 1 or c.load == "tma" end},
   {why = "wgmma: at most 128 accumulators per thread",
    check = function(c) return M.derive(c).acc_regs <= 128 end},
   {why = "wgmma: pipeline fits in shared memory",
@@ -125,7 +120,7 @@ __device__ __forceinline__ void sp_fence_proxy_async(void)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 ]] .. wgmma_fn(n, "", 0, "d[64 x " .. n .. "] += A(64 x 16, smem) * B(" .. n .. " x 16, smem)^T")
-    .. (c.load == "tma" and M.tma_device or "") .. (c.cluster == 2 and M.cluster_device or "")
+    .. (c.load == "tma" and M.tma_device or "")
 end
 
 -- B stored MN-major (K x N row-major in memory, as the down projection's weights Wd: row k = neuron
@@ -182,34 +177,6 @@ __device__ __forceinline__ void sp_tma_load_2d(sp_u32 dst, const sp_tmap *map, i
 {
     asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
                  :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-]]
-
--- Clusters of 2 (cluster=2; after M.tma_device).
-M.cluster_device = [[
-/* Clusters of 2 (cluster=2): arrive on the peer CTA's barrier at the same offset as bar. */
-__device__ __forceinline__ void sp_mbar_arrive_peer(sp_u32 bar)
-{
-    asm volatile("{\n.reg .b32 r;\n.reg .b32 peer;\nmov.u32 peer, %%cluster_ctarank;\nxor.b32 peer, peer, 1;\n"
-                 "mapa.shared::cluster.u32 r, %0, peer;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}\n" :: "r"(bar) : "memory");
-}
-__device__ __forceinline__ void sp_mbar_release2(sp_u32 bar)
-{
-    sp_mbar_arrive(bar);
-    sp_mbar_arrive_peer(bar);
-}
-/* Every thread of both CTAs of the cluster: their barriers initialised, or their work done. */
-__device__ __forceinline__ void sp_cluster_sync(void)
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-/* sp_tma_load_2d into the same offset of both CTAs of the cluster, completing on each one's bar. */
-__device__ __forceinline__ void sp_tma_load_2d_mc(sp_u32 dst, const sp_tmap *map, int c0, int c1, sp_u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar), "h"((unsigned short)3) : "memory");
 }
 ]]
 
@@ -313,35 +280,30 @@ function M.consume(c, d, it, advance, last, b_mn)
             sp_mbar_wait(full + st * 8, (${it} / ${stages}) & 1);
 ${tile}
             sp_wgmma_wait<1>();
-            if (kt > 0 && lane == 0) ${release}(empty + ((${it} - 1) % ${stages}) * 8);
+            if (kt > 0 && lane == 0) sp_mbar_arrive(empty + ((${it} - 1) % ${stages}) * 8);
         }
         sp_wgmma_wait<0>();
-        if (lane == 0) ${release}(empty + ((${last}) % ${stages}) * 8);]],
-    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d, b_mn),
-     -- a cluster's stage is free once both CTAs' warps released it (the peer's copies land in it too)
-     release = c.cluster == 2 and "sp_mbar_release2" or "sp_mbar_arrive"})
+        if (lane == 0) sp_mbar_arrive(empty + ((${last}) % ${stages}) * 8);]],
+    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d, b_mn)})
 end
 
 -- The producer warp's copies of k-tile kt (C expressions: it counts k-tiles over the kernel's
 -- life, for the stage and its phase; m0, n0: the tile's first row of A and of B, or with b_mn its
 -- first column of B): wait until the stage is free, announce its bytes, start the boxes.
--- With cluster=2 (rank in scope: the CTA's rank in its cluster) rank 0 loads B for both CTAs.
 function M.tma_issue(c, d, it, kt, m0, n0, b_mn)
   local b_load
-  local load = c.cluster == 2 and "sp_tma_load_2d_mc" or "sp_tma_load_2d"
   if not b_mn then
     b_load = text.fill([[
-                ${load}(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
-      {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0, load = load})
+                sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
+      {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0})
   else
     b_load = text.fill([[
                 #pragma unroll
                 for (int bx = 0; bx < ${boxes}; ++bx)
-                    ${load}(sB + (sp_u32)(s * ${b_stage}) * 2u + bx * ${box}, &sp_tmB, ${n0} + bx * ${bk}, ${kt} * ${bk},
+                    sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u + bx * ${box}, &sp_tmB, ${n0} + bx * ${bk}, ${kt} * ${bk},
                                    full + s * 8);]],
-      {boxes = c.bn // M.BK, b_stage = d.b_stage, box = M.MN_BOX, n0 = n0, kt = kt, bk = M.BK, load = load})
+      {boxes = c.bn // M.BK, b_stage = d.b_stage, box = M.MN_BOX, n0 = n0, kt = kt, bk = M.BK})
   end
-  if c.cluster == 2 then b_load = "                if (rank == 0) {\n" .. b_load .. "\n                }" end
   return text.fill([[
                 const int s = ${it} % ${stages};
                 if (${it} >= ${stages}) sp_mbar_wait(empty + s * 8, ((${it} / ${stages}) - 1) & 1);

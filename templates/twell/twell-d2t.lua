@@ -38,7 +38,7 @@ return {
     return text.fill([[
 ${prelude}
 ${device}
-extern "C" __global__ void __launch_bounds__(${threads}, 1)${cluster}
+extern "C" __global__ void __launch_bounds__(${threads}, 1)
 ${name}(${params})
 {
 ${aliases}
@@ -46,7 +46,6 @@ ${body}
 }
 ]], {name = kernel_name(c), prelude = cuda.prelude, device = produce.device(c),
      params = args.params(ARGS, produce.kernel_params(c)), threads = produce.threads(c), aliases = produce.aliases,
-     cluster = produce.cluster_attr(c),
      body = produce.body(c)})
   end,
 }

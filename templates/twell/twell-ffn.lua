@@ -170,13 +170,13 @@ local function hot_kernels(c, n, H, add)
   local threads = mainloop.persistent_threads(c, STORERS)
   local function kernel(name, aliases, b_mn, drain)
     return text.fill([[
-extern "C" __global__ void __launch_bounds__(${threads}, 1)${cluster}
+extern "C" __global__ void __launch_bounds__(${threads}, 1)
 ${name}(${params})
 {
 ${aliases}
 ${body}
 }
-]], {threads = threads, name = name, params = params, aliases = aliases, cluster = mainloop.cluster_attr(c),
+]], {threads = threads, name = name, params = params, aliases = aliases,
      body = mainloop.persistent(c, {staging = epilogue.staging_bytes(c), drainers = STORERS, b_mn = b_mn,
                                     stage = function(d) return epilogue.stage(d, c, "none") end,
                                     drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain})})
@@ -261,7 +261,7 @@ return {
 ${prelude}
 ${route}
 ${pdevice}
-extern "C" __global__ void __launch_bounds__(${threads}, 1)${cluster}
+extern "C" __global__ void __launch_bounds__(${threads}, 1)
 ${pname}(${params})
 {
 ${aliases}
@@ -272,7 +272,6 @@ ${dense}
 ${hot}]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route_device or "",
      pdevice = produce.device(c), params = args.params(ARGS, produce.kernel_params(c)),
      threads = produce.threads(c), pname = n.produce, aliases = produce.aliases,
-     cluster = mainloop.cluster_attr(c),
      body = produce.body(c, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil), sparse = sparse,
      dense = dense.kernels(c, p, gpu, n, sig, all_dense),
      hot = c.hot > 0 and hot_kernels(c, n, hot_cols_c(c, "F"), not all_dense) or ""})
