@@ -8,7 +8,8 @@
 # values: the first hot/8 of the neurons as a dense tensor-core slice, the rest sparse (0: all
 # sparse, 8: the dense layer). Env: LAYERS ("d,d_ff ..."), MS, NNZ, HOTS, PRODUCER and SPARSE (the
 # configuration's two parts; at d > 2048 warps=16 becomes 8: shared memory), ROUTES (the dense path's
-# thresholds tried with each hot < 8; the table shows the faster), RUNS. Prints a markdown table last:
+# thresholds tried with each hot < 8; the table shows the faster), RUNS, DIST (problem dimensions appended to
+# each shape, e.g. ",dead=0,tail=0,dense=0" for uniform firing). Prints a markdown table last:
 # each hot value's time and speed-up, and the best.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
@@ -35,7 +36,7 @@ for layer in ${LAYERS:-2048,5632}; do
           for r in $routes; do configs+="${configs:+;}$prod,${sparse/route=512/route=$r},hot=$h"; done
         fi
       done
-      shape="M=$m,D=$d,F=$f,nnz=$nnz,order=$order"
+      shape="M=$m,D=$d,F=$f,nnz=$nnz,order=$order${DIST:-}"
       log=$("$bin" check twell-ffn --gpu auto --shape "$shape" --config "$configs" --runs "$runs" 2>&1 |
             tee -a "$out/hot.log")
       base=$(sed -nE 's/.* baseline .* ([0-9.]+) ms \(.*/\1/p' <<< "$log" | head -1)
