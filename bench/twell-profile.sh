@@ -5,7 +5,8 @@
 # pipeline's last launch its duration, warp instructions, achieved occupancy, L1/L2/DRAM throughput,
 # L1 and L2 hit rates, registers and long-scoreboard stalls. With PEER (a checkout of SakanaAI/
 # sparser-faster-llms, see bench/twell-peer.py) the same numbers for the peer's two kernels on the same
-# recipe of data. Prints one table per run.
+# recipe of data (bench/twell-peer.py's generator takes M, D, F, nnz and dense from SHAPE; dead, tail and
+# dense_nnz stay at its defaults, the problems' defaults). Prints one table per run.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" twell-profile
@@ -18,9 +19,9 @@ metrics+=,l1tex__throughput.avg.pct_of_peak_sustained_active,lts__throughput.avg
 metrics+=,dram__throughput.avg.pct_of_peak_sustained_elapsed,l1tex__t_sector_hit_rate.pct,lts__t_sector_hit_rate.pct
 metrics+=,launch__registers_per_thread,smsp__average_warps_issue_stalled_long_scoreboard_per_issue_active.ratio
 metrics+=,smsp__issue_active.avg.pct_of_peak_sustained_active,sm__throughput.avg.pct_of_peak_sustained_elapsed
-# table KERNEL-REGEX LOG: the last profiled launch of each kernel, one markdown row each
+# table LOG: the last profiled launch of each kernel in ncu's raw CSV, one markdown row each
 table() {
-  python3 - "$2" <<'PY'
+  python3 - "$1" <<'PY'
 import csv, sys
 rows = {}
 with open(sys.argv[1]) as f:
@@ -54,20 +55,22 @@ n=0
 IFS=';' read -ra cfgs <<< "$configs"
 for cfg in "${cfgs[@]}"; do
   n=$((n + 1))
-  ncu --clock-control none --csv --page raw --metrics "$metrics" -k regex:sp_twell_ffn -c 24 \
+  ncu --clock-control none --csv --page raw --print-units base --metrics "$metrics" -k regex:sp_twell_ffn -c 24 \
       "$bin" check twell-ffn --gpu auto --shape "$shape" --config "$cfg" --runs 1 --no-db > "$out/ncu.$n.csv" 2> "$out/ncu.$n.err"
   "$bin" check twell-ffn --gpu auto --shape "$shape" --config "$cfg" --runs 10 --no-db 2>&1 | grep -E "twell-ffn|baseline" | tail -2
   echo "== $shape | ${cfg##*route=}"
-  table sp_twell_ffn "$out/ncu.$n.csv"
+  table "$out/ncu.$n.csv"
 done
 if [ -n "${PEER:-}" ]; then
   M=$(sed -nE 's/.*M=([0-9]+).*/\1/p' <<< "$shape") D=$(sed -nE 's/.*D=([0-9]+).*/\1/p' <<< "$shape")
-  F=$(sed -nE 's/.*F=([0-9]+).*/\1/p' <<< "$shape") nnz=$(sed -nE 's/.*nnz=([0-9.]+).*/\1/p' <<< "$shape")
-  dense=$(sed -nE 's/.*dense=([0-9.]+).*/\1/p' <<< "$shape")
-  ncu --clock-control none --csv --page raw --metrics "$metrics" -k regex:"mm_wgmma|t2d" -c 4 \
-      python3 bench/twell-peer.py --peer "$PEER" --shapes "${M}x${D}x${F}" --nnz "$nnz" --dense "${dense:-0.5}" \
+  F=$(sed -nE 's/.*F=([0-9]+).*/\1/p' <<< "$shape")
+  nnz=$(sed -nE 's/(^|.*,)nnz=([0-9.]+).*/\2/p' <<< "$shape") dense=$(sed -nE 's/(^|.*,)dense=([0-9.]+).*/\2/p' <<< "$shape")
+  lib="$PWD/${1:-build-static}/prefix/lib"
+  ncu --clock-control none --csv --page raw --print-units base --metrics "$metrics" -k regex:"mm_wgmma|t2d" -c 4 \
+      env SPTUNE_LIB="$lib/libsptune.so.0.2" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
+      LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" python3 bench/twell-peer.py --peer "$PEER" --shapes "${M}x${D}x${F}" --nnz "$nnz" --dense "${dense:-0.5}" \
       > "$out/ncu.peer.csv" 2> "$out/ncu.peer.err"
   echo "== peer (SakanaAI) on ${M}x${D}x${F}, nnz $nnz, dense ${dense:-0.5} %"
-  table "mm_wgmma|t2d" "$out/ncu.peer.csv"
+  table "$out/ncu.peer.csv"
   grep -E "^\|" "$out/ncu.peer.csv" | tail -6
 fi

@@ -170,10 +170,11 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
     /* Allowed per element beyond the plain bound: what rounding h's factors to bf16 can cost. The gate is
      * stored as bf16 in every configuration, rounded from fp32 sums whose order differs from the
      * reference's (and again in the consumer, which recomputes the gates of tiles the pool could not
-     * hold): a neuron's gate may land one bf16 ulp (2^-8 relative) away. The hot slice (hot > 0) also
-     * rounds h itself to bf16, twice, as the dense bf16 layer does. Each rounding is a relative error
-     * within 2^-8 on a few (or, hot > 0, within 2^-9 on every) term h_j Wd_jd, so 2^-6 sqrt(sum_j
-     * (h_j Wd_jd)^2) covers them with room; a dropped or wrong term is far larger. */
+     * hold): a neuron's gate may land one bf16 ulp (at most 2^-7 relative) away. The hot slice (hot > 0)
+     * also rounds h itself to bf16, twice, as the dense bf16 layer does (each within 2^-8 relative, on
+     * every term). On terms t_j = h_j Wd_jd that is at most 2^-7 |t_j| for one landed-away gate, and a
+     * standard deviation near 0.6 * 2^-8 sqrt(sum_j t_j^2) for the hot slice, so 2^-6 sqrt(sum_j t_j^2)
+     * covers both with room; a dropped or wrong term of any weight in the sum is far larger. */
     for (size_t i = 0; i < mf; i++) g->hR[i] *= g->hR[i];
     for (size_t i = 0; i < fd; i++) g->hWd32[i] *= g->hWd32[i];
     if ((st = sp_bench_upload(g->R32, g->hR, mf * 4)) || (st = sp_bench_upload(g->Wd32, g->hWd32, fd * 4)) ||
