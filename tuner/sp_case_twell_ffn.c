@@ -174,7 +174,8 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
      * also rounds h itself to bf16, twice, as the dense bf16 layer does (each within 2^-8 relative, on
      * every term). On terms t_j = h_j Wd_jd that is at most 2^-7 |t_j| for one landed-away gate, and a
      * standard deviation near 0.6 * 2^-8 sqrt(sum_j t_j^2) for the hot slice, so 2^-6 sqrt(sum_j t_j^2)
-     * covers both with room; a dropped or wrong term of any weight in the sum is far larger. */
+     * covers both with room. A dropped or wrong term of average size (sqrt(sum_j t_j^2 / n) for n active
+     * neurons) still exceeds it while a token has fewer than 4096 active neurons. */
     for (size_t i = 0; i < mf; i++) g->hR[i] *= g->hR[i];
     for (size_t i = 0; i < fd; i++) g->hWd32[i] *= g->hWd32[i];
     if ((st = sp_bench_upload(g->R32, g->hR, mf * 4)) || (st = sp_bench_upload(g->Wd32, g->hWd32, fd * 4)) ||
