@@ -739,6 +739,20 @@ static sp_template *load_test(const char *name, const char *src)
     return t;
 }
 
+/* A test template of nparams parameters p1, p2, ... each taking the Lua list `values`, with the given
+ * constraint entries (Lua table fields, one per line). */
+static sp_template *load_space(const char *name, const char *values, int nparams, const char *checks)
+{
+    char src[2048];
+    snprintf(src, sizeof src,
+             "local params = {}\n"
+             "for i = 1, %d do params[i] = {name = 'p' .. i, values = %s} end\n"
+             "return {name = '%s', params = params, kernel = 'k', launch = function() end, emit = function() end,\n"
+             "  constraints = {\n%s  }}\n",
+             nparams, values, name, checks);
+    return load_test(name, src);
+}
+
 /* The valid configurations the walk counts on the h100 profile, and the seconds it took (seconds may
  * be NULL). */
 static long long walk_count(sp_template *t, double *seconds)
@@ -755,16 +769,10 @@ static long long walk_count(sp_template *t, double *seconds)
 
 static void test_large_space(void)
 {
-    const char *src =
-        "local v = {} for i = 0, 9 do v[#v + 1] = i end\n"
-        "local params = {}\n"
-        "for i = 1, 6 do params[i] = {name = 'p' .. i, values = v} end\n"
-        "return {name = 'big', params = params, kernel = 'k', launch = function() end, emit = function() end,\n"
-        "  constraints = {\n"
+    sp_template *t = load_space(
+        "big", "{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}", 6,
         "    {why = 'sum', check = function(c) return (c.p1 + c.p2 + c.p3 + c.p4 + c.p5 + c.p6) % 7 == 0 end},\n"
-        "    {why = 'p1', check = function(c, gpu) return c.p1 < 9 and gpu.sm_count > 0 end},\n"
-        "  }}\n";
-    sp_template *t = load_test("big", src);
+        "    {why = 'p1', check = function(c, gpu) return c.p1 < 9 and gpu.sm_count > 0 end},\n");
     if (!t) return;
     long long want = 0;
     for (int i = 0; i < 1000000; i++) {
@@ -785,17 +793,11 @@ static void test_large_space(void)
  * iterate the configuration or write to it. */
 static void test_pruned_space(void)
 {
-    const char *src =
-        "local v = {0, 1, 2, 3, 4, 5}\n"
-        "local params = {}\n"
-        "for i = 1, 5 do params[i] = {name = 'p' .. i, values = v} end\n"
-        "return {name = 'pruned', params = params, kernel = 'k', launch = function() end, emit = function() end,\n"
-        "  constraints = {\n"
+    sp_template *t = load_space(
+        "pruned", "{0, 1, 2, 3, 4, 5}", 5,
         "    {why = 'a', check = function(c) if c.p1 == 0 then return c.p4 ~= 3 end return c.p2 ~= 1 end},\n"
         "    {why = 'b', check = function(c) local s = 0 for _, x in pairs(c) do s = s + x end return s % 3 ~= 0 end},\n"
-        "    {why = 'c', check = function(c) c.p3 = c.p3 return c.p3 ~= 2 end},\n"
-        "  }}\n";
-    sp_template *t = load_test("pruned", src);
+        "    {why = 'c', check = function(c) c.p3 = c.p3 return c.p3 ~= 2 end},\n");
     if (!t) return;
     long long want = 0;
     for (int i = 0; i < 7776; i++) {
@@ -810,16 +812,11 @@ static void test_pruned_space(void)
     /* A check that derives a key from a later parameter for the next one, and one that looks only at
      * the first key pairs() gives (the sandbox's fixed order): the walk agrees with checking each
      * configuration on its own. */
-    const char *derived =
-        "local params = {}\n"
-        "for i = 1, 3 do params[i] = {name = 'p' .. i, values = {0, 1, 2}} end\n"
-        "return {name = 'derived', params = params, kernel = 'k', launch = function() end, emit = function() end,\n"
-        "  constraints = {\n"
-        "    {why = 'w', check = function(c) c.big = c.p3 == 2 return true end},\n"
-        "    {why = 'r', check = function(c) return c.p1 ~= 0 or c.big end},\n"
-        "    {why = 'first', check = function(c) for k in pairs(c) do return k == 'big' end end},\n"
-        "  }}\n";
-    if (!(t = load_test("derived", derived))) return;
+    t = load_space("derived", "{0, 1, 2}", 3,
+                   "    {why = 'w', check = function(c) c.big = c.p3 == 2 return true end},\n"
+                   "    {why = 'r', check = function(c) return c.p1 ~= 0 or c.big end},\n"
+                   "    {why = 'first', check = function(c) for k in pairs(c) do return k == 'big' end end},\n");
+    if (!t) return;
     sp_gpu_profile g = h100();
     long long each = 0;
     for (int i = 0; i < 27; i++) {
