@@ -15,9 +15,6 @@ params[#params + 1] = {name = "epi", values = {"inline", "overlap"}, default = "
   doc = "the store: by the whole CTA after its main loop, or (wgmma + tma) by store warps of a persistent CTA"
     .. " while the next tile's main loop runs"}
 
--- Store warps of the persistent kernel (epi = overlap).
-local STORERS = 2
-
 local function kernel_name(c) return text.kernel_name("sp_gemm", c, params) end
 
 local constraints = mainloop.constraints(function(p) return p.K end)
@@ -33,7 +30,7 @@ constraints[#constraints + 1] = {why = "pipeline and staging tile fit in shared 
   end}
 
 local function threads(c)
-  return c.epi == "overlap" and mainloop.persistent_threads(c, STORERS) or mainloop.derive(c).threads
+  return c.epi == "overlap" and mainloop.persistent_threads(c, mainloop.STORERS) or mainloop.derive(c).threads
 end
 
 -- The kernel body: the mma.sync loop stores from its registers; the wgmma loop stages the tile in
@@ -42,10 +39,7 @@ local function body(c)
   local l = mainloop.loop(c)
   local d = l.derive(c)
   if c.epi == "overlap" then
-    return mainloop.persistent(c, {staging = epilogue.staging_bytes(c), drainers = STORERS,
-                                   stage = function(dd) return epilogue.stage(dd, c, "none") end,
-                                   drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" ..
-                                           epilogue.store_rows(c, "pw", STORERS)})
+    return mainloop.store_body(c, epilogue.store_rows(c, "pw", mainloop.STORERS))
   end
   return text.lines({l.cta_prologue(c), l.mainloop(c),
                      c.mainloop == "wgmma" and epilogue.store_staged(d, c) or epilogue.store_bf16(d)})
@@ -79,8 +73,7 @@ return {
   launch = function(c, p, gpu)
     return mainloop.launch{c = c, M = p.M, N = p.N, K = p.K, a = "A", b = "B", gpu = gpu,
                            smem = c.mainloop == "wgmma" and epilogue.staging_bytes(c) or 0,
-                           persistent = c.epi == "overlap" and {drainers = STORERS, staging = epilogue.staging_bytes(c)}
-                                        or nil}
+                           persistent = c.epi == "overlap" and mainloop.store_persistent(c) or nil}
   end,
 
   emit = function(c, p, gpu)

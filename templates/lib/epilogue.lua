@@ -166,9 +166,9 @@ end
 function M.store_staged(d, c) return through_smem(d, M.stage(d, c, "none"), M.store_rows(c, "warp", d.warps)) end
 
 -- Rows first, first + step, ... of the staged tile. Expects in scope: sC, packed, pool,
--- pool_counter, pool_capacity, M, N, m0, pid_n, lane. With cold = {ntiles = ..., tile = ...} (C
--- expressions: twell-ffn's hot/cold split, whose first tiles are not packed) the packed gate has
--- ntiles tiles per row and this staged tile is number `tile` of them. A tile that overflows its slots when the pool
+-- pool_counter, pool_capacity, M, N, m0, pid_n, lane. With cold = {cols = ..., tile = ...} (C
+-- expressions: twell-ffn's hot/cold split, whose first tiles are not packed) the packed gate has the
+-- tiles of `cols` columns per row and this staged tile is number `tile` of them. A tile that overflows its slots when the pool
 -- has no room left is marked lost (0xC0000000, runtime/sp_twell.h). With c.route (twell-ffn), each
 -- row's count is also added to row_info[row] (c.route >= 0), and a row whose count reaches c.route
 -- (when > 0), or that lost a tile, is routed to the dense path (twell_dense.lua) while dense_capacity allows.
@@ -176,6 +176,7 @@ function M.twell_pack_rows(c, first, step, cold)
   -- Rows go in groups of 8 per warp: their counts first, then lanes 0-7 take the group's atomics
   -- (pool offsets, running counts) together, then the entries row by row. One atomic round trip
   -- per row bound the packer warps, and with them the producer (bench/RESULTS.md).
+  local routed = (c.route or -1) >= 0
   return text.fill([[
         const int ntiles = ${ntiles};
         const unsigned lt = (1u << lane) - 1u;
@@ -232,12 +233,12 @@ ${route}
                 if (lane == 0) w[0] = w0;
             }
         }]], {bm = c.bm, bn = c.bn, row = c.bn + 8, first = first, step = step, words = c.slots + 1, slots = c.slots,
-              ntiles = cold and cold.ntiles or string.format("(N + %d - 1) / %d", c.bn, c.bn),
+              ntiles = string.format("(%s + %d - 1) / %d", cold and cold.cols or "N", c.bn, c.bn),
               tile = cold and cold.tile or "pid_n",
               -- the running count's atomic is issued before the pool's result is needed: both in flight
-              route_issue = (c.route or -1) >= 0
+              route_issue = routed
                 and "            const sp_u32 old = live ? atomicAdd(row_info + grow, (sp_u32)count) : 0u;" or "",
-              route = (c.route or -1) >= 0 and text.fill([[
+              route = routed and text.fill([[
             if (live) {
                 const sp_u32 before = old & 0x3fffffffu;
                 const bool reach = ${route} > 0 && before < ${route}u && before + (sp_u32)count >= ${route}u;

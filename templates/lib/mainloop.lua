@@ -7,6 +7,7 @@
 local text = require("lib.text")
 local mma = require("lib.mma_sync")
 local wgmma = require("lib.wgmma")
+local epilogue = require("lib.epilogue")
 local M = {}
 
 M.params = {{name = "mainloop", values = {"mma", "wgmma"}, default = "mma",
@@ -164,5 +165,16 @@ ${rows}
      acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn),
      stage = x.stage(d), rows = x.drain})
 end
+
+-- The persistent kernel whose drain warps store the staged tile row by row (gemm's overlapped store,
+-- twell-ffn's hot-slice GEMMs): STORERS of them run `drain` on rows pw, pw + STORERS, ... with n0 (the
+-- tile's first column) in scope; b_mn as in M.persistent. store_persistent(c): the launch's `persistent`.
+M.STORERS = 2
+function M.store_body(c, drain, b_mn)
+  return M.persistent(c, {staging = epilogue.staging_bytes(c), drainers = M.STORERS, b_mn = b_mn,
+                          stage = function(d) return epilogue.stage(d, c, "none") end,
+                          drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain})
+end
+function M.store_persistent(c) return {drainers = M.STORERS, staging = epilogue.staging_bytes(c)} end
 
 return M

@@ -69,11 +69,10 @@ end
 -- The zero step's launch (first kernel of the pipeline).
 function M.zero_launch(gpu) return {grid = {2 * gpu.sm_count, 1, 1}, block = {256, 1, 1}, smem = 0} end
 
--- Kernels: zero (always), dense_h, dense_y and finalize (unless route = -1 or zero_only: a pipeline
--- without a sparse part). sig(name) gives a kernel's signature and opening brace (the op's argument
--- list, T and S as constants).
-function M.kernels(c, p, gpu, names, sig, zero_only)
-  local out = text.fill([[
+-- The zero kernel (every pipeline's first). sig(name) gives a kernel's signature and opening brace (the
+-- op's argument list, T and S as constants).
+function M.zero_kernel(names, sig)
+  return text.fill([[
 extern "C" __global__ void __launch_bounds__(256)
 ${zsig}
     const size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
@@ -84,8 +83,11 @@ ${zsig}
     for (size_t i = tid; i < acc; i += step) dense_acc[i] = 0.0f;
 }
 ]], {zsig = sig(names.zero)})
-  if zero_only or c.route < 0 then return out end
-  return out .. text.fill([[
+end
+
+-- The dense path's kernels: dense_h, dense_y and finalize (sig as for zero_kernel).
+function M.kernels(c, p, gpu, names, sig)
+  return text.fill([[
 /* c += X_tile (16 rows of Xs) x [wa; wb]^T over the 128 columns of D from base (rows wa, wb: the two
  * 8-neuron n-blocks), all eight 16-byte loads issued before the multiply-adds. */
 __device__ __forceinline__ void sp_dense_slice(float (&c)[2][4], const sp_bf16 *Xs, int Dp, const sp_bf16 *wa,

@@ -7,11 +7,12 @@ local M = {}
 
 M.dims = {{"nnz", 40}, {"dead", 30}, {"tail", 0.7}, {"dense", 0.5}, {"dense_nnz", 2000}, {"at", 2}}
 
--- The op's own dimensions followed by the distribution's.
-function M.with(own)
+-- The op's own dimensions followed by the distribution's, then `after` (optional: {name, default} pairs).
+function M.with(own, after)
   local out = {}
   for _, d in ipairs(own) do out[#out + 1] = d end
   for _, d in ipairs(M.dims) do out[#out + 1] = d end
+  for _, d in ipairs(after or {}) do out[#out + 1] = d end
   return out
 end
 

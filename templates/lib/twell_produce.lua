@@ -66,7 +66,7 @@ ${store}
 ${pack}
             }]], {bn = c.bn, H = hot.cols, store = epilogue.store_rows(c, "pw", PACKERS),
                   pack = epilogue.twell_pack_rows(c, "pw", PACKERS, {
-                    ntiles = string.format("(N - hot_n + %d - 1) / %d", c.bn, c.bn), tile = "cold_tile"})})
+                    cols = "N - hot_n", tile = "cold_tile"})})
   end
   return mainloop.persistent(c, {staging = epilogue.twell_pack_smem(c), drainers = PACKERS,
                                  stage = function(d) return epilogue.twell_stage(d, c) end, drain = drain})

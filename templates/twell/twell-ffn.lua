@@ -145,9 +145,6 @@ do
   end
 end
 
--- Store warps of the hot slice's persistent GEMMs.
-local STORERS = 2
-
 -- The pipeline's kernels in launch order (keys of names(c)): hot = 8 has no sparse part.
 local function stages(c)
   local l = {"zero", "produce"}
@@ -166,7 +163,8 @@ end
 -- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y (+)= hot_h Wd[:H], Wd read
 -- MN-major (added to what the sparse part wrote when `add`, else stored).
 local function hot_kernels(c, n, H, add)
-  local params = args.params(ARGS, wgmma.kernel_params(c))
+  local kparams = args.params(ARGS, wgmma.kernel_params(c))
+  local STORERS = mainloop.STORERS
   local threads = mainloop.persistent_threads(c, STORERS)
   local function kernel(name, aliases, b_mn, drain)
     return text.fill([[
@@ -176,10 +174,7 @@ ${name}(${params})
 ${aliases}
 ${body}
 }
-]], {threads = threads, name = name, params = params, aliases = aliases,
-     body = mainloop.persistent(c, {staging = epilogue.staging_bytes(c), drainers = STORERS, b_mn = b_mn,
-                                    stage = function(d) return epilogue.stage(d, c, "none") end,
-                                    drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain})})
+]], {threads = threads, name = name, params = kparams, aliases = aliases, body = mainloop.store_body(c, drain, b_mn)})
   end
   return wgmma.device_mn(c) .. kernel(n.hot_up, text.fill([[
     const sp_bf16 *__restrict__ A = X, *__restrict__ B = Wu;
@@ -202,7 +197,7 @@ return {
   args = ARGS,
   -- nnz and the rest: the data the op is measured on; order: 1 when the application gives the neurons
   -- most frequent first (sptune_twell_hot_order: what the hot/cold split needs), 0 as they come
-  dims = (function() local d = dist.with{"M", "D", "F"}; d[#d + 1] = {"order", 0}; return d end)(),
+  dims = dist.with({"M", "D", "F"}, {{"order", 0}}),
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,
@@ -223,7 +218,7 @@ return {
                 produce = produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}}
     if c.hot > 0 then
       local H = hot_cols(c, p.F)
-      local persistent = {drainers = STORERS, staging = epilogue.staging_bytes(c)}
+      local persistent = mainloop.store_persistent(c)
       at.hot_up = mainloop.launch{c = c, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
       at.hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
                                  persistent = persistent}
@@ -250,9 +245,10 @@ return {
     (void)F; (void)Wg; (void)Wu; (void)Wd;]], {H = hot_cols_c(c, "F_all")})
     end
     local function sig(name) return row.signature(name, kargs, consts) end
-    local all_dense = c.hot == 8
+    local has = {}
+    for _, k in ipairs(stages(c)) do has[k] = true end
     local sparse = ""
-    if not all_dense then
+    if has.consume then
       sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or c.route >= 0) and tile.device() or ""),
                            c.consumer == "tile" and tile.kernel(n.consume, kargs, consts, true)
                            or row.kernel(n.consume, c, true, kargs, consts, true)})
@@ -273,7 +269,8 @@ ${hot}]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route
      pdevice = produce.device(c), params = args.params(ARGS, produce.kernel_params(c)),
      threads = produce.threads(c), pname = n.produce, aliases = produce.aliases,
      body = produce.body(c, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil), sparse = sparse,
-     dense = dense.kernels(c, p, gpu, n, sig, all_dense),
-     hot = c.hot > 0 and hot_kernels(c, n, hot_cols_c(c, "F"), not all_dense) or ""})
+     dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(c, p, gpu, n, sig) or ""),
+     -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
+     hot = has.hot_up and hot_kernels(c, n, hot_cols_c(c, "F"), has.consume) or ""})
   end,
 }
