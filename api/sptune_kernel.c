@@ -16,6 +16,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -50,6 +51,10 @@ struct sptune_kernel {
     sp_kernel loaded;     /* loaded.module is NULL until the first launch */
     /* the token count: which argument and dimension it is (-1: none); its maximum is the argument's dim */
     int tokens_arg, tokens_dim;
+    /* worked out once at get, for the launches: the workspace's total at the typical sizes and at the
+       bounds (SIZE_MAX: not sizable, sptune_kernel_workspace says why), and the op's tensor count */
+    size_t ws_total[2];
+    int ntensors;
     /* what a launch with fewer tokens needs: the template (loaded at the first such launch), the
        configuration and problem rendered, and the geometries worked out so far (the last GEO_MAX) */
     char hash[65];
@@ -612,6 +617,11 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel 
         if (k->tokens_dim >= 0) k->tokens_arg = sp_template_arg_index(t, sp_template_tokens(t));
     }
     if ((st = keep_args(t, &cfg, &want, k)) != SPTUNE_OK) goto fail;
+    for (int b = 0; b < 2; b++)
+        if (sptune_kernel_workspace(k, b, &k->ws_total[b]) != SPTUNE_OK) k->ws_total[b] = SIZE_MAX;
+    sp_clear_error();
+    for (int i = 0; i < k->nargs; i++)
+        k->ntensors += k->arg[i].decl.role == SP_ROLE_INPUT || k->arg[i].decl.role == SP_ROLE_OUTPUT;
     if (!req->cache_dir || *req->cache_dir) {
         if ((st = sp_cache_open(req->cache_dir, &cache)) != SPTUNE_OK) goto fail;
     }
@@ -787,11 +797,9 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
  * the typical one at least. */
 static sptune_status workspace_mode(const sptune_kernel *k, const char *fn, size_t bytes, int *at_bound)
 {
-    size_t typical = 0, bound = 0;
-    sptune_status st = sptune_kernel_workspace(k, 0, &typical);
-    if (st != SPTUNE_OK) return st;
-    *at_bound = sptune_kernel_workspace(k, 1, &bound) == SPTUNE_OK && bytes >= bound;
-    sp_clear_error();
+    size_t typical = k->ws_total[0];
+    if (typical == SIZE_MAX) return sptune_kernel_workspace(k, 0, &typical);   /* its error: why not */
+    *at_bound = k->ws_total[1] != SIZE_MAX && bytes >= k->ws_total[1];
     if (bytes < typical)
         return sp_fail(SPTUNE_ERR_INVALID, "%s: the workspace has %zu bytes, the kernel needs %zu "
                        "(sptune_kernel_workspace)", fn, bytes, typical);
@@ -904,10 +912,9 @@ static sptune_status family_launch(sptune_kernel *k, const char *op, void *strea
     if (!k) return sp_fail(SPTUNE_ERR_INVALID, "sptune_%s: no kernel", op);
     if (strcmp(k->op, op) != 0)
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_%s: the kernel is %s's, not %s's", op, k->op, op);
-    int n = 0;
-    for (int i = 0; i < k->nargs; i++) n += k->arg[i].decl.role == SP_ROLE_INPUT || k->arg[i].decl.role == SP_ROLE_OUTPUT;
-    if (n != ntensors) /* the template's arguments and this helper disagree: a build of mismatched parts */
-        return sp_fail(SPTUNE_ERR_TEMPLATE, "sptune_%s: the op declares %d tensors, the helper passes %d", op, n, ntensors);
+    if (k->ntensors != ntensors) /* the template's arguments and this helper disagree: a build of mismatched parts */
+        return sp_fail(SPTUNE_ERR_TEMPLATE, "sptune_%s: the op declares %d tensors, the helper passes %d", op,
+                       k->ntensors, ntensors);
     return sptune_kernel_launch_ws(k, stream, tokens, tensors, workspace, workspace_bytes);
 }
 

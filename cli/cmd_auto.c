@@ -1,6 +1,7 @@
 /* The main job: the workload (built-in or --workload, optionally one --shard of it) tuned on
  * every GPU found, or, for a named target that is absent, generated and compiled only. */
 #include "cli.h"
+#include "sp_clock.h"
 #include "sp_cache.h"
 #include "sp_eval.h"
 #include "sp_prebuild.h"
@@ -12,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* What the options ask of each problem, parsed once: --sample new measurements (or a share of
@@ -176,13 +176,6 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
     return rc;
 }
 
-static double since(const struct timespec *t0)
-{
-    struct timespec now;
-    clock_gettime(CLOCK_MONOTONIC, &now);
-    return (double)(now.tv_sec - t0->tv_sec) + (now.tv_nsec - t0->tv_nsec) * 1e-9;
-}
-
 /* Problems d, d+n, d+2n, ... of wl tuned on device `ordinal`, then their table. The database is
  * opened here: with several GPUs this runs in a forked process per GPU. */
 static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *profile,
@@ -209,8 +202,7 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     const sp_workload_item **item_of = calloc((size_t)(jobs > 0 ? jobs : 1), sizeof *item_of);
     if (!tuned || !item_of) rc = cli_error("", sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
     int json = cli_get(cmd, "json") != NULL;
-    struct timespec t0;
-    clock_gettime(CLOCK_MONOTONIC, &t0);
+    const double t0 = sp_now_s();
     for (int k = d; k < wl->n && rc == CLI_OK; k += n) {
         const sp_workload_item *w = &wl->items[k];
         o.budget.seconds = 0;
@@ -220,7 +212,7 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
             long long e = (long long)((double)total.evals * w->share / (shares_all > 0 ? shares_all : 1));
             o.budget.evals = e > 0 ? e : 1;
         }
-        const double left = total.seconds > 0 ? total.seconds - since(&t0) : 0;
+        const double left = total.seconds > 0 ? total.seconds - (sp_now_s() - t0) : 0;
         const double rest = shares - shares_done;   /* time left over flows to the problems after */
         shares_done += w->share;
         /* a problem takes its setup (worker, data, baseline) and one measurement at least: once the
@@ -239,12 +231,12 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
         if ((rc = cli_load_template("", w->op, &t))) break;
         if (!json) printf("[%s:%d] %s %s (%s)\n", gpu.info.profile, ordinal, w->op, w->problem, w->why);
         fflush(stdout);
-        double started = since(&t0);
+        double started = (sp_now_s() - t0);
         if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
         else rc = cli_tune_problem("", &run, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL || json, &tuned[done]);
         if (!json && !cli_get(cmd, "quiet"))
             printf("[%s:%d] %s: %.0f s (%.0f s of measurement budget)\n", gpu.info.profile, ordinal, w->op,
-                   since(&t0) - started, o.budget.seconds);
+                   (sp_now_s() - t0) - started, o.budget.seconds);
         item_of[done++] = w;
         sp_template_free(t);
     }

@@ -1,20 +1,13 @@
 /* sptune encode: a pruned weight matrix from a safetensors checkpoint, a .npy or a raw file, encoded
  * in the Slot-Filling layers for slotfill-spmm and written as a checked image file. */
 #include "cli.h"
+#include "sp_clock.h"
 #include "sp_status.h"
 #include "sp_tensor_file.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-
-static double now(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return (double)t.tv_sec + 1e-9 * (double)t.tv_nsec;
-}
 
 int cmd_encode(cli_cmd *cmd, int npos, char **pos)
 {
@@ -27,13 +20,13 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
     if (dtype && !sp_tensor_format_parse(dtype, &req.format))
         return cli_usage_error(cmd->name, "--dtype wants bf16 or fp16, not '%s'", dtype);
     sp_tensor w;
-    double t0 = now();
+    double t0 = sp_now_s();
     sptune_status st = sp_tensor_read(pos[0], &req, &w);
     if (st != SPTUNE_OK) return cli_error(cmd->name, st);
-    double t1 = now();
+    double t1 = sp_now_s();
     sptune_slotfill *m = NULL;
     st = sptune_slotfill_encode(w.data, w.rows, w.cols, w.format == SP_TENSOR_F16, cli_get(cmd, "config"), &m);
-    double t2 = now();
+    double t2 = sp_now_s();
     int rc = CLI_OK;
     if (st != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
     if (!cli_get(cmd, "no-verify")) {

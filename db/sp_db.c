@@ -2,6 +2,7 @@
  * and never written to), then the read-write connection, WAL, busy timeout and migrations. */
 #include "sp_db.h"
 #include "sp_db_internal.h"
+#include "sp_clock.h"
 #include "sp_db_migrate.h"
 #include "sp_status.h"
 #include "sp_str.h"
@@ -168,13 +169,6 @@ static sptune_status db_inspect(const char *path, inspect_mode mode, int *fresh)
 
 /* ---- open / close ---------------------------------------------------------------------------- */
 
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
 /* 0..n-1, different between processes that wake up together. */
 static int jitter_ms(int n)
 {
@@ -290,9 +284,9 @@ static sptune_status db_configure(sqlite3 *h, const char *path, int readonly)
     /* Two processes switching a new file at once can each hold a shared lock and want the
      * exclusive one: SQLite then answers SQLITE_BUSY at once (no busy handler, it would
      * deadlock), so retry here until the busy timeout. */
-    double start = now_s();
+    double start = sp_now_s();
     int rc;
-    while (((rc = sqlite3_step(s)) & 0xff) == SQLITE_BUSY && now_s() - start < SP_DB_BUSY_TIMEOUT_MS / 1000.0) {
+    while (((rc = sqlite3_step(s)) & 0xff) == SQLITE_BUSY && sp_now_s() - start < SP_DB_BUSY_TIMEOUT_MS / 1000.0) {
         sqlite3_reset(s);
         sleep_ms(2 + jitter_ms(20));
     }

@@ -254,17 +254,9 @@ static int watched_index(lua_State *L)
     return 1;
 }
 
-static int watched_all(lua_State *L, int nup)
-{
-    run_ctx *x = lua_touserdata(L, lua_upvalueindex(nup));
-    x->maxread = x->t->nparams - 1;
-    return 0;
-}
-
 static int watched_newindex(lua_State *L)
 {
-    watched_all(L, 2);
-    ((run_ctx *)lua_touserdata(L, lua_upvalueindex(2)))->wrote = 1;
+    ((run_ctx *)lua_touserdata(L, lua_upvalueindex(2)))->wrote = 1;   /* the walk skips nothing after it */
     lua_settop(L, 3);
     lua_rawset(L, lua_upvalueindex(1));
     return 0;
@@ -272,7 +264,8 @@ static int watched_newindex(lua_State *L)
 
 static int watched_pairs(lua_State *L)
 {
-    watched_all(L, 2);
+    run_ctx *x = lua_touserdata(L, lua_upvalueindex(2));
+    x->maxread = x->t->nparams - 1;
     lua_settop(L, 0);
     lua_pushvalue(L, lua_upvalueindex(1));
     return sp_sandbox_pairs(L);

@@ -13,7 +13,7 @@ cmake -S "$root" -B "$root/build-shared" -DCMAKE_BUILD_TYPE=Release >/dev/null
 cmake --build "$root/build-shared" -j"$(nproc)" --target sptune_shared sptune_static sptune_cli >/dev/null
 rm -rf "$root/build-static/prefix"
 cmake --install "$root/build-shared" --prefix "$root/build-static/prefix" >/dev/null
-for so in $(ldd "$root/build-static/prefix/lib/libsptune.so.0.2" | awk '/liblua|libsqlite/ {print $3}'); do
+for so in $(ldd "$(ls "$root"/build-static/prefix/lib/libsptune.so.*.*.* | head -1)" | awk '/liblua|libsqlite/ {print $3}'); do
   cp -L "$so" "$root/build-static/prefix/lib/"
 done
 cmake -S "$root/examples" -B "$root/build-static/examples" -DCMAKE_PREFIX_PATH="$root/build-static/prefix" >/dev/null

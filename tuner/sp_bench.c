@@ -1,5 +1,6 @@
 #include "sp_bench.h"
 #include "sp_case.h"
+#include "sp_clock.h"
 #include "sp_cuda.h"
 #include "sp_nvml.h"
 #include "sp_status.h"
@@ -91,13 +92,6 @@ static int cmp_float(const void *a, const void *b)
     return x < y ? -1 : x > y;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + ts.tv_nsec * 1e-6;
-}
-
 /* A thread that watches NVML's energy counter while the GPU runs: the time and value of each step. */
 #define SP_STEPS 64
 typedef struct watch {
@@ -117,7 +111,7 @@ static void *watch_counter(void *arg)
     while (!w->stop && w->n < SP_STEPS) {   /* (only this thread writes n) */
         if (sp_nvml_energy_mj(w->dev, &mj) != SPTUNE_OK) { w->failed = 1; break; }
         if (mj != last) {
-            w->t[w->n] = now_ms();
+            w->t[w->n] = 1e3 * sp_now_s();
             w->mj[w->n++] = mj;
             last = mj;
         }
@@ -151,18 +145,18 @@ static sptune_status time_energy(sp_bench *b, const sp_cuda_api *cu, sp_bench_fn
      * planned count is done: back to back the runs may be faster than their median with the L2 flushed,
      * so the count alone could leave too few steps; at most 3 windows of wall time */
     const long long batch = n / 8 > 0 ? n / 8 : 1;
-    const double start = now_ms();
+    const double start = 1e3 * sp_now_s();
     long long runs = 0;
     st = SP_CU(cu->EventRecord(e0, b->stream));
     while (st == SPTUNE_OK) {
         for (long long i = 0; i < batch && st == SPTUNE_OK; i++) st = fn(ud, b->stream);
         runs += batch;
-        if ((runs >= n && w.n >= 4) || now_ms() - start > 3 * b->opts.energy_ms || runs >= 64 * n) break;
+        if ((runs >= n && w.n >= 4) || 1e3 * sp_now_s() - start > 3 * b->opts.energy_ms || runs >= 64 * n) break;
     }
     n = runs;
     if (st == SPTUNE_OK) st = SP_CU(cu->EventRecord(e1, b->stream));
     if (st == SPTUNE_OK) st = SP_CU(cu->EventSynchronize(e1));
-    const double done = now_ms();
+    const double done = 1e3 * sp_now_s();
     w.stop = 1;
     pthread_join(th, NULL);
     float gpu_ms = 0;

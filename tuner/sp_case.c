@@ -117,22 +117,7 @@ int sp_problem_int(const sp_problem *p, const char *name, int *out)
     return 0;
 }
 
-void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t ncols, int relu_ref,
-                     double *rel_err, char *detail, size_t len)
-{
-    sp_compare_half(out, 0, ref, n, ncols, relu_ref, rel_err, detail, len);
-}
-
-static void compare(const uint16_t *out, int f16, const float *ref, const float *allow, size_t n, size_t ncols,
-                    int relu_ref, double *rel_err, char *detail, size_t len);
-
-void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, size_t ncols, int relu_ref,
-                     double *rel_err, char *detail, size_t len)
-{
-    compare(out, f16, ref, NULL, n, ncols, relu_ref, rel_err, detail, len);
-}
-
-
+/* The shared check: 2^-7 relative plus 1e-3 of the reference's rms, plus allow[i] when given. */
 static void compare(const uint16_t *out, int f16, const float *ref, const float *allow, size_t n, size_t ncols,
                     int relu_ref, double *rel_err, char *detail, size_t len)
 {
@@ -158,6 +143,18 @@ static void compare(const uint16_t *out, int f16, const float *ref, const float 
         snprintf(detail, len, "%zu of %zu outputs wrong, unwritten or not finite (first at row %zu, col %zu: %g vs %g)",
                  bad, n, first / ncols, first % ncols, sp_half_to_float(out[first], f16), (double)ref[first]);
     }
+}
+
+void sp_compare_bf16(const uint16_t *out, const float *ref, size_t n, size_t ncols, int relu_ref,
+                     double *rel_err, char *detail, size_t len)
+{
+    sp_compare_half(out, 0, ref, n, ncols, relu_ref, rel_err, detail, len);
+}
+
+void sp_compare_half(const uint16_t *out, int f16, const float *ref, size_t n, size_t ncols, int relu_ref,
+                     double *rel_err, char *detail, size_t len)
+{
+    compare(out, f16, ref, NULL, n, ncols, relu_ref, rel_err, detail, len);
 }
 
 sptune_status sp_poison_bf16(CUdeviceptr out, size_t n, CUstream s)

@@ -17,6 +17,7 @@
  * encoding follows the configuration's window, dbits and fill (bind); encodings are kept, so that
  * a search switching between them encodes each once. */
 #include "sp_case.h"
+#include "sp_clock.h"
 #include "sp_cublas.h"
 #include "sp_cuda.h"
 #include "sp_slotfill.h"
@@ -26,7 +27,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define KEEP 3 /* encodings kept */
 
@@ -263,12 +263,10 @@ static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
         e = wc.enc[at];
         memmove(&wc.enc[1], &wc.enc[0], (size_t)at * sizeof e);
     } else {
-        struct timespec t0, t1;
-        clock_gettime(CLOCK_MONOTONIC, &t0);
+        const double t0 = sp_now_s();
         sptune_status st = sp_sf_encode(g->hW, g->M, g->K, g->K, g->f16 ? SP_SF_F16 : SP_SF_BF16, &want, &e);
         if (st != SPTUNE_OK) return st;
-        clock_gettime(CLOCK_MONOTONIC, &t1);
-        g->encode_s = (double)(t1.tv_sec - t0.tv_sec) + 1e-9 * (double)(t1.tv_nsec - t0.tv_nsec);
+        g->encode_s = sp_now_s() - t0;
         if ((double)g->M * g->K >= 1e7) /* the encoder's speed, for the benchmark logs */
             fprintf(stderr, "slotfill-spmm: encoded %d x %d (window %d, dbits %d, fill %d, %s) in %.2f s on one core\n",
                     g->M, g->K, want.window, want.dbits, want.fill, sp_sf_layout_name(want.layout), g->encode_s);

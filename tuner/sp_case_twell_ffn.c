@@ -31,7 +31,7 @@ typedef struct ffn_state {
     long long hot_cols, hot_alloc;
     sp_problem prob;
     CUdeviceptr X, Wg, Wu, Wd, Y, Gb, Ub, Ybase, R32, Wd32, Yref;
-    CUdeviceptr Wp[3], Wbound[3];    /* Wg, Wu, Wd in calibrated order (hot > 0), and those bound */
+    CUdeviceptr Wp[3];               /* Wg, Wu, Wd in calibrated order (order = 1): those bound then */
     unsigned short *hX, *hWg, *hWu, *hWd, *hY, *hG, *hGp;   /* hGp: the gate in calibrated order */
     float *hR, *hRef, *hWd32, *hAllow;
 } ffn_state;
@@ -138,8 +138,6 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
     if ((st = sp_check_reference(g->hR, (size_t)g->M, (size_t)g->F, (size_t)g->D, g->hX, g->hWg, 1, 32))) goto fail;
     for (size_t i = 0; i < mf; i++) g->hG[i] = g->hR[i] > 0 ? sp_float_to_bf16(g->hR[i]) : 0;
     if (g->order && (st = calibrate(g)) != SPTUNE_OK) goto fail;
-    const CUdeviceptr raw[3] = {g->Wg, g->Wu, g->Wd};
-    for (int k = 0; k < 3; k++) g->Wbound[k] = g->order ? g->Wp[k] : raw[k];
     /* up, then H = gate (.) up, then the down projection in fp32 */
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->R32, 1)) ||
         (st = sp_fetch_f32(b->stream, g->R32, g->hR, mf)))
@@ -194,7 +192,8 @@ fail:
 static void *ffn_arg(void *p, const char *name)
 {
     ffn_state *g = p;
-    const sp_case_named v[] = {{"X", &g->X}, {"Wg", &g->Wbound[0]}, {"Wu", &g->Wbound[1]}, {"Wd", &g->Wbound[2]},
+    const sp_case_named v[] = {{"X", &g->X}, {"Wg", g->order ? &g->Wp[0] : &g->Wg},
+                               {"Wu", g->order ? &g->Wp[1] : &g->Wu}, {"Wd", g->order ? &g->Wp[2] : &g->Wd},
                                {"Y", &g->Y},
                                {"packed", &g->o.packed}, {"pool", &g->o.pool},
                                {"pool_counter", &g->o.counter}, {"pool_capacity", &g->o.capacity},

@@ -1,11 +1,11 @@
 #include "sp_tune.h"
+#include "sp_clock.h"
 #include "sp_status.h"
 
 #include <ctype.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 int sp_budget_parse(const char *text, sp_tune_budget *b)
 {
@@ -51,13 +51,6 @@ double sp_objective_score(sp_objective o, double ms, double energy_j)
     if (o == SP_OBJECTIVE_TIME) return ms;
     if (!(energy_j > 0) || !isfinite(ms)) return INFINITY;
     return o == SP_OBJECTIVE_ENERGY ? energy_j : energy_j * ms;
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + ts.tv_nsec * 1e-9;
 }
 
 sptune_status sp_tune_record(sp_db *db, const sp_env *env, sp_template *t, const char *problem_key,
@@ -110,7 +103,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
     sp_search *s;
     sptune_status st = sp_search_create(o->strategy, t, space, o->seed, &s);
     if (st != SPTUNE_OK) { free(problem_key); return st; }
-    const double t0 = now_s();
+    const double t0 = sp_now_s();
     sp_tune_progress pr = {.total = space->n, .best_ms = INFINITY, .baseline_ms = o->baseline_ms};
     long long index;
     if (o->first >= 0 && o->first < space->n) sp_search_start_at(s, o->first);
@@ -151,7 +144,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
             /* The budget limits new measurements; recorded ones cost nothing. */
             /* a time budget stops before a measurement that would end past it at the pace so far (one
              * twell-ffn variant compiles for ~15 s): the budget bounds the run, not its start */
-            const double spent = now_s() - t0, pace = r->measured ? spent / (double)r->measured : 0;
+            const double spent = sp_now_s() - t0, pace = r->measured ? spent / (double)r->measured : 0;
             if ((o->budget.evals > 0 && r->measured >= o->budget.evals) ||
                 (o->budget.seconds > 0 && (spent >= o->budget.seconds ||
                                            (r->measured > 0 && spent + pace > o->budget.seconds)))) {
@@ -186,7 +179,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
             for (int k = 0; k < SP_OUTCOME__COUNT; k++) pr.failed += r->failed[k];
             pr.best_ms = r->best_ms;
             pr.best_energy_j = r->best_energy_j;
-            pr.elapsed_s = now_s() - t0;
+            pr.elapsed_s = sp_now_s() - t0;
             /* What is left: the rest of the space at the pace of the new measurements so far (the
              * recorded ones cost nothing), cut by whichever budget ends first. */
             double per = r->measured ? pr.elapsed_s / (double)r->measured : 0;

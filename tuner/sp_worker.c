@@ -1,4 +1,5 @@
 #include "sp_worker.h"
+#include "sp_clock.h"
 #include "sp_status.h"
 
 #include <errno.h>
@@ -10,7 +11,6 @@
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 struct sp_worker {
@@ -48,9 +48,7 @@ static int read_all(int fd, void *buf, size_t n, double deadline)
     while (n > 0) {
         int wait_ms = -1;
         if (deadline > 0) {
-            struct timespec ts;
-            clock_gettime(CLOCK_MONOTONIC, &ts);
-            double left = deadline - ((double)ts.tv_sec + ts.tv_nsec * 1e-9);
+            double left = deadline - sp_now_s();
             if (left <= 0) return -2;
             wait_ms = (int)(left * 1000) + 1;
         }
@@ -197,9 +195,7 @@ static sptune_status exchange(sp_worker *w, const request *q, sp_eval *out, int 
     memset(out, 0, sizeof *out);
     out->timing.baseline_ms = -1;
     out->timing.rel_error = -1;
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    double deadline = (double)ts.tv_sec + ts.tv_nsec * 1e-9 + w->timeout_s;
+    double deadline = sp_now_s() + w->timeout_s;
     reply *r = malloc(sizeof *r);
     if (!r) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     if (write_all(w->to_child, q, sizeof *q) != 0) {

@@ -1,5 +1,5 @@
 /* The calibration of twell-ffn's hot/cold split: which neurons fire most often, in what order the
- * application lays out its weights (sptune.h). Host code only. */
+ * application lays out its weights (sptune.h). Host code only, in base: the tuner's harness calls it too. */
 #include "sptune.h"
 #include "sp_status.h"
 
