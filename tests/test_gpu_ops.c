@@ -260,7 +260,7 @@ done:
 }
 
 /* twell-ffn is exact whatever its workspace: overflow pools of 0, 1 and 64 words, exactly what the
- * data needs and the typical size, dense-path capacities 0, 1 and typical; the row consumer (split
+ * data needs and the typical size, dense-path capacities 0, 1, typical and M; the row consumer (split
  * and not), the tile consumer, the dense path by count, only for lost tiles, and off; data with
  * dense tokens (first and scattered) and heavy-tailed neurons, D % 8 != 0 included. The pipeline
  * zeroes its own counters: the harness poisons them. */
@@ -278,7 +278,9 @@ static const char *const ws_configs[] = {
     HOPPER "bn=128,route=512,warps=16,split=1,dots=8,dunroll=2,hot=1",
     HOPPER "bn=256,route=256,warps=8,split=1,hot=2", HOPPER "bn=128,consumer=tile,hot=4",
     HOPPER "bn=256,route=-1,hot=4", HOPPER "bn=256,hot=8"};
-static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1};
+/* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
+ * then span several of the dense path's 64-row tiles) */
+static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};
 #define NWS (int)(sizeof ws_shapes / sizeof ws_shapes[0] * sizeof ws_configs / sizeof ws_configs[0] * \
                   sizeof ws_pools / sizeof ws_pools[0] * sizeof ws_dense / sizeof ws_dense[0])
 
@@ -313,7 +315,7 @@ static void run_ffn_workspace(sp_bench *b, sp_cache *cache)
                               ws_pools[i], ws_dense[j], sp_outcome_name(e.outcome), e.detail, e.timing.rel_error);
                     n++;
                 }
-            printf("  ffn workspace %-48s %-40.40s pools 0,1,64,exact,typical x dense 0,1,typical: ok\n",
+            printf("  ffn workspace %-48s %-40.40s pools 0,1,64,exact,typical x dense 0,1,typical,M: ok\n",
                    ws_shapes[s], ws_configs[c] + (strlen(ws_configs[c]) > 40 ? strlen(ws_configs[c]) - 40 : 0));
         }
         sp_case_destroy(&cs);

@@ -239,7 +239,7 @@ static sptune_status ffn_bind(void *p, const sp_template *t, const sp_config *c)
         g->row_info = g->dense_h = g->dense_acc = 0;
         g->dense_rows = (int)cap;
         if ((st = sp_bench_alloc(g->b, ((size_t)g->M + 1 + (size_t)cap) * 4, &g->row_info)) ||
-            (st = sp_bench_alloc(g->b, ((size_t)cap * g->F + 1) * 4, &g->dense_h)) ||
+            (st = sp_bench_alloc(g->b, ((size_t)cap * g->F + 8) * 2, &g->dense_h)) ||
             (st = sp_bench_alloc(g->b, ((size_t)cap * g->D + 1) * 4, &g->dense_acc)))
             return st;
     }
@@ -256,7 +256,7 @@ static sptune_status ffn_poison(void *p, CUstream s)
     if (st == SPTUNE_OK) st = sp_twell_out_poison(&g->o, s);
     if (st == SPTUNE_OK) st = SP_CU(cu->MemsetD32Async(g->o.counter, 0xdeadbeefu, 2, s));
     if (st == SPTUNE_OK) st = SP_CU(cu->MemsetD32Async(g->row_info, 0x7fffffffu, (size_t)g->M + 1 + g->dense_rows, s));
-    if (st == SPTUNE_OK) st = SP_CU(cu->MemsetD32Async(g->dense_h, 0x7fc00000u, (size_t)g->dense_rows * g->F + 1, s));
+    if (st == SPTUNE_OK) st = sp_poison_bf16(g->dense_h, (size_t)g->dense_rows * g->F + 8, s);
     if (st == SPTUNE_OK) st = SP_CU(cu->MemsetD32Async(g->dense_acc, 0x7fc00000u, (size_t)g->dense_rows * g->D + 1, s));
     if (st == SPTUNE_OK && g->hot_cols > 0) st = sp_poison_bf16(g->hot_h, (size_t)g->M * g->hot_cols, s);
     return st != SPTUNE_OK ? st : sp_poison_bf16(g->Y, (size_t)g->M * g->D, s);

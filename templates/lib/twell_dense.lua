@@ -9,18 +9,17 @@
 -- allows (lib/epilogue.lua). All on the GPU, no host round trip. Then:
 --   zero      (first kernel of the pipeline) clears the counts, the pool counter and dense_acc;
 --   consumers skip flagged rows;
---   dense_h   work items (16 routed rows, a range of neurons): the rows' gate entries in the range
---             (from the packed tiles; a lost tile's gate is recomputed) give the union of active
---             neurons, 16 at a time: up = X Wu^T (and X Wg^T for lost tiles) on mma.sync, the warps
---             splitting D; h = gate (.) up (zeros off the union) goes to dense_h;
---   dense_y   work items (16 routed rows, a 128-column slice of Y, a part of the neurons): Y += h Wd
---             on mma.sync (h as two bf16 terms; no test for zero blocks, which would serialize the
---             loads behind it), added to dense_acc with vector reductions (one add per part: few);
+--   dense_h   tiles of 64 routed rows x 64 neurons: gate and up = X Wg^T, X Wu^T over all of D (the
+--             X rows gathered through the list by the loads), h = bf16(relu(gate)) up to dense_h (bf16);
+--   dense_y   tiles of 64 routed rows x 128 columns of Y x a part of the neurons: h Wd (Wd's tile read
+--             N-major, ldmatrix.trans) added to dense_acc, one vector reduction per element and part;
 --   finalize  writes the routed rows of Y from dense_acc.
--- Ranges and parts are sized at run time from the number of routed rows, so that a few routed rows
--- still spread over the whole GPU in short chains. (One kernel doing both steps per neuron range
--- needed one reduction per range into every output element: at 0.5 % dense tokens the reductions
--- cost more than the rest of the path.)
+-- Both are cp.async-pipelined mma.sync GEMMs (sm_80 and newer, sm_120 included). The gate is
+-- recomputed rather than read back from the packed tiles: a tile's rows then share every weight load
+-- (a 16-row gather of packed entries re-read the weights per 16 tokens), a lost tile needs nothing
+-- special, and a recomputed gate differs from the producer's by at most a bf16 ulp (its summation
+-- order), which the harness's check allows for. Tile counts and the split of dense_y's neurons are
+-- worked out at run time from the number of routed rows, so a few routed rows still spread over the GPU.
 local text = require("lib.text")
 local M = {}
 
@@ -30,39 +29,27 @@ M.params = {
      .. " a tile to a full pool; -1: no dense path)"},
 }
 
-local WARPS = 8
-local RANGE_MAX = 1024   -- neurons of a dense_h work item, at most
+-- The two GEMMs' tiles: BM routed rows, BK neurons (dense_y) or columns of D (dense_h) per pipeline
+-- stage, STAGES stages; K-major tiles keep rows of BK + 8 elements (80 bytes: the eight row addresses
+-- of an ldmatrix fall in distinct banks), dense_y's Wd tile rows of YN + 8 (272 bytes: the same).
+local BM, BK, STAGES, THREADS = 64, 32, 4, 128
+local HN, YN = 64, 128          -- dense_h's neurons, dense_y's columns of Y per tile
+local ROW, YROW = BK + 8, YN + 8
 
--- dense_h's shared memory: X rows (16 x Dp bf16, Dp = D rounded up to 128), the warps' partial sums
--- of up and gate (2 x 1 KB per warp) and a few words, then per neuron of a range: gate (16 bf16),
--- union list (int), mask bit.
-local function layout(D)
-  local dp = (D + 127) // 128 * 128
-  return {fixed = 32 * dp + 2 * WARPS * 1024 + 256, per = 16 * 2 + 4}
-end
-
--- Neurons a work item may take for this D on this GPU (a multiple of 32; 0: not even 32 fit).
-function M.range(D, gpu)
-  local l = layout(D)
-  local n = (gpu.smem_per_block - l.fixed - 132) // l.per
-  return math.max(math.min(n, RANGE_MAX) // 32 * 32, 0)
-end
-
-function M.smem(D, gpu)
-  local n = M.range(D, gpu)
-  return layout(D).fixed + n * layout(D).per + (n // 32 + 1) * 4
-end
+local function smem_h() return STAGES * (BM + 2 * HN) * ROW * 2 end
+local function smem_y() return STAGES * (BM * ROW + BK * YROW) * 2 end
 
 M.constraints = {
-  {why = "route: the dense path's X rows fit in shared memory", check = function(c, gpu, p)
-    return c.route < 0 or p == nil or M.range(p.D, gpu) >= 32 end},
+  {why = "route: the dense path's pipelines fit in shared memory", check = function(c, gpu)
+    return c.route < 0 or math.max(smem_h(), smem_y()) <= gpu.smem_per_block end},
 }
 
--- Launches after the consumer: dense_h and dense_y (persistent) and the finalize step.
+-- Launches after the consumer: dense_h and dense_y (persistent: they loop over their tiles, whose
+-- number is known on the GPU only) and the finalize step.
 function M.launches(c, p, gpu)
   if c.route < 0 then return {} end
-  return {{grid = {gpu.sm_count, 1, 1}, block = {32 * WARPS, 1, 1}, smem = M.smem(p.D, gpu)},
-          {grid = {2 * gpu.sm_count, 1, 1}, block = {32 * WARPS, 1, 1}, smem = 0},
+  return {{grid = {2 * gpu.sm_count, 1, 1}, block = {THREADS, 1, 1}, smem = smem_h()},
+          {grid = {2 * gpu.sm_count, 1, 1}, block = {THREADS, 1, 1}, smem = smem_y()},
           {grid = {2 * gpu.sm_count, 1, 1}, block = {256, 1, 1}, smem = 0}}
 end
 
@@ -87,240 +74,241 @@ end
 
 -- The dense path's kernels: dense_h, dense_y and finalize (sig as for zero_kernel).
 function M.kernels(c, p, gpu, names, sig)
+  assert(BM == HN, "dense_h's X and weight tiles share their load offsets")
   return text.fill([[
-/* c += X_tile (16 rows of Xs) x [wa; wb]^T over the 128 columns of D from base (rows wa, wb: the two
- * 8-neuron n-blocks), all eight 16-byte loads issued before the multiply-adds. */
-__device__ __forceinline__ void sp_dense_slice(float (&c)[2][4], const sp_bf16 *Xs, int Dp, const sp_bf16 *wa,
-                                               const sp_bf16 *wb, int base, int D, bool vec, int g, int q)
+/* Elements k .. k + 7 of a tile row (row[0 .. lim - 1] valid, zeros past it) to shared memory at dst:
+ * one asynchronous 16-byte copy when vec (lim and k multiples of 8), else element by element. */
+__device__ __forceinline__ void sp_dense_chunk(sp_u32 dst, const sp_bf16 *row, int k, int lim, bool vec)
 {
-    const sp_u32x4 zero4 = {0u, 0u, 0u, 0u};
-    sp_u32x4 va[4], vb[4];
-    #pragma unroll
-    for (int p = 0; p < 4; ++p) {
-        const int d = base + 32 * p + q * 8;
-        va[p] = d < D ? sp_tile_ld8(wa + d, D - d, vec) : zero4;
-        vb[p] = d < D ? sp_tile_ld8(wb + d, D - d, vec) : zero4;
+    const int n = lim - k;
+    if (vec) {
+        sp_cp_async16(dst, row + (n > 0 ? k : 0), n > 0 ? 16 : 0);
+        return;
     }
+    sp_u32 w[4];
     #pragma unroll
-    for (int p = 0; p < 4; ++p) {
-        const int d = base + 32 * p + q * 8;
-        const sp_u32x4 xa = *(const sp_u32x4 *)(Xs + g * Dp + d), xb = *(const sp_u32x4 *)(Xs + (g + 8) * Dp + d);
-        sp_mma4(c[0], xa.x, xb.x, xa.y, xb.y, va[p].x, va[p].y);
-        sp_mma4(c[1], xa.x, xb.x, xa.y, xb.y, vb[p].x, vb[p].y);
-        sp_mma4(c[0], xa.z, xb.z, xa.w, xb.w, va[p].z, va[p].w);
-        sp_mma4(c[1], xa.z, xb.z, xa.w, xb.w, vb[p].z, vb[p].w);
+    for (int e = 0; e < 4; ++e) {
+        const sp_u32 lo = 2 * e < n ? row[k + 2 * e] : 0u, hi = 2 * e + 1 < n ? row[k + 2 * e + 1] : 0u;
+        w[e] = lo | (hi << 16);
     }
+    sp_st_shared_v4(dst, w[0], w[1], w[2], w[3]);
+}
+/* B fragments of a K x N tile kept N-contiguous (rows of k). */
+__device__ __forceinline__ void sp_ldmatrix_x4_trans(sp_u32 addr, sp_u32 &r0, sp_u32 &r1, sp_u32 &r2, sp_u32 &r3)
+{
+    asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+                 : "=r"(r0), "=r"(r1), "=r"(r2), "=r"(r3) : "r"(addr) : "memory");
+}
+/* A fragments (rows wm * 32 .. + 31, k16 step ks) of a K-major tile of ${row}-element rows at stage base a. */
+__device__ __forceinline__ void sp_dense_afrag(sp_u32 (&a)[2][4], sp_u32 base, int wm, int ks, int lane)
+{
+    #pragma unroll
+    for (int i = 0; i < 2; ++i)
+        sp_ldmatrix_x4(base + (sp_u32)((wm * 32 + i * 16 + (lane & 15)) * ${row} + ks * 16 + (lane >> 4) * 8) * 2u,
+                       a[i][0], a[i][1], a[i][2], a[i][3]);
 }
 
-extern "C" __global__ void __launch_bounds__(${threads}, 1)
+extern "C" __global__ void __launch_bounds__(${threads})
 ${dsig}
-    extern __shared__ __align__(16) unsigned char sp_smem[];
-    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5;
-    const int g = lane >> 2, q = lane & 3;
+    extern __shared__ __align__(128) unsigned char sp_smem[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
+    const int g = lane >> 2, q = lane & 3, ch = tid & 3;
     const int routed = min((int)row_info[M], max(dense_capacity, 0));
-    const int ntiles = (F + T - 1) / T, W = S + 1, Dp = (D + 127) / 128 * 128, groups = (routed + 15) / 16;
     const sp_u32 *list = row_info + M + 1;
-    /* neurons per work item: about two items per CTA, a multiple of 32, at most what shared memory holds */
-    const int want = (int)(((long long)groups * F + 2 * gridDim.x - 1) / (2 * gridDim.x));
-    /* the most shared memory holds (M.range) */
-    const int cap = min(${range_max}, ((${smem} - (32 * Dp + ${fixed_rest}) - 132) / ${per}) / 32 * 32);
-    const int NC = min(cap, max(32, (want + 31) / 32 * 32)), ranges = (F + NC - 1) / NC;
-    sp_bf16 *Xs = (sp_bf16 *)sp_smem;
-    float *red = (float *)(Xs + (size_t)16 * Dp);
-    int *rowsel = (int *)(red + 2 * ${warps} * 256);
-    int *nU = rowsel + 16;
-    unsigned *lostm = (unsigned *)(nU + 1);
-    sp_bf16 *Gs = (sp_bf16 *)(rowsel + 64);
-    int *ulist = (int *)(Gs + (size_t)NC * 16);
-    unsigned *mask = (unsigned *)(ulist + NC);
-    const bool vec = (D % 8 == 0) && ((((unsigned long long)X) | ((unsigned long long)Wg) | ((unsigned long long)Wu)
-                                      | ((unsigned long long)Wd) | ((unsigned long long)dense_acc)) & 15ull) == 0;
-    const sp_u32x4 zero4 = {0u, 0u, 0u, 0u};
-    int staged = -1;
-    for (int item = blockIdx.x; item < groups * ranges; item += gridDim.x) {
-        const int grp = item / ranges, n0 = (item % ranges) * NC, width = min(NC, F - n0);
-        const int nrows = min(16, routed - grp * 16);
-        __syncthreads();   /* the previous item is done with shared memory */
-        if (tid < 16) rowsel[tid] = tid < nrows ? (int)list[grp * 16 + tid] : -1;
-        if (tid == 0) *lostm = 0u;
-        for (int i = tid; i < NC / 32 + 1; i += blockDim.x) mask[i] = 0u;
-        for (int i = tid; i < NC * 2; i += blockDim.x) ((sp_u32x4 *)Gs)[i] = zero4;
-        __syncthreads();
-        if (grp != staged) {   /* the group's X rows (kept while the next item has the same group) */
-            #pragma unroll 4
-            for (int i = tid; i < 16 * (Dp / 8); i += blockDim.x) {
-                const int t = i / (Dp / 8), d = (i % (Dp / 8)) * 8, r = rowsel[t];
-                *(sp_u32x4 *)(Xs + t * Dp + d) = (r >= 0 && d < D) ? sp_tile_ld8(X + (size_t)r * D + d, D - d, vec)
-                                                                   : zero4;
-            }
-            staged = grp;
+    const int mtiles = (routed + ${bm} - 1) / ${bm}, ntiles = (F + ${hn} - 1) / ${hn}, KT = (D + ${bk} - 1) / ${bk};
+    const bool vec = D % 8 == 0 && ((((unsigned long long)X) | ((unsigned long long)Wg) | ((unsigned long long)Wu))
+                                    & 15ull) == 0;
+    const bool pair = F % 2 == 0 && ((unsigned long long)dense_h & 3ull) == 0;   /* h stored two at a time */
+    const sp_u32 sA = sp_smem_u32(sp_smem), sG = sA + ${stages} * ${bm} * ${row} * 2, sU = sG + ${stages} * ${hn} * ${row} * 2;
+    (void)T; (void)S;
+    for (int item = blockIdx.x; item < mtiles * ntiles; item += gridDim.x) {
+        /* a neuron tile's row tiles are neighbours in the walk: its weights come from DRAM about once */
+        const int m0 = (item % mtiles) * ${bm}, n0 = (item / mtiles) * ${hn};
+        /* this thread's two rows of each tile: X through the routed list, the neurons' weights */
+        const sp_bf16 *xr[2], *gr[2], *ur[2];
+        int xl[2], wl[2];
+        #pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int r = (tid >> 2) + 32 * i;
+            const bool xin = m0 + r < routed, win = n0 + r < F;
+            xr[i] = X + (xin ? (size_t)list[m0 + r] * D : 0);
+            gr[i] = Wg + (win ? (size_t)(n0 + r) * D : 0);
+            ur[i] = Wu + (win ? (size_t)(n0 + r) * D : 0);
+            xl[i] = xin ? D : 0;
+            wl[i] = win ? D : 0;
         }
-        /* the rows' gate entries in the range, from the tiles it overlaps; a lost tile marks its row */
-        const int j0 = n0 / T, nt = (n0 + width - 1) / T - j0 + 1;
-        for (int p = warp; p < 16 * nt; p += ${warps}) {
-            const int t = p & 15, j = j0 + (p >> 4), r = rowsel[t];
-            if (r < 0) continue;
-            const sp_u32 *src;
-            const int n = sp_twell_tile_entries(packed + ((size_t)r * ntiles + j) * W, pool, src);
-            if (n < 0) {
-                if (lane == 0) atomicOr(lostm, 1u << t);
-                continue;
-            }
-            for (int e = lane; e < n; e += 32) {
-                const sp_u32 v = src[e];
-                const int col = j * T + (int)(v & 0xffffu) - n0;
-                if (col < 0 || col >= width) continue;
-                Gs[col * 16 + t] = (sp_bf16)(v >> 16);
-                atomicOr(&mask[col >> 5], 1u << (col & 31));
-            }
-        }
-        __syncthreads();
-        const unsigned lost = *lostm;
-        /* the union in ascending order (every neuron of the range when a tile was lost) */
-        if (warp == 0) sp_union_list(mask, NC / 32, lost ? width : -1, ulist, nU, lane);
-        __syncthreads();
-        const int U = *nU;
-        /* h for the range: zeros off the union; on it, each warp 16 neurons at a time, up (and the
-           gate of lost rows) over all of D */
-        float *hrow = dense_h + (size_t)grp * 16 * F + n0;
-        for (int i = tid; i < nrows * width; i += blockDim.x) {
-            const int t = i / width, col = i % width;
-            if (!((mask[col >> 5] >> (col & 31)) & 1u) && !lost) hrow[(size_t)t * F + col] = 0.0f;
-        }
-        /* 16 union neurons at a time: up (and the gate of lost rows) on tensor cores, each warp its
-           128-column slices of D (all loads of a slice in flight at once), partial sums added
-           across warps in shared memory */
-        for (int u0 = 0; u0 < U; u0 += 16) {
-            const int ea = u0 + g < U ? u0 + g : u0, eb = u0 + 8 + g < U ? u0 + 8 + g : u0;
-            const size_t na = (size_t)(n0 + ulist[ea]) * D, nb = (size_t)(n0 + ulist[eb]) * D;
-            float cu[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-            float cg[2][4] = {{0.f, 0.f, 0.f, 0.f}, {0.f, 0.f, 0.f, 0.f}};
-            for (int base = warp * 128; base < D; base += ${warps} * 128) {
-                sp_dense_slice(cu, Xs, Dp, Wu + na, Wu + nb, base, D, vec, g, q);
-                if (lost) sp_dense_slice(cg, Xs, Dp, Wg + na, Wg + nb, base, D, vec, g, q);
-            }
-            /* cu[b][c]: row g + 8*(c >> 1), union entry u0 + 8*b + 2*q + (c & 1) */
-            float *rw = red + warp * 256, *rg = red + (${warps} + warp) * 256;
+        auto load = [&](int stage, int kt) {
             #pragma unroll
-            for (int b = 0; b < 2; ++b)
-                #pragma unroll
-                for (int c = 0; c < 4; ++c) {
-                    const int i = (g + 8 * (c >> 1)) * 16 + 8 * b + 2 * q + (c & 1);
-                    rw[i] = cu[b][c];
-                    rg[i] = cg[b][c];
-                }
-            __syncthreads();
-            for (int i = tid; i < 256; i += blockDim.x) {
-                const int t = i >> 4, e = u0 + (i & 15);
-                if (e >= U || t >= nrows) continue;
-                float up = 0.0f, gs = 0.0f;
-                #pragma unroll
-                for (int w = 0; w < ${warps}; ++w) { up += red[w * 256 + i]; gs += red[(${warps} + w) * 256 + i]; }
-                const int col = ulist[e];
-                const float gv = (lost >> t) & 1u ? sp_bf16_to_f32(sp_f32_to_bf16(fmaxf(gs, 0.0f)))
-                                                  : sp_bf16_to_f32(Gs[col * 16 + t]);
-                hrow[(size_t)t * F + col] = gv * up;
+            for (int i = 0; i < 2; ++i) {
+                const sp_u32 o = (sp_u32)((stage * ${bm} + (tid >> 2) + 32 * i) * ${row} + ch * 8) * 2u;
+                sp_dense_chunk(sA + o, xr[i], kt * ${bk} + ch * 8, xl[i], vec);
+                sp_dense_chunk(sG + o, gr[i], kt * ${bk} + ch * 8, wl[i], vec);
+                sp_dense_chunk(sU + o, ur[i], kt * ${bk} + ch * 8, wl[i], vec);
             }
-            __syncthreads();
+        };
+        float ag[2][4][4], au[2][4][4];
+        #pragma unroll
+        for (int i = 0; i < 2; ++i)
+            #pragma unroll
+            for (int j = 0; j < 4; ++j)
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) ag[i][j][e] = au[i][j][e] = 0.0f;
+        #pragma unroll
+        for (int s = 0; s < ${stages} - 1; ++s) {
+            if (s < KT) load(s, s);
+            sp_cp_async_commit();
         }
+        for (int kt = 0; kt < KT; ++kt) {
+            sp_cp_async_wait<${stages} - 2>();
+            __syncthreads();   /* stage kt landed; every warp is done with the one the next load refills */
+            if (kt + ${stages} - 1 < KT) load((kt + ${stages} - 1) % ${stages}, kt + ${stages} - 1);
+            sp_cp_async_commit();
+            const int st = kt % ${stages};
+            #pragma unroll
+            for (int ks = 0; ks < ${bk} / 16; ++ks) {
+                sp_u32 a[2][4], bg[4][2], bu[4][2];
+                sp_dense_afrag(a, sA + (sp_u32)(st * ${bm} * ${row}) * 2u, wm, ks, lane);
+                #pragma unroll
+                for (int j = 0; j < 4; j += 2) {
+                    const sp_u32 o = (sp_u32)((st * ${hn} + wn * 32 + j * 8 + (lane & 7) + ((lane >> 4) << 3)) * ${row}
+                                              + ks * 16 + ((lane >> 3) & 1) * 8) * 2u;
+                    sp_ldmatrix_x4(sG + o, bg[j][0], bg[j][1], bg[j + 1][0], bg[j + 1][1]);
+                    sp_ldmatrix_x4(sU + o, bu[j][0], bu[j][1], bu[j + 1][0], bu[j + 1][1]);
+                }
+                #pragma unroll
+                for (int i = 0; i < 2; ++i)
+                    #pragma unroll
+                    for (int j = 0; j < 4; ++j) {
+                        sp_mma_bf16_16816(ag[i][j], a[i], bg[j]);
+                        sp_mma_bf16_16816(au[i][j], a[i], bu[j]);
+                    }
+            }
+        }
+        sp_cp_async_wait<0>();
+        __syncthreads();   /* the next item's loads refill the stages */
+        /* h = bf16(relu(gate)) up, as the producer rounds the gate; ag[i][j][e]: row
+           wm*32 + i*16 + g + 8*(e >> 1), neuron wn*32 + j*8 + 2q + (e & 1) */
+        #pragma unroll
+        for (int i = 0; i < 2; ++i)
+            #pragma unroll
+            for (int j = 0; j < 4; ++j)
+                #pragma unroll
+                for (int hh = 0; hh < 2; ++hh) {
+                    const int r = m0 + wm * 32 + i * 16 + g + 8 * hh, n = n0 + wn * 32 + j * 8 + 2 * q;
+                    if (r >= routed || n >= F) continue;
+                    float v[2];
+                    #pragma unroll
+                    for (int e = 0; e < 2; ++e)
+                        v[e] = sp_bf16_to_f32(sp_f32_to_bf16(fmaxf(ag[i][j][2 * hh + e], 0.0f))) * au[i][j][2 * hh + e];
+                    sp_bf16 *dst = dense_h + (size_t)r * F + n;
+                    if (pair) {
+                        *(sp_u32 *)dst = sp_pack_bf16x2(v[0], v[1]);
+                    } else {
+                        dst[0] = sp_f32_to_bf16(v[0]);
+                        if (n + 1 < F) dst[1] = sp_f32_to_bf16(v[1]);
+                    }
+                }
     }
 }
 
 extern "C" __global__ void __launch_bounds__(${threads})
 ${ysig}
-    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5, g = lane >> 2, q = lane & 3;
+    extern __shared__ __align__(128) unsigned char sp_smem[];
+    const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
+    const int g = lane >> 2, q = lane & 3, ch = tid & 3, bch = tid & 15;
     const int routed = min((int)row_info[M], max(dense_capacity, 0));
-    const int groups = (routed + 15) / 16, slices = (D + 127) / 128, blocks = (F + 15) / 16;
+    const int mtiles = (routed + ${bm} - 1) / ${bm}, ntiles = (D + ${yn} - 1) / ${yn}, KT = (F + ${bk} - 1) / ${bk};
+    const int tiles = mtiles * ntiles;
+    /* the neurons in parts: about one item per CTA of the grid, each part at least 8 k-steps (a part
+       adds once to every output element of its tile: the reductions stay few) */
+    const int parts = tiles == 0 ? 1 : max(1, min((KT + 7) / 8, ((int)gridDim.x + tiles - 1) / tiles));
+    const int per = (KT + parts - 1) / parts;
+    const bool veca = F % 8 == 0 && ((unsigned long long)dense_h & 15ull) == 0;
+    const bool vecb = D % 8 == 0 && ((unsigned long long)Wd & 15ull) == 0;
+    const bool red2 = D % 2 == 0 && ((unsigned long long)dense_acc & 7ull) == 0;
+    const sp_u32 sA = sp_smem_u32(sp_smem), sB = sA + ${stages} * ${bm} * ${row} * 2;
     (void)T; (void)S;
-    /* work items: (group, 128-column slice, part of the neurons), one per warp; parts: about two
-       items per warp of the grid, each part at least 16 blocks of 16 neurons (each part adds once to
-       every output element of its slice: reductions stay few) */
-    const int nwarps = gridDim.x * ${warps};
-    const int parts = max(1, min(blocks / 16, (2 * nwarps + groups * slices - 1) / max(1, groups * slices)));
-    const int per = (blocks + parts - 1) / parts;
-    const bool vec = (D % 8 == 0) && ((((unsigned long long)Wd) | ((unsigned long long)dense_acc)) & 15ull) == 0;
-    const sp_u32x4 zero4 = {0u, 0u, 0u, 0u};
-    for (int item = blockIdx.x * ${warps} + warp; item < groups * slices * parts; item += nwarps) {
-        const int grp = item / (slices * parts), rest = item % (slices * parts);
-        const int base = (rest / parts) * 128, b0 = (rest % parts) * per, b1 = min(blocks, b0 + per);
-        const int nrows = min(16, routed - grp * 16);
-        const float *h = dense_h + (size_t)grp * 16 * F;
-        float acc[16][4];
+    for (int item = blockIdx.x; item < tiles * parts; item += gridDim.x) {
+        const int rest = item % tiles, kb = (item / tiles) * per, nk = min(KT, kb + per) - kb;
+        const int m0 = (rest % mtiles) * ${bm}, d0 = (rest / mtiles) * ${yn};
+        if (nk <= 0) continue;
+        const sp_bf16 *ar[2];
+        int al[2];
         #pragma unroll
-        for (int b = 0; b < 16; ++b)
-            #pragma unroll
-            for (int e = 0; e < 4; ++e) acc[b][e] = 0.0f;
-        /* block blk's operands: h (rows g, g+8; neurons n + 2q, +1, +8, +9) and the Wd rows of the
-           lane's four k slots at its columns; loaded one block ahead of the multiply-adds */
-        float v[8];
-        sp_u32x4 w[2][4];
-#define SP_DENSE_Y_LOAD(blk)                                                                               \
-        {                                                                                                  \
-            const int n = (blk) * 16;                                                                      \
-            _Pragma("unroll") for (int k = 0; k < 8; ++k) {                                                \
-                const int t = g + 8 * ((k >> 1) & 1), col = n + 2 * q + (k & 1) + 8 * (k >> 2);            \
-                v[k] = (blk) < b1 && t < nrows && col < F ? h[(size_t)t * F + col] : 0.0f;                 \
-            }                                                                                              \
-            _Pragma("unroll") for (int k = 0; k < 4; ++k) {                                                \
-                const sp_bf16 *wr = Wd + (size_t)min(n + 2 * q + (k & 1) + (k >> 1) * 8, F - 1) * D;       \
-                _Pragma("unroll") for (int hh = 0; hh < 2; ++hh) {                                         \
-                    const int d = base + 64 * hh + 8 * g;                                                  \
-                    w[hh][k] = (blk) < b1 && d < D ? sp_tile_ld8(wr + d, D - d, vec) : zero4;              \
-                }                                                                                          \
-            }                                                                                              \
+        for (int i = 0; i < 2; ++i) {
+            const int r = (tid >> 2) + 32 * i;
+            ar[i] = dense_h + (m0 + r < routed ? (size_t)(m0 + r) * F : 0);
+            al[i] = m0 + r < routed ? F : 0;
         }
-        SP_DENSE_Y_LOAD(b0)
-        for (int blk = b0; blk < b1; ++blk) {
-            sp_u32 a[2][4];
+        /* k-step kt (of the part) to a stage: 64 rows of h, 32 rows of Wd from column d0 */
+        auto load = [&](int stage, int kt) {
+            const int k0 = (kb + kt) * ${bk};
             #pragma unroll
-            for (int k = 0; k < 4; ++k) {   /* h as two bf16 terms (hi + lo) */
-                const float x0 = v[2 * k], x1 = v[2 * k + 1];
-                const sp_u32 hi = sp_pack_bf16x2(x0, x1);
-                a[0][k] = hi;
-                a[1][k] = sp_pack_bf16x2(x0 - __uint_as_float(hi << 16), x1 - __uint_as_float(hi & 0xffff0000u));
+            for (int i = 0; i < 2; ++i)
+                sp_dense_chunk(sA + (sp_u32)((stage * ${bm} + (tid >> 2) + 32 * i) * ${row} + ch * 8) * 2u, ar[i],
+                               k0 + ch * 8, al[i], veca);
+            #pragma unroll
+            for (int i = 0; i < 4; ++i) {
+                const int kr = (tid >> 4) + 8 * i, j = k0 + kr;
+                sp_dense_chunk(sB + (sp_u32)((stage * ${bk} + kr) * ${yrow} + bch * 8) * 2u,
+                               Wd + (j < F ? (size_t)j * D : 0), d0 + bch * 8, j < F ? D : 0, vecb);
             }
-            sp_u32 bw[2][4][4];
-            #pragma unroll
-            for (int hh = 0; hh < 2; ++hh)
-                #pragma unroll
-                for (int k = 0; k < 4; ++k) {
-                    bw[hh][k][0] = w[hh][k].x; bw[hh][k][1] = w[hh][k].y;
-                    bw[hh][k][2] = w[hh][k].z; bw[hh][k][3] = w[hh][k].w;
-                }
-            SP_DENSE_Y_LOAD(blk + 1)
-            #pragma unroll
-            for (int hh = 0; hh < 2; ++hh)
-                #pragma unroll
-                for (int jj = 0; jj < 8; ++jj) {
-                    const unsigned sel = (jj & 1) ? 0x7632u : 0x5410u;
-                    const sp_u32 c0 = __byte_perm(bw[hh][0][jj >> 1], bw[hh][1][jj >> 1], sel);
-                    const sp_u32 c1 = __byte_perm(bw[hh][2][jj >> 1], bw[hh][3][jj >> 1], sel);
-                    sp_mma4(acc[hh * 8 + jj], a[0][0], a[0][1], a[0][2], a[0][3], c0, c1);
-                    sp_mma4(acc[hh * 8 + jj], a[1][0], a[1][1], a[1][2], a[1][3], c0, c1);
-                }
-        }
-#undef SP_DENSE_Y_LOAD
-        /* acc[hh*8 + jj][c]: row g + 8*(c >> 1), column base + 64*hh + 16*q + 8*(c & 1) + jj */
+        };
+        float acc[2][8][4];
         #pragma unroll
-        for (int hh = 0; hh < 2; ++hh)
+        for (int i = 0; i < 2; ++i)
             #pragma unroll
-            for (int c = 0; c < 4; ++c) {
-                const int t = g + 8 * (c >> 1), d = base + 64 * hh + 16 * q + 8 * (c & 1);
-                if (t >= nrows || d >= D) continue;
-                float *dst = dense_acc + (size_t)(grp * 16 + t) * D + d;
-                if (vec) {
-                    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(dst),
-                                 "f"(acc[hh * 8 + 0][c]), "f"(acc[hh * 8 + 1][c]), "f"(acc[hh * 8 + 2][c]),
-                                 "f"(acc[hh * 8 + 3][c]) : "memory");
-                    asm volatile("red.global.add.v4.f32 [%0], {%1, %2, %3, %4};" :: "l"(dst + 4),
-                                 "f"(acc[hh * 8 + 4][c]), "f"(acc[hh * 8 + 5][c]), "f"(acc[hh * 8 + 6][c]),
-                                 "f"(acc[hh * 8 + 7][c]) : "memory");
-                } else {
+            for (int j = 0; j < 8; ++j)
+                #pragma unroll
+                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+        #pragma unroll
+        for (int s = 0; s < ${stages} - 1; ++s) {
+            if (s < nk) load(s, s);
+            sp_cp_async_commit();
+        }
+        for (int kt = 0; kt < nk; ++kt) {
+            sp_cp_async_wait<${stages} - 2>();
+            __syncthreads();
+            if (kt + ${stages} - 1 < nk) load((kt + ${stages} - 1) % ${stages}, kt + ${stages} - 1);
+            sp_cp_async_commit();
+            const int st = kt % ${stages};
+            #pragma unroll
+            for (int ks = 0; ks < ${bk} / 16; ++ks) {
+                sp_u32 a[2][4], b[8][2];
+                sp_dense_afrag(a, sA + (sp_u32)(st * ${bm} * ${row}) * 2u, wm, ks, lane);
+                #pragma unroll
+                for (int j = 0; j < 8; j += 2) {
+                    const int mat = lane >> 3;   /* matrices: (k 0-7, n j), (k 8-15, n j), (k 0-7, n j+1), (k 8-15, n j+1) */
+                    const sp_u32 o = (sp_u32)((st * ${bk} + ks * 16 + (lane & 7) + ((mat & 1) << 3)) * ${yrow}
+                                              + wn * 64 + j * 8 + ((mat >> 1) << 3)) * 2u;
+                    sp_ldmatrix_x4_trans(sB + o, b[j][0], b[j][1], b[j + 1][0], b[j + 1][1]);
+                }
+                #pragma unroll
+                for (int i = 0; i < 2; ++i)
                     #pragma unroll
-                    for (int jj = 0; jj < 8; ++jj)
-                        if (d + jj < D) atomicAdd(dst + jj, acc[hh * 8 + jj][c]);
-                }
+                    for (int j = 0; j < 8; ++j) sp_mma_bf16_16816(acc[i][j], a[i], b[j]);
             }
+        }
+        sp_cp_async_wait<0>();
+        __syncthreads();
+        /* acc[i][j][e]: row wm*32 + i*16 + g + 8*(e >> 1), column wn*64 + j*8 + 2q + (e & 1) */
+        #pragma unroll
+        for (int i = 0; i < 2; ++i)
+            #pragma unroll
+            for (int j = 0; j < 8; ++j)
+                #pragma unroll
+                for (int hh = 0; hh < 2; ++hh) {
+                    const int r = m0 + wm * 32 + i * 16 + g + 8 * hh, d = d0 + wn * 64 + j * 8 + 2 * q;
+                    if (r >= routed || d >= D) continue;
+                    float *dst = dense_acc + (size_t)r * D + d;
+                    if (red2) {
+                        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(acc[i][j][2 * hh]),
+                                     "f"(acc[i][j][2 * hh + 1]) : "memory");
+                    } else {
+                        atomicAdd(dst, acc[i][j][2 * hh]);
+                        if (d + 1 < D) atomicAdd(dst + 1, acc[i][j][2 * hh + 1]);
+                    }
+                }
     }
 }
 
@@ -334,8 +322,7 @@ ${fsig}
         Y[(size_t)row_info[M + 1 + s] * D + d] = sp_f32_to_bf16(dense_acc[i]);
     }
 }
-]], {threads = 32 * WARPS, warps = WARPS, range_max = RANGE_MAX, smem = gpu.smem_per_block,
-     fixed_rest = 2 * WARPS * 1024 + 256, per = layout(0).per,
+]], {threads = THREADS, bm = BM, bk = BK, hn = HN, yn = YN, row = ROW, yrow = YROW, stages = STAGES,
      dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize)})
 end
 

@@ -120,7 +120,7 @@ local ARGS = {a.X, a.Wg,
               a.pool_capacity,
               {name = "row_info", type = "u32", role = "workspace", shape = {"M + 1 + dense_capacity"},
                doc = "per-token counts, then the tokens routed to the dense path"},
-              {name = "dense_h", type = "f32", role = "workspace", shape = {"dense_capacity", "F"},
+              {name = "dense_h", type = "bf16", role = "workspace", shape = {"dense_capacity", "F"},
                doc = "the dense path's gated activations"},
               {name = "dense_acc", type = "f32", role = "workspace", shape = {"dense_capacity", "D"},
                doc = "the dense path's output rows in fp32"},
@@ -249,7 +249,7 @@ return {
     for _, k in ipairs(stages(c)) do has[k] = true end
     local sparse = ""
     if has.consume then
-      sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or c.route >= 0) and tile.device() or ""),
+      sparse = text.lines({row.device(c) .. (c.consumer == "tile" and tile.device() or ""),
                            c.consumer == "tile" and tile.kernel(n.consume, kargs, consts, true)
                            or row.kernel(n.consume, c, true, kargs, consts, true)})
     end
