@@ -6,7 +6,7 @@
 
 /* Kernels of one rendered source: most templates have one; an op that is a pipeline of kernels
  * has them launched in order on one stream with one argument list. */
-#define SP_MAX_KERNELS 8
+#define SP_MAX_KERNELS 12
 
 /* Tensor maps (TMA descriptors, sm_90+) the launcher encodes for a kernel at each launch and
  * passes after its nargs ordinary arguments, in order, as 128-byte __grid_constant__ parameters:

@@ -310,8 +310,8 @@ static void test_bad_render(void)
     bad_render("function() return {'k1', 'k1'} end", "{" "{grid = {1}, block = {32}}, {grid = {1}, block = {32}}" "}", "'x'", "nil",
                "kernel k1 named twice");
     bad_render("function() return {} end", L, "'x'", "nil", "kernel returned a list of 0 names");
-    bad_render("function() return {'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9'} end", L, "'x'", "nil",
-               "kernel returned a list of 9 names");
+    bad_render("function() return {'k1', 'k2', 'k3', 'k4', 'k5', 'k6', 'k7', 'k8', 'k9', 'k10', 'k11', 'k12', 'k13'} end", L,
+               "'x'", "nil", "kernel returned a list of 13 names");
     bad_render("function() return {'k1', 7} end", "{" "{grid = {1}, block = {32}}, {grid = {1}, block = {32}}" "}", "'x'", "nil",
                "kernel returned 7");
 }

@@ -9,17 +9,20 @@
 -- allows (lib/epilogue.lua). All on the GPU, no host round trip. Then:
 --   zero      (first kernel of the pipeline) clears the counts, the pool counter and dense_acc;
 --   consumers skip flagged rows;
---   dense_h   tiles of 64 routed rows x 64 neurons: gate and up = X Wg^T, X Wu^T over all of D (the
---             X rows gathered through the list by the loads), h = bf16(relu(gate)) up to dense_h (bf16);
+--   dense_g   the routed rows' packed gates (the producer's values) scattered to dense_h, one warp per
+--             (row, packed tile);
+--   dense_h   tiles of 64 routed rows x 32 neurons: the rows' gates from dense_g, up = X Wu^T over
+--             all of D (the X rows gathered through the list by the loads), h = gate up over the gates
+--             in dense_h (bf16); a tile without a gate is zero at no cost, and one where a row lost
+--             its packed tile recomputes every gate (X Wg^T) beside up;
 --   dense_y   tiles of 64 routed rows x 128 columns of Y x a part of the neurons: h Wd (Wd's tile read
 --             N-major, ldmatrix.trans) added to dense_acc, one vector reduction per element and part;
 --   finalize  writes the routed rows of Y from dense_acc.
--- Both are cp.async-pipelined mma.sync GEMMs (sm_80 and newer, sm_120 included). The gate is
--- recomputed rather than read back from the packed tiles: a tile's rows then share every weight load
--- (a 16-row gather of packed entries re-read the weights per 16 tokens), a lost tile needs nothing
--- special, and a recomputed gate differs from the producer's by at most a bf16 ulp (its summation
--- order), which the harness's check allows for. Tile counts and the split of dense_y's neurons are
--- worked out at run time from the number of routed rows, so a few routed rows still spread over the GPU.
+-- Both are cp.async-pipelined mma.sync GEMMs (sm_80 and newer, sm_120 included): each weight element
+-- loaded serves up to 64 routed rows (a 16-row gather re-read the weights per 16 tokens). A gate
+-- recomputed for a lost tile may differ from the producer's by a bf16 ulp (its summation order), which
+-- the harness's check allows for. Tile counts and the split of dense_y's neurons are worked out at run
+-- time from the number of routed rows, so that a few routed rows still spread over the GPU.
 local text = require("lib.text")
 local M = {}
 
@@ -29,27 +32,39 @@ M.params = {
      .. " a tile to a full pool; -1: no dense path)"},
 }
 
--- The two GEMMs' tiles: BM routed rows, BK neurons (dense_y) or columns of D (dense_h) per pipeline
--- stage, STAGES stages; K-major tiles keep rows of BK + 8 elements (80 bytes: the eight row addresses
--- of an ldmatrix fall in distinct banks), dense_y's Wd tile rows of YN + 8 (272 bytes: the same).
-local BM, BK, STAGES, THREADS = 64, 32, 4, 128
-local HN, YN = 64, 128          -- dense_h's neurons, dense_y's columns of Y per tile
+-- The two GEMMs' tiles: BM routed rows, BK columns of D (dense_h) or neurons (dense_y) per pipeline
+-- stage; K-major tiles keep rows of BK + 8 elements (80 bytes: the eight row addresses of an ldmatrix
+-- fall in distinct banks), dense_y's Wd tile rows of YN + 8 (272 bytes: the same). Both kernels are
+-- bound by memory latency with few routed rows (each weight element feeds at most 64 rows): many
+-- small tiles, deep pipelines and several CTAs per SM keep enough loads in flight.
+local BM, BK, THREADS = 64, 32, 128
+local HN, HSTAGES = 32, 5       -- dense_h: neurons per tile (divides every T), pipeline depth (4 CTAs an SM on sm_90)
+local YN, YSTAGES = 128, 4      -- dense_y: columns of Y per tile, pipeline depth
 local ROW, YROW = BK + 8, YN + 8
+local GROW = HN + 8             -- dense_h's gate tile (bf16), row stride
 
-local function smem_h() return STAGES * (BM + 2 * HN) * ROW * 2 end
-local function smem_y() return STAGES * (BM * ROW + BK * YROW) * 2 end
+local function smem_h() return HSTAGES * (BM + 2 * HN) * ROW * 2 + BM * GROW * 2 end
+local function smem_y() return YSTAGES * (BM * ROW + BK * YROW) * 2 end
 
 M.constraints = {
   {why = "route: the dense path's pipelines fit in shared memory", check = function(c, gpu)
     return c.route < 0 or math.max(smem_h(), smem_y()) <= gpu.smem_per_block end},
 }
 
--- Launches after the consumer: dense_h and dense_y (persistent: they loop over their tiles, whose
--- number is known on the GPU only) and the finalize step.
+-- CTAs of `smem` bytes (and up to 128 registers a thread) resident per SM, at most `want`: a persistent
+-- grid no larger than what runs at once (a CTA that waits for a slot would take its items late).
+local function resident(gpu, smem, want)
+  local n = math.min(want, gpu.smem_per_sm // (smem + 1024), gpu.regs_per_sm // (128 * THREADS))
+  return math.max(n, 1) * gpu.sm_count
+end
+
+-- Launches after the consumer: dense_g, dense_h and dense_y (persistent: they loop over their work,
+-- whose amount is known on the GPU only) and the finalize step.
 function M.launches(c, p, gpu)
   if c.route < 0 then return {} end
-  return {{grid = {2 * gpu.sm_count, 1, 1}, block = {THREADS, 1, 1}, smem = smem_h()},
-          {grid = {2 * gpu.sm_count, 1, 1}, block = {THREADS, 1, 1}, smem = smem_y()},
+  return {{grid = {2 * gpu.sm_count, 1, 1}, block = {256, 1, 1}, smem = 0},
+          {grid = {resident(gpu, smem_h(), 4), 1, 1}, block = {THREADS, 1, 1}, smem = smem_h()},
+          {grid = {resident(gpu, smem_y(), 4), 1, 1}, block = {THREADS, 1, 1}, smem = smem_y()},
           {grid = {2 * gpu.sm_count, 1, 1}, block = {256, 1, 1}, smem = 0}}
 end
 
@@ -72,9 +87,8 @@ ${zsig}
 ]], {zsig = sig(names.zero)})
 end
 
--- The dense path's kernels: dense_h, dense_y and finalize (sig as for zero_kernel).
+-- The dense path's kernels: dense_g, dense_h, dense_y and finalize (sig as for zero_kernel).
 function M.kernels(c, p, gpu, names, sig)
-  assert(BM == HN, "dense_h's X and weight tiles share their load offsets")
   return text.fill([[
 /* Elements k .. k + 7 of a tile row (row[0 .. lim - 1] valid, zeros past it) to shared memory at dst:
  * one asynchronous 16-byte copy when vec (lim and k multiples of 8), else element by element. */
@@ -108,7 +122,30 @@ __device__ __forceinline__ void sp_dense_afrag(sp_u32 (&a)[2][4], sp_u32 base, i
                        a[i][0], a[i][1], a[i][2], a[i][3]);
 }
 
-extern "C" __global__ void __launch_bounds__(${threads})
+/* dense_g: each routed row's packed gates, scattered to its row of dense_h (bf16, zeros between them;
+ * 0xffff over a tile the row lost), one warp per (row, packed tile): all in parallel, where a tile of
+ * dense_h would chase each of its rows' entries in turn. dense_h then reads them as a dense tile and
+ * overwrites them with h. */
+extern "C" __global__ void __launch_bounds__(256)
+${gsig}
+    const int routed = min((int)row_info[M], max(dense_capacity, 0));
+    const int ptiles = (F + T - 1) / T, W = S + 1, lane = threadIdx.x & 31;
+    const int nwarps = (int)(gridDim.x * blockDim.x) >> 5;
+    for (int w = (int)(blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < routed * ptiles; w += nwarps) {
+        const int r = w / ptiles, j = w % ptiles, width = min(T, F - j * T);
+        const sp_u32 *src;
+        const int n = sp_twell_tile_entries(packed + ((size_t)row_info[M + 1 + r] * ptiles + j) * W, pool, src);
+        sp_bf16 *g = dense_h + (size_t)r * F + (size_t)j * T;
+        for (int c = lane; c < width; c += 32) g[c] = n < 0 ? (sp_bf16)0xffffu : (sp_bf16)0u;
+        __syncwarp();
+        for (int e = lane; e < n; e += 32) {
+            const sp_u32 v = src[e];
+            g[v & 0xffffu] = (sp_bf16)(v >> 16);
+        }
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(${threads}, 4)
 ${dsig}
     extern __shared__ __align__(128) unsigned char sp_smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
@@ -116,90 +153,116 @@ ${dsig}
     const int routed = min((int)row_info[M], max(dense_capacity, 0));
     const sp_u32 *list = row_info + M + 1;
     const int mtiles = (routed + ${bm} - 1) / ${bm}, ntiles = (F + ${hn} - 1) / ${hn}, KT = (D + ${bk} - 1) / ${bk};
+    (void)T; (void)S;
     const bool vec = D % 8 == 0 && ((((unsigned long long)X) | ((unsigned long long)Wg) | ((unsigned long long)Wu))
                                     & 15ull) == 0;
     const bool pair = F % 2 == 0 && ((unsigned long long)dense_h & 3ull) == 0;   /* h stored two at a time */
-    const sp_u32 sA = sp_smem_u32(sp_smem), sG = sA + ${stages} * ${bm} * ${row} * 2, sU = sG + ${stages} * ${hn} * ${row} * 2;
-    (void)T; (void)S;
+    const sp_u32 sA = sp_smem_u32(sp_smem), sG = sA + ${hstages} * ${bm} * ${row} * 2, sU = sG + ${hstages} * ${hn} * ${row} * 2;
+    sp_bf16 *Gs = (sp_bf16 *)(sp_smem + ${hstages} * (${bm} + 2 * ${hn}) * ${row} * 2);   /* [${bm}][${grow}] */
+    const bool gvec = F % 8 == 0 && ((unsigned long long)dense_h & 15ull) == 0;
     for (int item = blockIdx.x; item < mtiles * ntiles; item += gridDim.x) {
         /* a neuron tile's row tiles are neighbours in the walk: its weights come from DRAM about once */
         const int m0 = (item % mtiles) * ${bm}, n0 = (item / mtiles) * ${hn};
-        /* this thread's two rows of each tile: X through the routed list, the neurons' weights */
-        const sp_bf16 *xr[2], *gr[2], *ur[2];
-        int xl[2], wl[2];
+        /* the rows' gates in the tile (dense_g's: 0xffff where a row lost its packed tile, then every
+           gate of the item is recomputed from X and Wg) to Gs; whether any is set, any lost */
+        bool any = false, miss = false;
+        #pragma unroll
+        for (int i = 0; i < 2; ++i) {
+            const int r = (tid >> 2) + 32 * i, n = n0 + ch * 8;
+            const sp_u32x4 v = m0 + r < routed ? sp_tile_ld8(dense_h + (size_t)(m0 + r) * F + n, F - n, gvec)
+                                               : sp_u32x4{0u, 0u, 0u, 0u};
+            *(sp_u32x4 *)(Gs + r * ${grow} + ch * 8) = v;
+            const sp_u32 w[4] = {v.x, v.y, v.z, v.w};
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) {
+                any = any || w[e] != 0u;
+                miss = miss || (w[e] & 0xffffu) == 0xffffu || (w[e] >> 16) == 0xffffu;
+            }
+        }
+        const bool lost = __syncthreads_or(miss) != 0, active = __syncthreads_or(any) != 0;
+        /* this thread's rows of each tile: X through the routed list, the neurons' weights */
+        const sp_bf16 *xr[2], *gr, *ur;
+        int xl[2], wl;
         #pragma unroll
         for (int i = 0; i < 2; ++i) {
             const int r = (tid >> 2) + 32 * i;
-            const bool xin = m0 + r < routed, win = n0 + r < F;
-            xr[i] = X + (xin ? (size_t)list[m0 + r] * D : 0);
-            gr[i] = Wg + (win ? (size_t)(n0 + r) * D : 0);
-            ur[i] = Wu + (win ? (size_t)(n0 + r) * D : 0);
-            xl[i] = xin ? D : 0;
-            wl[i] = win ? D : 0;
+            const bool in = m0 + r < routed;
+            xr[i] = X + (in ? (size_t)list[m0 + r] * D : 0);
+            xl[i] = in ? D : 0;
+        }
+        {
+            const int r = tid >> 2;
+            const bool in = n0 + r < F;
+            gr = Wg + (in ? (size_t)(n0 + r) * D : 0);
+            ur = Wu + (in ? (size_t)(n0 + r) * D : 0);
+            wl = in ? D : 0;
         }
         auto load = [&](int stage, int kt) {
+            const int k = kt * ${bk} + ch * 8;
             #pragma unroll
-            for (int i = 0; i < 2; ++i) {
-                const sp_u32 o = (sp_u32)((stage * ${bm} + (tid >> 2) + 32 * i) * ${row} + ch * 8) * 2u;
-                sp_dense_chunk(sA + o, xr[i], kt * ${bk} + ch * 8, xl[i], vec);
-                sp_dense_chunk(sG + o, gr[i], kt * ${bk} + ch * 8, wl[i], vec);
-                sp_dense_chunk(sU + o, ur[i], kt * ${bk} + ch * 8, wl[i], vec);
-            }
+            for (int i = 0; i < 2; ++i)
+                sp_dense_chunk(sA + (sp_u32)((stage * ${bm} + (tid >> 2) + 32 * i) * ${row} + ch * 8) * 2u, xr[i], k,
+                               xl[i], vec);
+            const sp_u32 o = (sp_u32)((stage * ${hn} + (tid >> 2)) * ${row} + ch * 8) * 2u;
+            if (lost) sp_dense_chunk(sG + o, gr, k, wl, vec);
+            sp_dense_chunk(sU + o, ur, k, wl, vec);
         };
-        float ag[2][4][4], au[2][4][4];
+        float ag[2][2][4], au[2][2][4];
         #pragma unroll
         for (int i = 0; i < 2; ++i)
             #pragma unroll
-            for (int j = 0; j < 4; ++j)
+            for (int jj = 0; jj < 2; ++jj)
                 #pragma unroll
-                for (int e = 0; e < 4; ++e) ag[i][j][e] = au[i][j][e] = 0.0f;
-        #pragma unroll
-        for (int s = 0; s < ${stages} - 1; ++s) {
-            if (s < KT) load(s, s);
-            sp_cp_async_commit();
-        }
-        for (int kt = 0; kt < KT; ++kt) {
-            sp_cp_async_wait<${stages} - 2>();
-            __syncthreads();   /* stage kt landed; every warp is done with the one the next load refills */
-            if (kt + ${stages} - 1 < KT) load((kt + ${stages} - 1) % ${stages}, kt + ${stages} - 1);
-            sp_cp_async_commit();
-            const int st = kt % ${stages};
+                for (int e = 0; e < 4; ++e) ag[i][jj][e] = au[i][jj][e] = 0.0f;
+        if (active) {   /* (no gate in the tile: h is zero there, no product needed) */
             #pragma unroll
-            for (int ks = 0; ks < ${bk} / 16; ++ks) {
-                sp_u32 a[2][4], bg[4][2], bu[4][2];
-                sp_dense_afrag(a, sA + (sp_u32)(st * ${bm} * ${row}) * 2u, wm, ks, lane);
-                #pragma unroll
-                for (int j = 0; j < 4; j += 2) {
-                    const sp_u32 o = (sp_u32)((st * ${hn} + wn * 32 + j * 8 + (lane & 7) + ((lane >> 4) << 3)) * ${row}
-                                              + ks * 16 + ((lane >> 3) & 1) * 8) * 2u;
-                    sp_ldmatrix_x4(sG + o, bg[j][0], bg[j][1], bg[j + 1][0], bg[j + 1][1]);
-                    sp_ldmatrix_x4(sU + o, bu[j][0], bu[j][1], bu[j + 1][0], bu[j + 1][1]);
-                }
-                #pragma unroll
-                for (int i = 0; i < 2; ++i)
-                    #pragma unroll
-                    for (int j = 0; j < 4; ++j) {
-                        sp_mma_bf16_16816(ag[i][j], a[i], bg[j]);
-                        sp_mma_bf16_16816(au[i][j], a[i], bu[j]);
-                    }
+            for (int s = 0; s < ${hstages} - 1; ++s) {
+                if (s < KT) load(s, s);
+                sp_cp_async_commit();
             }
+            for (int kt = 0; kt < KT; ++kt) {
+                sp_cp_async_wait<${hstages} - 2>();
+                __syncthreads();   /* stage kt landed; every warp is done with the one the next load refills */
+                if (kt + ${hstages} - 1 < KT) load((kt + ${hstages} - 1) % ${hstages}, kt + ${hstages} - 1);
+                sp_cp_async_commit();
+                const int st = kt % ${hstages};
+                #pragma unroll
+                for (int ks = 0; ks < ${bk} / 16; ++ks) {
+                    sp_u32 a[2][4], bg[2][2], bu[2][2];
+                    sp_dense_afrag(a, sA + (sp_u32)(st * ${bm} * ${row}) * 2u, wm, ks, lane);
+                    const sp_u32 o = (sp_u32)((st * ${hn} + wn * 16 + (lane & 7) + ((lane >> 4) << 3)) * ${row}
+                                              + ks * 16 + ((lane >> 3) & 1) * 8) * 2u;
+                    sp_ldmatrix_x4(sU + o, bu[0][0], bu[0][1], bu[1][0], bu[1][1]);
+                    if (lost) sp_ldmatrix_x4(sG + o, bg[0][0], bg[0][1], bg[1][0], bg[1][1]);
+                    #pragma unroll
+                    for (int i = 0; i < 2; ++i)
+                        #pragma unroll
+                        for (int jj = 0; jj < 2; ++jj) {
+                            sp_mma_bf16_16816(au[i][jj], a[i], bu[jj]);
+                            if (lost) sp_mma_bf16_16816(ag[i][jj], a[i], bg[jj]);
+                        }
+                }
+            }
+            sp_cp_async_wait<0>();
         }
-        sp_cp_async_wait<0>();
-        __syncthreads();   /* the next item's loads refill the stages */
-        /* h = bf16(relu(gate)) up, as the producer rounds the gate; ag[i][j][e]: row
-           wm*32 + i*16 + g + 8*(e >> 1), neuron wn*32 + j*8 + 2q + (e & 1) */
+        /* h = gate up, the gate as the producer rounds it; au[i][jj][e]: row wm*32 + i*16 + g + 8*(e >> 1),
+           neuron wn*16 + jj*8 + 2q + (e & 1) */
         #pragma unroll
         for (int i = 0; i < 2; ++i)
             #pragma unroll
-            for (int j = 0; j < 4; ++j)
+            for (int jj = 0; jj < 2; ++jj)
                 #pragma unroll
                 for (int hh = 0; hh < 2; ++hh) {
-                    const int r = m0 + wm * 32 + i * 16 + g + 8 * hh, n = n0 + wn * 32 + j * 8 + 2 * q;
+                    const int rt = wm * 32 + i * 16 + g + 8 * hh, ct = wn * 16 + jj * 8 + 2 * q;
+                    const int r = m0 + rt, n = n0 + ct;
                     if (r >= routed || n >= F) continue;
                     float v[2];
                     #pragma unroll
-                    for (int e = 0; e < 2; ++e)
-                        v[e] = sp_bf16_to_f32(sp_f32_to_bf16(fmaxf(ag[i][j][2 * hh + e], 0.0f))) * au[i][j][2 * hh + e];
+                    for (int e = 0; e < 2; ++e) {
+                        const float gate = lost ? sp_bf16_to_f32(sp_f32_to_bf16(fmaxf(ag[i][jj][2 * hh + e], 0.0f)))
+                                                : sp_bf16_to_f32(Gs[rt * ${grow} + ct + e]);
+                        v[e] = gate * au[i][jj][2 * hh + e];
+                    }
                     sp_bf16 *dst = dense_h + (size_t)r * F + n;
                     if (pair) {
                         *(sp_u32 *)dst = sp_pack_bf16x2(v[0], v[1]);
@@ -208,10 +271,11 @@ ${dsig}
                         if (n + 1 < F) dst[1] = sp_f32_to_bf16(v[1]);
                     }
                 }
+        __syncthreads();   /* the next item refills the stages and the gate tile */
     }
 }
 
-extern "C" __global__ void __launch_bounds__(${threads})
+extern "C" __global__ void __launch_bounds__(${threads}, 4)
 ${ysig}
     extern __shared__ __align__(128) unsigned char sp_smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
@@ -226,7 +290,7 @@ ${ysig}
     const bool veca = F % 8 == 0 && ((unsigned long long)dense_h & 15ull) == 0;
     const bool vecb = D % 8 == 0 && ((unsigned long long)Wd & 15ull) == 0;
     const bool red2 = D % 2 == 0 && ((unsigned long long)dense_acc & 7ull) == 0;
-    const sp_u32 sA = sp_smem_u32(sp_smem), sB = sA + ${stages} * ${bm} * ${row} * 2;
+    const sp_u32 sA = sp_smem_u32(sp_smem), sB = sA + ${ystages} * ${bm} * ${row} * 2;
     (void)T; (void)S;
     for (int item = blockIdx.x; item < tiles * parts; item += gridDim.x) {
         const int rest = item % tiles, kb = (item / tiles) * per, nk = min(KT, kb + per) - kb;
@@ -262,16 +326,16 @@ ${ysig}
                 #pragma unroll
                 for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
         #pragma unroll
-        for (int s = 0; s < ${stages} - 1; ++s) {
+        for (int s = 0; s < ${ystages} - 1; ++s) {
             if (s < nk) load(s, s);
             sp_cp_async_commit();
         }
         for (int kt = 0; kt < nk; ++kt) {
-            sp_cp_async_wait<${stages} - 2>();
+            sp_cp_async_wait<${ystages} - 2>();
             __syncthreads();
-            if (kt + ${stages} - 1 < nk) load((kt + ${stages} - 1) % ${stages}, kt + ${stages} - 1);
+            if (kt + ${ystages} - 1 < nk) load((kt + ${ystages} - 1) % ${ystages}, kt + ${ystages} - 1);
             sp_cp_async_commit();
-            const int st = kt % ${stages};
+            const int st = kt % ${ystages};
             #pragma unroll
             for (int ks = 0; ks < ${bk} / 16; ++ks) {
                 sp_u32 a[2][4], b[8][2];
@@ -322,8 +386,8 @@ ${fsig}
         Y[(size_t)row_info[M + 1 + s] * D + d] = sp_f32_to_bf16(dense_acc[i]);
     }
 }
-]], {threads = THREADS, bm = BM, bk = BK, hn = HN, yn = YN, row = ROW, yrow = YROW, stages = STAGES,
-     dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize)})
+]], {threads = THREADS, bm = BM, bk = BK, hn = HN, yn = YN, row = ROW, yrow = YROW, grow = GROW, hstages = HSTAGES, ystages = YSTAGES,
+     gsig = sig(names.dense_g), dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize)})
 end
 
 return M

@@ -102,7 +102,7 @@ constraints[#constraints + 1] = {why = "hot=8 (the dense layer): the sparse part
 
 local function names(c)
   local n = {}
-  for _, k in ipairs({"zero", "produce", "consume", "dense_h", "dense_y", "finalize", "hot_up", "hot_y"}) do
+  for _, k in ipairs({"zero", "produce", "consume", "dense_g", "dense_h", "dense_y", "finalize", "hot_up", "hot_y"}) do
     n[k] = text.kernel_name("sp_twell_ffn_" .. k, c, params)
   end
   return n
@@ -121,7 +121,7 @@ local ARGS = {a.X, a.Wg,
               {name = "row_info", type = "u32", role = "workspace", shape = {"M + 1 + dense_capacity"},
                doc = "per-token counts, then the tokens routed to the dense path"},
               {name = "dense_h", type = "bf16", role = "workspace", shape = {"dense_capacity", "F"},
-               doc = "the dense path's gated activations"},
+               doc = "the dense path's gates, then its gated activations"},
               {name = "dense_acc", type = "f32", role = "workspace", shape = {"dense_capacity", "D"},
                doc = "the dense path's output rows in fp32"},
               {name = "dense_capacity", type = "i32", role = "scalar", doc = "tokens the dense path may take",
@@ -152,7 +152,7 @@ local function stages(c)
   if c.hot < 8 then
     l[#l + 1] = "consume"
     if c.route >= 0 then
-      for _, k in ipairs({"dense_h", "dense_y", "finalize"}) do l[#l + 1] = k end
+      for _, k in ipairs({"dense_g", "dense_h", "dense_y", "finalize"}) do l[#l + 1] = k end
     end
   end
   if c.hot > 0 then l[#l + 1] = "hot_y" end
@@ -224,7 +224,7 @@ return {
                                  persistent = persistent}
     end
     at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true)
-    at.dense_h, at.dense_y, at.finalize = table.unpack(dense.launches(c, p, gpu))
+    at.dense_g, at.dense_h, at.dense_y, at.finalize = table.unpack(dense.launches(c, p, gpu))
     local l = {}
     for i, k in ipairs(stages(c)) do l[i] = at[k] end
     return l
@@ -249,7 +249,7 @@ return {
     for _, k in ipairs(stages(c)) do has[k] = true end
     local sparse = ""
     if has.consume then
-      sparse = text.lines({row.device(c) .. (c.consumer == "tile" and tile.device() or ""),
+      sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or c.route >= 0) and tile.device() or ""),
                            c.consumer == "tile" and tile.kernel(n.consume, kargs, consts, true)
                            or row.kernel(n.consume, c, true, kargs, consts, true)})
     end
