@@ -236,7 +236,7 @@ int main(void)
             "tuned for M=4096,D=2048,F=5632,nnz=40");
     if (k) {
         unsigned grid[3], block[3], smem;
-        CHECK(sptune_kernel_count(k) == 6);   /* zero, producer, consumer, the dense path's two, finalize */
+        CHECK(sptune_kernel_count(k) == 7);   /* zero, producer, consumer, the dense path's three, finalize */
         CHECK_ST(sptune_kernel_geometry(k, 2, grid, block, &smem), SPTUNE_OK);
         CHECK(grid[0] == 16384 / 4 && block[0] == 256 && smem == 8 * 4096 * 4 + 4 * 4096 * 2);
         /* The workspace an application allocates, from the template's declared sizes (no parsing of
@@ -254,6 +254,7 @@ int main(void)
                           "pool_capacity %lld / %lld", a.typical, a.bound);
             if (strcmp(a.name, "dense_capacity") == 0) CHECK(a.typical == 256 + 16 && a.bound == 16384);
             if (strcmp(a.name, "dense_acc") == 0) CHECK(a.elements == 272 * 4096 && a.elements_bound == 16384LL * 4096);
+            if (strcmp(a.name, "dense_h") == 0) CHECK(a.type_bytes == 2 && a.elements == 272 * 14336);
             if (strcmp(a.name, "packed") == 0) CHECK(a.elements == a.elements_bound && a.elements > 0);
             if (strcmp(a.name, "X") == 0) CHECK(a.elements == 16384LL * 4096 && a.typical == -1 && a.bound == -1);
             if (a.role == SPTUNE_ARG_WORKSPACE) {
