@@ -115,6 +115,8 @@ expect 0 "compile sample rtx" "$bin" compile gemm --gpu rtx-pro-6000 --sample 4
 has "compile reports 4" "4 variants for rtx-pro-6000 \(sm_120\): 4 compiled, 0 failed"; has "compile reports regs" "^1 +ok +[0-9]+"
 expect 0 "compile again hits the cache" "$bin" compile gemm --gpu rtx-pro-6000 --sample 4; has "cache hit" "cached"
 expect 0 "compile sm_90a" "$bin" compile gemm --gpu h100 --sample 2 --no-cache; has "h100 compiled" "2 compiled, 0 failed"
+# a generic pre-Hopper target: twell-ffn's default (the dense path) uses only what sm_80 has
+expect 0 "compile twell-ffn sm_80" "$bin" compile twell-ffn --gpu sm_80 --no-cache; has "sm_80 compiled" "1 compiled, 0 failed"
 expect 2 "compile conflicting options" "$bin" compile gemm --gpu h100 --all --sample 2
 
 if [ "$gpu" -eq 0 ]; then

@@ -366,8 +366,7 @@ ${ysig}
                     if (r >= routed || d >= D) continue;
                     float *dst = dense_acc + (size_t)r * D + d;
                     if (red2) {
-                        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(acc[i][j][2 * hh]),
-                                     "f"(acc[i][j][2 * hh + 1]) : "memory");
+${red2}
                     } else {
                         atomicAdd(dst, acc[i][j][2 * hh]);
                         if (d + 1 < D) atomicAdd(dst + 1, acc[i][j][2 * hh + 1]);
@@ -387,6 +386,12 @@ ${fsig}
     }
 }
 ]], {threads = THREADS, bm = BM, bk = BK, hn = HN, yn = YN, row = ROW, yrow = YROW, grow = GROW, hstages = HSTAGES, ystages = YSTAGES,
+     -- two-float reductions exist from sm_90 on; before, two single ones
+     red2 = gpu.cc >= 90 and [[
+                        asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(acc[i][j][2 * hh]),
+                                     "f"(acc[i][j][2 * hh + 1]) : "memory");]] or [[
+                        atomicAdd(dst, acc[i][j][2 * hh]);
+                        atomicAdd(dst + 1, acc[i][j][2 * hh + 1]);]],
      gsig = sig(names.dense_g), dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize)})
 end
 
