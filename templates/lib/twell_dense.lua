@@ -87,6 +87,24 @@ ${zsig}
 ]], {zsig = sig(names.zero)})
 end
 
+-- The head of a cp.async pipeline over k-steps 0 .. n - 1 (n: a C expression) with `stages` stages, at
+-- indentation ind: the first stages - 1 loads (a C lambda load(stage, kt) in scope), then the loop up to
+-- the stage st its body computes on (the caller closes it); why: a comment on the loop's barrier.
+local function pipeline(ind, stages, n, why)
+  return text.fill([[
+${i}#pragma unroll
+${i}for (int s = 0; s < ${s} - 1; ++s) {
+${i}    if (s < ${n}) load(s, s);
+${i}    sp_cp_async_commit();
+${i}}
+${i}for (int kt = 0; kt < ${n}; ++kt) {
+${i}    sp_cp_async_wait<${s} - 2>();
+${i}    __syncthreads();${why}
+${i}    if (kt + ${s} - 1 < ${n}) load((kt + ${s} - 1) % ${s}, kt + ${s} - 1);
+${i}    sp_cp_async_commit();
+${i}    const int st = kt % ${s};]], {i = ind, s = stages, n = n, why = why and ("   /* " .. why .. " */") or ""})
+end
+
 -- The dense path's kernels: dense_g, dense_h, dense_y and finalize (sig as for zero_kernel).
 function M.kernels(c, p, gpu, names, sig)
   return text.fill([[
@@ -215,17 +233,7 @@ ${dsig}
                 #pragma unroll
                 for (int e = 0; e < 4; ++e) ag[i][jj][e] = au[i][jj][e] = 0.0f;
         if (active) {   /* (no gate in the tile: h is zero there, no product needed) */
-            #pragma unroll
-            for (int s = 0; s < ${hstages} - 1; ++s) {
-                if (s < KT) load(s, s);
-                sp_cp_async_commit();
-            }
-            for (int kt = 0; kt < KT; ++kt) {
-                sp_cp_async_wait<${hstages} - 2>();
-                __syncthreads();   /* stage kt landed; every warp is done with the one the next load refills */
-                if (kt + ${hstages} - 1 < KT) load((kt + ${hstages} - 1) % ${hstages}, kt + ${hstages} - 1);
-                sp_cp_async_commit();
-                const int st = kt % ${hstages};
+${hpipe}
                 #pragma unroll
                 for (int ks = 0; ks < ${bk} / 16; ++ks) {
                     sp_u32 a[2][4], bg[2][2], bu[2][2];
@@ -325,17 +333,7 @@ ${ysig}
             for (int j = 0; j < 8; ++j)
                 #pragma unroll
                 for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
-        #pragma unroll
-        for (int s = 0; s < ${ystages} - 1; ++s) {
-            if (s < nk) load(s, s);
-            sp_cp_async_commit();
-        }
-        for (int kt = 0; kt < nk; ++kt) {
-            sp_cp_async_wait<${ystages} - 2>();
-            __syncthreads();
-            if (kt + ${ystages} - 1 < nk) load((kt + ${ystages} - 1) % ${ystages}, kt + ${ystages} - 1);
-            sp_cp_async_commit();
-            const int st = kt % ${ystages};
+${ypipe}
             #pragma unroll
             for (int ks = 0; ks < ${bk} / 16; ++ks) {
                 sp_u32 a[2][4], b[8][2];
@@ -392,6 +390,8 @@ ${fsig}
                                      "f"(acc[i][j][2 * hh + 1]) : "memory");]] or [[
                         atomicAdd(dst, acc[i][j][2 * hh]);
                         atomicAdd(dst + 1, acc[i][j][2 * hh + 1]);]],
+     hpipe = pipeline("            ", HSTAGES, "KT", "stage kt landed; every warp is done with the one the next load refills"),
+     ypipe = pipeline("        ", YSTAGES, "nk"),
      gsig = sig(names.dense_g), dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize)})
 end
 
