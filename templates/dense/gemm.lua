@@ -77,15 +77,7 @@ return {
   end,
 
   emit = function(c, p, gpu)
-    return text.fill([[
-${prelude}
-${device}
-extern "C" __global__ void __launch_bounds__(${threads}, 1)
-${name}(${params}${kparams})
-{
-${body}
-}
-]], {name = kernel_name(c), params = args.params(ARGS), prelude = cuda.prelude, threads = threads(c),
-     device = mainloop.device(c), kparams = mainloop.kernel_params(c), body = body(c)})
+    return cuda.prelude .. "\n" .. mainloop.device(c) .. "\n"
+      .. mainloop.kernel(threads(c), kernel_name(c), args.params(ARGS) .. mainloop.kernel_params(c), body(c))
   end,
 }

@@ -74,6 +74,18 @@ function M.launch(x)
   return {grid = {tiles, 1, 1}, block = {d.threads, 1, 1}, smem = math.max(d.smem, x.smem or 0), tmaps = tmaps}
 end
 
+-- A kernel whose CTAs run one a SM at most (the main loops' occupancy): `threads` threads, its
+-- signature from name and params (the argument list), then body.
+function M.kernel(threads, name, params, body)
+  return text.fill([[
+extern "C" __global__ void __launch_bounds__(${threads}, 1)
+${name}(${params})
+{
+${body}
+}
+]], {threads = threads, name = name, params = params, body = body})
+end
+
 -- ---- the persistent kernel with an overlapped epilogue (wgmma + tma) ----
 
 -- Shared memory: the pipeline, the staging tile (staging bytes), the mbarriers.
@@ -170,11 +182,13 @@ end
 -- twell-ffn's hot-slice GEMMs): STORERS of them run `drain` on rows pw, pw + STORERS, ... with n0 (the
 -- tile's first column) in scope; b_mn as in M.persistent. store_persistent(c): the launch's `persistent`.
 M.STORERS = 2
-function M.store_body(c, drain, b_mn)
-  return M.persistent(c, {staging = epilogue.staging_bytes(c), drainers = M.STORERS, b_mn = b_mn,
-                          stage = function(d) return epilogue.stage(d, c, "none") end,
-                          drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain})
-end
 function M.store_persistent(c) return {drainers = M.STORERS, staging = epilogue.staging_bytes(c)} end
+function M.store_body(c, drain, b_mn)
+  local x = M.store_persistent(c)
+  x.b_mn = b_mn
+  x.stage = function(d) return epilogue.stage(d, c, "none") end
+  x.drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain
+  return M.persistent(c, x)
+end
 
 return M

@@ -38,7 +38,8 @@ M.params = {
 -- bound by memory latency with few routed rows (each weight element feeds at most 64 rows): many
 -- small tiles, deep pipelines and several CTAs per SM keep enough loads in flight.
 local BM, BK, THREADS = 64, 32, 128
-local HN, HSTAGES = 32, 5       -- dense_h: neurons per tile (divides every T), pipeline depth (4 CTAs an SM on sm_90)
+local CTAS = 4                  -- CTAs an SM (sm_90: the registers of __launch_bounds__(THREADS, CTAS) and the shared memory fit)
+local HN, HSTAGES = 32, 5       -- dense_h: neurons per tile (divides every T), pipeline depth
 local YN, YSTAGES = 128, 4      -- dense_y: columns of Y per tile, pipeline depth
 local ROW, YROW = BK + 8, YN + 8
 local GROW = HN + 8             -- dense_h's gate tile (bf16), row stride
@@ -51,25 +52,22 @@ M.constraints = {
     return c.route < 0 or math.max(smem_h(), smem_y()) <= gpu.smem_per_block end},
 }
 
--- CTAs of `smem` bytes (and up to 128 registers a thread) resident per SM, at most `want`: a persistent
--- grid no larger than what runs at once (a CTA that waits for a slot would take its items late).
-local function resident(gpu, smem, want)
-  local n = math.min(want, gpu.smem_per_sm // (smem + 1024), gpu.regs_per_sm // (128 * THREADS))
-  return math.max(n, 1) * gpu.sm_count
+-- A persistent grid of the CTAs of `smem` bytes resident at once (at most CTAS an SM; the launch bounds
+-- keep the registers within): a CTA that waited for a slot would take its items late.
+local function resident(gpu, smem)
+  return math.max(math.min(CTAS, gpu.smem_per_sm // (smem + 1024)), 1) * gpu.sm_count
 end
 
--- Launches after the consumer: dense_g, dense_h and dense_y (persistent: they loop over their work,
--- whose amount is known on the GPU only) and the finalize step.
-function M.launches(c, p, gpu)
-  if c.route < 0 then return {} end
-  return {{grid = {2 * gpu.sm_count, 1, 1}, block = {256, 1, 1}, smem = 0},
-          {grid = {resident(gpu, smem_h(), 4), 1, 1}, block = {THREADS, 1, 1}, smem = smem_h()},
-          {grid = {resident(gpu, smem_y(), 4), 1, 1}, block = {THREADS, 1, 1}, smem = smem_y()},
-          {grid = {2 * gpu.sm_count, 1, 1}, block = {256, 1, 1}, smem = 0}}
-end
-
--- The zero step's launch (first kernel of the pipeline).
+-- The zero step's launch (first kernel of the pipeline), also dense_g's and finalize's.
 function M.zero_launch(gpu) return {grid = {2 * gpu.sm_count, 1, 1}, block = {256, 1, 1}, smem = 0} end
+
+-- The launches of the dense path's kernels (after the consumer), by name: dense_h and dense_y are
+-- persistent (they loop over their work, whose amount is known on the GPU only).
+function M.launches(gpu)
+  return {dense_g = M.zero_launch(gpu), finalize = M.zero_launch(gpu),
+          dense_h = {grid = {resident(gpu, smem_h()), 1, 1}, block = {THREADS, 1, 1}, smem = smem_h()},
+          dense_y = {grid = {resident(gpu, smem_y()), 1, 1}, block = {THREADS, 1, 1}, smem = smem_y()}}
+end
 
 -- The zero kernel (every pipeline's first). sig(name) gives a kernel's signature and opening brace (the
 -- op's argument list, T and S as constants).
@@ -105,8 +103,9 @@ ${i}    sp_cp_async_commit();
 ${i}    const int st = kt % ${s};]], {i = ind, s = stages, n = n, why = why and ("   /* " .. why .. " */") or ""})
 end
 
--- The dense path's kernels: dense_g, dense_h, dense_y and finalize (sig as for zero_kernel).
-function M.kernels(c, p, gpu, names, sig)
+-- The dense path's kernels: dense_g, dense_h, dense_y and finalize (sig as for zero_kernel; gpu: the
+-- target, for the reductions it has).
+function M.kernels(gpu, names, sig)
   return text.fill([[
 /* Elements k .. k + 7 of a tile row (row[0 .. lim - 1] valid, zeros past it) to shared memory at dst:
  * one asynchronous 16-byte copy when vec (lim and k multiples of 8), else element by element. */
@@ -163,7 +162,7 @@ ${gsig}
     }
 }
 
-extern "C" __global__ void __launch_bounds__(${threads}, 4)
+extern "C" __global__ void __launch_bounds__(${threads}, ${ctas})
 ${dsig}
     extern __shared__ __align__(128) unsigned char sp_smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
@@ -283,7 +282,7 @@ ${hpipe}
     }
 }
 
-extern "C" __global__ void __launch_bounds__(${threads}, 4)
+extern "C" __global__ void __launch_bounds__(${threads}, ${ctas})
 ${ysig}
     extern __shared__ __align__(128) unsigned char sp_smem[];
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
@@ -383,7 +382,7 @@ ${fsig}
         Y[(size_t)row_info[M + 1 + s] * D + d] = sp_f32_to_bf16(dense_acc[i]);
     }
 }
-]], {threads = THREADS, bm = BM, bk = BK, hn = HN, yn = YN, row = ROW, yrow = YROW, grow = GROW, hstages = HSTAGES, ystages = YSTAGES,
+]], {threads = THREADS, ctas = CTAS, bm = BM, bk = BK, hn = HN, yn = YN, row = ROW, yrow = YROW, grow = GROW, hstages = HSTAGES, ystages = YSTAGES,
      -- two-float reductions exist from sm_90 on; before, two single ones
      red2 = gpu.cc >= 90 and [[
                         asm volatile("red.global.add.v2.f32 [%0], {%1, %2};" :: "l"(dst), "f"(acc[i][j][2 * hh]),

@@ -3,6 +3,7 @@
 -- the epilogue (lib/epilogue.lua), so the dense activations never reach device memory. The CTA's
 -- bn is the TwELL tile width T.
 local text = require("lib.text")
+local args = require("lib.args")
 local mainloop = require("lib.mainloop")
 local epilogue = require("lib.epilogue")
 
@@ -18,10 +19,11 @@ M.params[#M.params + 1] = {name = "group_m", values = {1, 8}, default = 8,
 M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 31,
                            doc = "TwELL slots per (row, tile): more slots, fewer overflows, more bytes"}
 
--- Packer warps of the persistent kernel (epi = overlap).
+-- Packer warps of the persistent kernel (epi = overlap), and its drain part (lib/mainloop.lua).
 local PACKERS = 3
+local function pack_persistent(c) return {drainers = PACKERS, staging = epilogue.twell_pack_smem(c)} end
 
-function M.overlap_smem(c) return mainloop.persistent_smem(c, epilogue.twell_pack_smem(c)) end
+function M.overlap_smem(c) return mainloop.persistent_smem(c, pack_persistent(c).staging) end
 
 M.constraints = mainloop.constraints(function(p) return p.D end)
 M.constraints[#M.constraints + 1] = {why = "overlapped packing needs the wgmma main loop with tma",
@@ -68,8 +70,10 @@ ${pack}
                   pack = epilogue.twell_pack_rows(c, "pw", PACKERS, {
                     cols = "N - hot_n", tile = "cold_tile"})})
   end
-  return mainloop.persistent(c, {staging = epilogue.twell_pack_smem(c), drainers = PACKERS,
-                                 stage = function(d) return epilogue.twell_stage(d, c) end, drain = drain})
+  local x = pack_persistent(c)
+  x.stage = function(d) return epilogue.twell_stage(d, c) end
+  x.drain = drain
+  return mainloop.persistent(c, x)
 end
 
 -- The producer's launch, from named fields: c (the configuration), rows (M) of the argument named
@@ -79,8 +83,7 @@ function M.launch(x)
   local c = x.c
   return mainloop.launch{c = c, M = x.rows, N = x.F, K = x.D, a = x.a, b = x.b, gpu = x.gpu,
                          smem = epilogue.twell_pack_smem(c),
-                         persistent = c.epi == "overlap" and {drainers = PACKERS, staging = epilogue.twell_pack_smem(c)}
-                                      or nil}
+                         persistent = c.epi == "overlap" and pack_persistent(c) or nil}
 end
 
 M.kernel_params = mainloop.kernel_params
@@ -117,7 +120,14 @@ M.args = {
                    bound = "min(M * (F + cdiv(F, bn)), 1073741823)"},
 }
 
-function M.persistent_threads(c) return mainloop.persistent_threads(c, PACKERS) end
-function M.threads(c) return c.epi == "overlap" and M.persistent_threads(c) or mainloop.derive(c).threads end
+function M.threads(c)
+  return c.epi == "overlap" and mainloop.persistent_threads(c, PACKERS) or mainloop.derive(c).threads
+end
+
+-- The producer kernel named name over the argument list arglist (lib/args.lua); hot: M.body's.
+function M.kernel(c, name, arglist, hot)
+  return mainloop.kernel(M.threads(c), name, args.params(arglist, M.kernel_params(c)),
+                         M.aliases .. "\n" .. M.body(c, hot))
+end
 
 return M

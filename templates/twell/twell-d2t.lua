@@ -5,7 +5,6 @@
 -- lib/twell_produce.lua.
 local dist = require("lib.twell_dist")
 local text = require("lib.text")
-local args = require("lib.args")
 local cuda = require("lib.cuda")
 local produce = require("lib.twell_produce")
 
@@ -35,17 +34,6 @@ return {
   end,
 
   emit = function(c, p, gpu)
-    return text.fill([[
-${prelude}
-${device}
-extern "C" __global__ void __launch_bounds__(${threads}, 1)
-${name}(${params})
-{
-${aliases}
-${body}
-}
-]], {name = kernel_name(c), prelude = cuda.prelude, device = produce.device(c),
-     params = args.params(ARGS, produce.kernel_params(c)), threads = produce.threads(c), aliases = produce.aliases,
-     body = produce.body(c)})
+    return cuda.prelude .. "\n" .. produce.device(c) .. "\n" .. produce.kernel(c, kernel_name(c), ARGS)
   end,
 }

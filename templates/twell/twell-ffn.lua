@@ -166,27 +166,19 @@ local function hot_kernels(c, n, H, add)
   local kparams = args.params(ARGS, wgmma.kernel_params(c))
   local STORERS = mainloop.STORERS
   local threads = mainloop.persistent_threads(c, STORERS)
-  local function kernel(name, aliases, b_mn, drain)
-    return text.fill([[
-extern "C" __global__ void __launch_bounds__(${threads}, 1)
-${name}(${params})
-{
-${aliases}
-${body}
-}
-]], {threads = threads, name = name, params = kparams, aliases = aliases, body = mainloop.store_body(c, drain, b_mn)})
+  -- a GEMM of A (rows x K) against B (N x K, or K x N with b_mn), both read by the copy engine
+  local function kernel(name, A, B, N, K, b_mn, drain)
+    return mainloop.kernel(threads, name, kparams, text.fill([[
+    const sp_bf16 *__restrict__ A = ${A}, *__restrict__ B = ${B};
+    const int N = ${N}, K = ${K};
+    (void)A; (void)B; /* read through the tensor maps */]], {A = A, B = B, N = N, K = K})
+      .. "\n" .. mainloop.store_body(c, drain, b_mn))
   end
-  return wgmma.device_mn(c) .. kernel(n.hot_up, text.fill([[
-    const sp_bf16 *__restrict__ A = X, *__restrict__ B = Wu;
-    const int N = ${H}, K = D;
-    (void)A; (void)B; /* read through the tensor maps */]], {H = H}), false,
-      epilogue.combine_rows(c, "pw", STORERS, "hot_h", "mul"))
-    .. kernel(n.hot_y, text.fill([[
-    const sp_bf16 *__restrict__ A = hot_h, *__restrict__ B = Wd;
-    const int N = D, K = ${H};
-    (void)A; (void)B; /* read through the tensor maps */]], {H = H}), true,
-      add and epilogue.combine_rows(c, "pw", STORERS, "Y", "add")
-      or "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS))
+  return wgmma.device_mn(c)
+    .. kernel(n.hot_up, "X", "Wu", H, "D", false, epilogue.combine_rows(c, "pw", STORERS, "hot_h", "mul"))
+    .. kernel(n.hot_y, "hot_h", "Wd", "D", H, true,
+              add and epilogue.combine_rows(c, "pw", STORERS, "Y", "add")
+              or "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS))
 end
 
 return {
@@ -224,7 +216,7 @@ return {
                                  persistent = persistent}
     end
     at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true)
-    at.dense_g, at.dense_h, at.dense_y, at.finalize = table.unpack(dense.launches(c, p, gpu))
+    for k, v in pairs(dense.launches(gpu)) do at[k] = v end
     local l = {}
     for i, k in ipairs(stages(c)) do l[i] = at[k] end
     return l
@@ -257,19 +249,12 @@ return {
 ${prelude}
 ${route}
 ${pdevice}
-extern "C" __global__ void __launch_bounds__(${threads}, 1)
-${pname}(${params})
-{
-${aliases}
-${body}
-}
-${sparse}
+${producer}${sparse}
 ${dense}
 ${hot}]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route_device or "",
-     pdevice = produce.device(c), params = args.params(ARGS, produce.kernel_params(c)),
-     threads = produce.threads(c), pname = n.produce, aliases = produce.aliases,
-     body = produce.body(c, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil), sparse = sparse,
-     dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(c, p, gpu, n, sig) or ""),
+     pdevice = produce.device(c), sparse = sparse,
+     producer = produce.kernel(c, n.produce, ARGS, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil),
+     dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(gpu, n, sig) or ""),
      -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
      hot = has.hot_up and hot_kernels(c, n, hot_cols_c(c, "F"), has.consume) or ""})
   end,
