@@ -231,12 +231,12 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
         if ((rc = cli_load_template("", w->op, &t))) break;
         if (!json) printf("[%s:%d] %s %s (%s)\n", gpu.info.profile, ordinal, w->op, w->problem, w->why);
         fflush(stdout);
-        double started = (sp_now_s() - t0);
+        const double started = sp_now_s();
         if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
         else rc = cli_tune_problem("", &run, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL || json, &tuned[done]);
         if (!json && !cli_get(cmd, "quiet"))
             printf("[%s:%d] %s: %.0f s (%.0f s of measurement budget)\n", gpu.info.profile, ordinal, w->op,
-                   (sp_now_s() - t0) - started, o.budget.seconds);
+                   sp_now_s() - started, o.budget.seconds);
         item_of[done++] = w;
         sp_template_free(t);
     }

@@ -289,6 +289,16 @@ sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_proble
     return SPTUNE_OK;
 }
 
+int sp_problem_get(const sp_problem *p, const char *name, double *v)
+{
+    for (int i = 0; i < p->n; i++)
+        if (strncmp(p->name[i], name, sizeof p->name[i]) == 0) {
+            *v = p->v[i];
+            return 1;
+        }
+    return 0;
+}
+
 char *sp_problem_format(const sp_problem *p)
 {
     if (!p || p->n < 0 || p->n > SP_MAX_DIMS) return NULL;

@@ -109,6 +109,8 @@ char *sp_config_format(const sp_template *t, const sp_config *c);
 sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_problem *out);
 /* "M=4096,N=4096,K=4096"; malloc'd. */
 char *sp_problem_format(const sp_problem *p);
+/* The value of the problem's dimension `name`: 1 and *v set, or 0 when the problem has none. */
+int sp_problem_get(const sp_problem *p, const char *name, double *v);
 
 /* Runs the template's constraints. *ok=1 if valid; else *ok=0 and *why (malloc'd, may be NULL
  * when why is NULL) says which constraint failed. problem may be NULL: problem-dependent

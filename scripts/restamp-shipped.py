@@ -63,17 +63,14 @@ def main():
     ap.add_argument("--work", default="/tmp/sptune-restamp")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
-    ops = set()
-    for path in glob.glob("db/data/*.tsv"):
-        lines = open(path).read().split("\n")
-        col = lines[1].split("\t").index("template")
-        ops.update(line.split("\t")[col] for line in lines[2:] if line)
-    trees = history(a.sptune, a.work, sorted(ops))
-    moved = kept = 0
+    tables = {}   # path -> (lines, column index)
     for path in sorted(glob.glob("db/data/*.tsv")):
         lines = open(path).read().split("\n")
-        cols = lines[1].split("\t")
-        ci = {c: i for i, c in enumerate(cols)}
+        tables[path] = (lines, {c: i for i, c in enumerate(lines[1].split("\t"))})
+    ops = {line.split("\t")[ci["template"]] for lines, ci in tables.values() for line in lines[2:] if line}
+    trees = history(a.sptune, a.work, sorted(ops))
+    moved = kept = 0
+    for path, (lines, ci) in tables.items():
         memo = {}
         for n, line in enumerate(lines[2:], start=2):
             if not line:

@@ -8,6 +8,7 @@
  * - the host cost of a cached get and of a launch (printed; performance claims live in bench/).
  * Without a GPU it skips and says how many cases it did not run. */
 #include "sp_cache.h"
+#include "sp_clock.h"
 #include "sp_case.h"
 #include "sp_cuda.h"
 #include "sp_status.h"
@@ -17,7 +18,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 static const sp_cuda_api *cu;
 static char cache_dir[1024];
@@ -36,12 +36,7 @@ static const struct { const char *op, *problem, *fixed; } maxima[] = {
 static const long long counts[] = {1, 7, 61, 128, 333, 0 /* the maximum - 1 */, -1 /* the maximum */};
 #define NCOUNTS (int)(sizeof counts / sizeof counts[0])
 
-static double now_us(void)
-{
-    struct timespec t;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    return t.tv_sec * 1e6 + t.tv_nsec / 1e3;
-}
+static double now_us(void) { return 1e6 * sp_now_s(); }
 
 /* problem with dimension `dim` set to n ("M=640,N=264" -> "M=7,N=264"; added when absent). */
 static void with_count(const char *problem, const char *dim, long long n, char *out, size_t len)

@@ -1,5 +1,6 @@
 /* Templates: validation, the space walk, checks, configurations, problems, rendering, and every
  * template of the embedded set against two GPU profiles. */
+#include "sp_clock.h"
 #include "sp_template.h"
 #include "sp_test.h"
 #include "sp_str.h"
@@ -8,7 +9,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
-#include <time.h>
 
 #define CHUNK "templates/test/cnt.lua"
 
@@ -729,18 +729,8 @@ static void test_folder(void)
 
 /* ---- a large space ----------------------------------------------------------------------- */
 
-/* Loads a test template from source (templates/test/<name>.lua); NULL after a failed check. */
-static sp_template *load_test(const char *name, const char *src)
-{
-    char path[128];
-    snprintf(path, sizeof path, "templates/test/%s.lua", name);
-    sp_template *t = NULL;
-    CHECK_ST(sp_template_load_source(path, src, NULL, &t), SPTUNE_OK);
-    return t;
-}
-
-/* A test template of nparams parameters p1, p2, ... each taking the Lua list `values`, with the given
- * constraint entries (Lua table fields, one per line). */
+/* A test template (templates/test/<name>.lua) of nparams parameters p1, p2, ... each taking the Lua list
+ * `values`, with the given constraint entries (Lua table fields, one per line); NULL after a failed check. */
 static sp_template *load_space(const char *name, const char *values, int nparams, const char *checks)
 {
     char src[2048];
@@ -750,7 +740,11 @@ static sp_template *load_space(const char *name, const char *values, int nparams
              "return {name = '%s', params = params, kernel = 'k', launch = function() end, emit = function() end,\n"
              "  constraints = {\n%s  }}\n",
              nparams, values, name, checks);
-    return load_test(name, src);
+    char path[128];
+    snprintf(path, sizeof path, "templates/test/%s.lua", name);
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load_source(path, src, NULL, &t), SPTUNE_OK);
+    return t;
 }
 
 /* The valid configurations the walk counts on the h100 profile, and the seconds it took (seconds may
@@ -759,11 +753,9 @@ static long long walk_count(sp_template *t, double *seconds)
 {
     sp_gpu_profile g = h100();
     long long n = 0;
-    struct timespec a, b;
-    clock_gettime(CLOCK_MONOTONIC, &a);
+    const double t0 = sp_now_s();
     CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
-    clock_gettime(CLOCK_MONOTONIC, &b);
-    if (seconds) *seconds = (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9;
+    if (seconds) *seconds = sp_now_s() - t0;
     return n;
 }
 
@@ -866,12 +858,10 @@ static void test_embedded(void)
         for (int k = 0; k < 2; k++) {
             first_cfg f = {.have = 0};
             long long count = -1;
-            struct timespec a, b;
-            clock_gettime(CLOCK_MONOTONIC, &a);
+            const double t0 = sp_now_s();
             CHECK_ST(sp_template_space(t, &gpus[k], NULL, take_first, &f, &count), SPTUNE_OK);
-            clock_gettime(CLOCK_MONOTONIC, &b);
             printf("  %-16s %-13s %8lld valid configurations (%.2f s)\n", names[i], gpus[k].info.profile, count,
-                   (double)(b.tv_sec - a.tv_sec) + (double)(b.tv_nsec - a.tv_nsec) * 1e-9);
+                   sp_now_s() - t0);
             CHECK_MSG(count > 0, "%s has no valid configuration on %s", names[i], gpus[k].info.profile);
             if (!f.have) continue;
             sp_kernel_src k1, k2;

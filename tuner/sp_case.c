@@ -107,14 +107,10 @@ double sp_case_bytes(const sp_case *c) { return c->ops->bytes ? c->ops->bytes(c-
 
 int sp_problem_int(const sp_problem *p, const char *name, int *out)
 {
-    for (int i = 0; i < p->n; i++) {
-        if (strcmp(p->name[i], name) != 0) continue;
-        double v = p->v[i];
-        if (!(v >= 1 && v <= 2147483647.0) || v != floor(v)) return 0;
-        *out = (int)v;
-        return 1;
-    }
-    return 0;
+    double v;
+    if (!sp_problem_get(p, name, &v) || !(v >= 1 && v <= 2147483647.0) || v != floor(v)) return 0;
+    *out = (int)v;
+    return 1;
 }
 
 /* The shared check: 2^-7 relative plus 1e-3 of the reference's rms, plus allow[i] when given. */

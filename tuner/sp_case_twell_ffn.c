@@ -97,15 +97,14 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         free(g);
         return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn needs positive integers M, D, F and nnz <= F");
     }
-    for (int i = 0; i < p->n; i++)   /* absent: as drawn */
-        if (strcmp(p->name[i], "order") == 0) {
-            if (p->v[i] != 0 && p->v[i] != 1) {
-                free(g);
-                return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: order=%g (0: the neurons as they come, 1: most"
-                               " frequent first)", p->v[i]);
-            }
-            g->order = (int)p->v[i];
-        }
+    double order = 0;   /* absent: as drawn */
+    sp_problem_get(p, "order", &order);
+    if (order != 0 && order != 1) {
+        free(g);
+        return sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: order=%g (0: the neurons as they come, 1: most frequent first)",
+                       order);
+    }
+    g->order = (int)order;
     size_t md = (size_t)g->M * g->D, fd = (size_t)g->F * g->D, mf = (size_t)g->M * g->F;
     g->hX = malloc(md * 2); g->hWg = malloc(fd * 2); g->hWu = malloc(fd * 2); g->hWd = malloc(fd * 2);
     g->hY = malloc(md * 2); g->hG = malloc(mf * 2); g->hR = malloc(mf * 4); g->hRef = malloc(md * 4);

@@ -14,16 +14,6 @@
 #define DEAD_BIAS (-16384.0f)
 #define MAX_RATE 0.95
 
-static int dim(const sp_problem *p, const char *name, double *v)
-{
-    for (int i = 0; i < p->n; i++)
-        if (strcmp(p->name[i], name) == 0) {
-            *v = p->v[i];
-            return 1;
-        }
-    return 0;
-}
-
 sptune_status sp_twell_dist_get(const sp_problem *p, int F, sp_twell_dist *d)
 {
     double at = 2;
@@ -32,12 +22,12 @@ sptune_status sp_twell_dist_get(const sp_problem *p, int F, sp_twell_dist *d)
     d->tail = 0.7;
     d->dense = 0.5;
     d->dense_nnz = 2000;
-    if (!dim(p, "nnz", &d->nnz)) return sp_fail(SPTUNE_ERR_INVALID, "the problem has no nnz (mean nonzeros per token)");
-    dim(p, "dead", &d->dead);
-    dim(p, "tail", &d->tail);
-    dim(p, "dense", &d->dense);
-    dim(p, "dense_nnz", &d->dense_nnz);
-    dim(p, "at", &at);
+    if (!sp_problem_get(p, "nnz", &d->nnz)) return sp_fail(SPTUNE_ERR_INVALID, "the problem has no nnz (mean nonzeros per token)");
+    sp_problem_get(p, "dead", &d->dead);
+    sp_problem_get(p, "tail", &d->tail);
+    sp_problem_get(p, "dense", &d->dense);
+    sp_problem_get(p, "dense_nnz", &d->dense_nnz);
+    sp_problem_get(p, "at", &at);
     if (!(d->nnz > 0 && d->nnz <= F)) return sp_fail(SPTUNE_ERR_INVALID, "nnz=%g: wants 0 < nnz <= F (%d)", d->nnz, F);
     if (!(d->dead >= 0 && d->dead < 100))
         return sp_fail(SPTUNE_ERR_INVALID, "dead=%g: a percentage below 100", d->dead);

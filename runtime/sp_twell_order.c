@@ -1,5 +1,6 @@
 /* The calibration of twell-ffn's hot/cold split: which neurons fire most often, in what order the
- * application lays out its weights (sptune.h). Host code only, in base: the tuner's harness calls it too. */
+ * application lays out its weights (sptune.h). Host code beside the TwELL format's (sp_twell.c), below
+ * the api and the tuner, which both call it. */
 #include "sptune.h"
 #include "sp_status.h"
 
