@@ -50,8 +50,8 @@ function M.twell_pack_smem(c) return M.staging_bytes(c) end
 -- TwELL packing (runtime/sp_twell.h) in two steps, so that a kernel may give them to different
 -- warps: twell_stage writes relu(acc) of the CTA's bm x bn tile to shared memory as bf16 (rows
 -- padded by 8 elements against bank conflicts); twell_pack_rows has one warp per row count the
--- row's nonzeros in the tile and write them in ascending column order (ballot + prefix popcount:
--- deterministic, no atomics) into the row's S slots, or, when they do not fit, into the overflow
+-- row's nonzeros in the tile and write them in ascending column order (16-byte loads, a warp sum and
+-- ballots: deterministic, no atomics) into the row's S slots, or, when they do not fit, into the overflow
 -- pool at an offset taken with one atomicAdd per (row, tile). Tile width T = bn.
 
 -- act(acc) of the CTA's bm x bn tile to shared memory as bf16, rows padded by 8 elements against bank
@@ -173,29 +173,41 @@ function M.store_staged(d, c) return through_smem(d, M.stage(d, c, "none"), M.st
 -- row's count is also added to row_info[row] (c.route >= 0), and a row whose count reaches c.route
 -- (when > 0), or that lost a tile, is routed to the dense path (twell_dense.lua) while dense_capacity allows.
 function M.twell_pack_rows(c, first, step, cold)
-  -- Rows go in groups of 8 per warp: their counts first, then lanes 0-7 take the group's atomics
-  -- (pool offsets, running counts) together, then the entries row by row. One atomic round trip
-  -- per row bound the packer warps, and with them the producer (bench/RESULTS.md).
+  -- Rows go in groups of 32 per warp: their counts first (lane u holds row u's), then every lane issues
+  -- its row's atomics (running count and, where the tile overflows, the pool offset) at once, then the
+  -- entries row by row. Atomic round trips bound the packer warps, and with them the producer: the
+  -- warpgroups waited for the staging tile (bench/RESULTS.md). A lane scans 8 columns of a row with one
+  -- 16-byte load: its nonzeros' mask, the row's count a warp sum, an entry's slot the count in the lanes
+  -- before it (bit planes of the lanes' counts) plus its rank in the lane.
   local routed = (c.route or -1) >= 0
   return text.fill([[
         const int ntiles = ${ntiles};
         const unsigned lt = (1u << lane) - 1u;
         const unsigned long long pool_room = min(pool_capacity, 0x40000000ull); /* offsets have 30 bits */
-        for (int r0 = ${first}; r0 < ${bm} && m0 + r0 < M; r0 += 8 * ${step}) {
-            int count = 0;   /* lane u < 8: row r0 + u * step's nonzeros in this tile */
+        const bool scan = lane * 8 < ${bn};   /* this lane's 8 columns are in the tile */
+        /* the lane's 8 staged values of row r, and which of them are nonzero (bit e: column lane * 8 + e) */
+        auto load8 = [&](int r) -> uint4 {
+            return scan ? *(const uint4 *)(sC + r * ${row} + lane * 8) : make_uint4(0u, 0u, 0u, 0u);
+        };
+        auto nz8 = [](uint4 q) -> unsigned {
+            const sp_u32 w[4] = {q.x, q.y, q.z, q.w};
+            unsigned m = 0u;
             #pragma unroll
-            for (int u = 0; u < 8; ++u) {
+            for (int e = 0; e < 4; ++e)
+                m |= ((w[e] & 0x7fffu) != 0u ? 1u : 0u) << (2 * e) | ((w[e] & 0x7fff0000u) != 0u ? 2u : 0u) << (2 * e);
+            return m;
+        };
+        for (int r0 = ${first}; r0 < ${bm} && m0 + r0 < M; r0 += 32 * ${step}) {
+            int count = 0;   /* lane u: row r0 + u * step's nonzeros in this tile */
+            #pragma unroll 4
+            for (int u = 0; u < 32; ++u) {
                 const int r = r0 + u * ${step};
                 if (r >= ${bm} || m0 + r >= M) break;
-                const sp_bf16 *src = sC + r * ${row};
-                int n = 0;
-                #pragma unroll
-                for (int ch = 0; ch < ${bn} / 32; ++ch)
-                    n += __popc(__ballot_sync(0xffffffffu, (src[ch * 32 + lane] & 0x7fffu) != 0u));
+                const int n = __reduce_add_sync(0xffffffffu, __popc(nz8(load8(r))));
                 if (lane == u) count = n;
             }
             const int grow = m0 + r0 + lane * ${step};
-            const bool live = lane < 8 && r0 + lane * ${step} < ${bm} && grow < M;
+            const bool live = r0 + lane * ${step} < ${bm} && grow < M;
             sp_u32 word0 = (sp_u32)count;
             bool lost = false;
             unsigned long long off = 0;
@@ -212,25 +224,33 @@ ${route_issue}
 ${route}
             if (live && lost) packed[((size_t)grow * ntiles + ${tile}) * ${words}] = 0xC0000000u;
             #pragma unroll 1
-            for (int u = 0; u < 8; ++u) {
+            for (int u = 0; u < 32; ++u) {
                 const int r = r0 + u * ${step};
                 if (r >= ${bm} || m0 + r >= M) break;
                 if (__shfl_sync(0xffffffffu, (int)lost, u)) continue;
                 const int n = __shfl_sync(0xffffffffu, count, u);
                 const sp_u32 w0 = __shfl_sync(0xffffffffu, word0, u);
                 sp_u32 *w = packed + ((size_t)(m0 + r) * ntiles + ${tile}) * ${words};
-                sp_u32 *dst = n > ${slots} ? pool + (w0 & 0x3fffffffu) + 1 : w + 1;
-                const sp_bf16 *src = sC + r * ${row};
-                int base = 0;
-                #pragma unroll
-                for (int ch = 0; ch < ${bn} / 32; ++ch) {
-                    const sp_u32 v = src[ch * 32 + lane];
-                    const bool nz = (v & 0x7fffu) != 0u;
-                    const unsigned mask = __ballot_sync(0xffffffffu, nz);
-                    if (nz) dst[base + __popc(mask & lt)] = (v << 16) | (sp_u32)(ch * 32 + lane);
-                    base += __popc(mask);
-                }
                 if (lane == 0) w[0] = w0;
+                if (n == 0) continue;   /* most (row, tile)s of a sparse layer: the count says it all */
+                sp_u32 *dst = n > ${slots} ? pool + (w0 & 0x3fffffffu) + 1 : w + 1;
+                const uint4 q = load8(r);
+                unsigned m = nz8(q);
+                const int k = __popc(m);
+                int base;
+                if (__all_sync(0xffffffffu, k <= 1)) {   /* the usual case: one ballot */
+                    base = __popc(__ballot_sync(0xffffffffu, k != 0) & lt);
+                } else {   /* k <= 8: four bit planes */
+                    base = 0;
+                    #pragma unroll
+                    for (int b = 0; b < 4; ++b) base += __popc(__ballot_sync(0xffffffffu, (k >> b) & 1) & lt) << b;
+                }
+                while (m) {
+                    const int e = __ffs(m) - 1;
+                    m &= m - 1u;
+                    const sp_u32 v = e < 4 ? (e < 2 ? q.x : q.y) : (e < 6 ? q.z : q.w);
+                    dst[base++] = ((e & 1) ? (v & 0xffff0000u) : (v << 16)) | (sp_u32)(lane * 8 + e);
+                }
             }
         }]], {bm = c.bm, bn = c.bn, row = c.bn + 8, first = first, step = step, words = c.slots + 1, slots = c.slots,
               ntiles = string.format("(%s + %d - 1) / %d", cold and cold.cols or "N", c.bn, c.bn),

@@ -179,12 +179,15 @@ ${rows}
 end
 
 -- The persistent kernel whose drain warps store the staged tile row by row (gemm's overlapped store,
--- twell-ffn's hot-slice GEMMs): STORERS of them run `drain` on rows pw, pw + STORERS, ... with n0 (the
--- tile's first column) in scope; b_mn as in M.persistent. store_persistent(c): the launch's `persistent`.
+-- twell-ffn's hot-slice GEMMs): `storers` of them (M.STORERS when nil) run `drain` on rows pw,
+-- pw + storers, ... with n0 (the tile's first column) in scope; b_mn as in M.persistent.
+-- store_persistent(c, storers): the launch's `persistent`.
 M.STORERS = 2
-function M.store_persistent(c) return {drainers = M.STORERS, staging = epilogue.staging_bytes(c)} end
-function M.store_body(c, drain, b_mn)
-  local x = M.store_persistent(c)
+function M.store_persistent(c, storers)
+  return {drainers = storers or M.STORERS, staging = epilogue.staging_bytes(c)}
+end
+function M.store_body(c, drain, b_mn, storers)
+  local x = M.store_persistent(c, storers)
   x.b_mn = b_mn
   x.stage = function(d) return epilogue.stage(d, c, "none") end
   x.drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain

@@ -159,12 +159,17 @@ local function stages(c)
   return l
 end
 
+-- The hot slice's GEMMs' store warps: hot_y's read-modify-write of Y kept two of them busier than its
+-- short main loop (K = the hot neurons) kept the warpgroups (bench/RESULTS.md); three fit the registers
+-- the producer's four extra warps leave (12 warps, one CTA an SM).
+local HOT_STORERS = 3
+
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
 -- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y (+)= hot_h Wd[:H], Wd read
 -- MN-major (added to what the sparse part wrote when `add`, else stored).
 local function hot_kernels(c, n, H, add)
   local kparams = args.params(ARGS, wgmma.kernel_params(c))
-  local STORERS = mainloop.STORERS
+  local STORERS = HOT_STORERS
   local threads = mainloop.persistent_threads(c, STORERS)
   -- a GEMM of A (rows x K) against B (N x K, or K x N with b_mn), both read by the copy engine
   local function kernel(name, A, B, N, K, b_mn, drain)
@@ -172,7 +177,7 @@ local function hot_kernels(c, n, H, add)
     const sp_bf16 *__restrict__ A = ${A}, *__restrict__ B = ${B};
     const int N = ${N}, K = ${K};
     (void)A; (void)B; /* read through the tensor maps */]], {A = A, B = B, N = N, K = K})
-      .. "\n" .. mainloop.store_body(c, drain, b_mn))
+      .. "\n" .. mainloop.store_body(c, drain, b_mn, STORERS))
   end
   return wgmma.device_mn(c)
     .. kernel(n.hot_up, "X", "Wu", H, "D", false, epilogue.combine_rows(c, "pw", STORERS, "hot_h", "mul"))
@@ -210,7 +215,7 @@ return {
                 produce = produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}}
     if c.hot > 0 then
       local H = hot_cols(c, p.F)
-      local persistent = mainloop.store_persistent(c)
+      local persistent = mainloop.store_persistent(c, HOT_STORERS)
       at.hot_up = mainloop.launch{c = c, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
       at.hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
                                  persistent = persistent}
