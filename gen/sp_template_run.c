@@ -431,8 +431,10 @@ static const char *describe(lua_State *L, int idx, char *buf, size_t n)
     return buf;
 }
 
-/* launch's grid/block/cluster: a list of 1 to 3 positive integers (missing entries are 1). */
-static void read_dim3(lua_State *L, const sp_template *t, int r, const char *field, int required, unsigned out[3])
+/* launch's grid/block/cluster: a list of 1 to 3 positive integers (missing entries are 1). generic: the
+ * target's name when it names no GPU model (sm_count 0: a grid sized by the SM count comes out 0). */
+static void read_dim3(lua_State *L, const sp_template *t, int r, const char *field, int required, const char *generic,
+                      unsigned out[3])
 {
     char buf[64];
     lua_pushstring(L, field);
@@ -446,6 +448,10 @@ static void read_dim3(lua_State *L, const sp_template *t, int r, const char *fie
         if (lua_rawgeti(L, -1, k + 1) != LUA_TNIL) {
             int isnum;
             lua_Integer v = lua_tointegerx(L, -1, &isnum);
+            if (isnum && v == 0 && generic && strcmp(field, "grid") == 0)
+                sp_sandbox_error(L, "%s: launch returned grid[%d] = 0: its grid follows the SM count, which the target "
+                                 "%s leaves unknown (name a GPU: --gpu auto, h100, h200 or rtx-pro-6000)", t->path,
+                                 k + 1, generic);
             if (!isnum || v < 1 || v > INT_MAX)
                 sp_sandbox_error(L, "%s: launch returned %s[%d] = %s (must be a positive integer)", t->path, field,
                                  k + 1, describe(L, -1, buf, sizeof buf));
@@ -511,15 +517,15 @@ static void read_tmaps(lua_State *L, const sp_template *t, int r, sp_tmaps *out)
     lua_pop(L, 1);
 }
 
-static void read_launch(lua_State *L, const sp_template *t, int r, sp_kernel_stage *out)
+static void read_launch(lua_State *L, const sp_template *t, int r, const char *generic, sp_kernel_stage *out)
 {
     char buf[64];
     if (!lua_istable(L, r))
         sp_sandbox_error(L, "%s: launch returned %s, not a table {grid = {x, y, z}, block = {x, y, z}, smem = bytes}",
                          t->path, describe(L, r, buf, sizeof buf));
-    read_dim3(L, t, r, "grid", 1, out->grid);
-    read_dim3(L, t, r, "block", 1, out->block);
-    read_dim3(L, t, r, "cluster", 0, out->cluster);
+    read_dim3(L, t, r, "grid", 1, generic, out->grid);
+    read_dim3(L, t, r, "block", 1, generic, out->block);
+    read_dim3(L, t, r, "cluster", 0, generic, out->cluster);
     lua_pushliteral(L, "smem");
     if (lua_rawget(L, r) != LUA_TNIL) {
         int isnum;
@@ -599,14 +605,15 @@ static int run_emit(lua_State *L)
         sp_sandbox_reset(&t->sb);
         lua_call(L, 3, 1);
         int r = lua_gettop(L);
+        const char *generic = x->gpu->info.sm_count > 0 ? NULL : x->gpu->info.arch;
         if (!list) {
-            read_launch(L, t, r, &st[0]);
+            read_launch(L, t, r, generic, &st[0]);
         } else {
             if (!lua_istable(L, r) || (int)lua_rawlen(L, r) != nk)
                 sp_sandbox_error(L, "%s: launch must return a list of %d launch tables, one per kernel", t->path, nk);
             for (int i = 0; i < nk; i++) {
                 lua_rawgeti(L, r, i + 1);
-                read_launch(L, t, lua_gettop(L), &st[i]);
+                read_launch(L, t, lua_gettop(L), generic, &st[i]);
                 lua_pop(L, 1);
             }
         }

@@ -90,6 +90,8 @@ a="$out"; "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3 >"$tmp/b.cu"
 expect 0 "gen a pipeline" "$bin" gen twell-ffn --gpu rtx-pro-6000 --shape M=1000,D=64,F=300,nnz=5
 has "gen names each kernel's launch" "^/\* then sp_twell_ffn_produce.*grid \(24, 1, 1\)"
 has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*block \(256, 1, 1\)"
+expect 1 "gen a pipeline for a generic target" "$bin" gen twell-ffn --gpu sm_90a --shape M=300,D=256,F=1000
+has "gen says a persistent grid needs a GPU model" "grid\[1\] = 0: its grid follows the SM count, which the target sm_90a leaves unknown"
 expect 0 "best, no results" "$bin" best twell-ffn --gpu h100 --shape M=300,D=200,F=1000,nnz=40 --no-db --no-shipped
 has "best says where the configuration came from" "^twell-ffn M=300,D=200,F=1000,nnz=40: mainloop=wgmma,bm=.* \(default: nothing usable recorded.*no database of the user's"
 has "best lists both kernels of the pipeline" "kernel 2: grid"
