@@ -52,7 +52,7 @@ function M.twell_pack_smem(c) return M.staging_bytes(c) end
 -- padded by 8 elements against bank conflicts); twell_pack_rows has one warp per row count the
 -- row's nonzeros in the tile and write them in ascending column order (16-byte loads, a warp sum and
 -- ballots: deterministic, no atomics) into the row's S slots, or, when they do not fit, into the overflow
--- pool at an offset taken with one atomicAdd per (row, tile). Tile width T = bn.
+-- pool at an offset taken with one atomicAdd per overflowing (row, tile). Tile width T = bn.
 
 -- act(acc) of the CTA's bm x bn tile to shared memory as bf16, rows padded by 8 elements against bank
 -- conflicts (staging_bytes). Expects in scope: sC (sp_bf16 *), N, n0, lane, acc; the warps that hold
@@ -165,8 +165,8 @@ end
 -- The accumulators written out row by row (coalesced) after the main loop.
 function M.store_staged(d, c) return through_smem(d, M.stage(d, c, "none"), M.store_rows(c, "warp", d.warps)) end
 
--- Rows first, first + step, ... of the staged tile. Expects in scope: sC, packed, pool,
--- pool_counter, pool_capacity, M, N, m0, pid_n, lane. With cold = {cols = ..., tile = ...} (C
+-- Rows first, first + step, ... of the staged tile. Expects in scope: sC (16-byte aligned), packed, pool,
+-- pool_counter, pool_capacity, M, N, m0, pid_n, lane; bn a multiple of 8 up to 256. With cold = {cols = ..., tile = ...} (C
 -- expressions: twell-ffn's hot/cold split, whose first tiles are not packed) the packed gate has the
 -- tiles of `cols` columns per row and this staged tile is number `tile` of them. A tile that overflows its slots when the pool
 -- has no room left is marked lost (0xC0000000, runtime/sp_twell.h). With c.route (twell-ffn), each
@@ -174,11 +174,15 @@ function M.store_staged(d, c) return through_smem(d, M.stage(d, c, "none"), M.st
 -- (when > 0), or that lost a tile, is routed to the dense path (twell_dense.lua) while dense_capacity allows.
 function M.twell_pack_rows(c, first, step, cold)
   -- Rows go in groups of 32 per warp: their counts first (lane u holds row u's), then every lane issues
-  -- its row's atomics (running count and, where the tile overflows, the pool offset) at once, then the
-  -- entries row by row. Atomic round trips bound the packer warps, and with them the producer: the
-  -- warpgroups waited for the staging tile (bench/RESULTS.md). A lane scans 8 columns of a row with one
-  -- 16-byte load: its nonzeros' mask, the row's count a warp sum, an entry's slot the count in the lanes
-  -- before it (bit planes of the lanes' counts) plus its rank in the lane.
+  -- its row's atomics (with c.route the running count, and where the tile overflows the pool offset) at
+  -- once, then the entries row by row. Atomic round trips and the entry loop's instructions bound the
+  -- packer warps, and with them the producer: the warpgroups waited for the staging tile
+  -- (bench/RESULTS.md). A lane scans 8 columns of a row with one 16-byte load: its nonzeros' mask, the
+  -- row's count a warp sum, an entry's slot the count in the lanes before it (one ballot where no lane
+  -- holds more than one, else bit planes of the lanes' counts) plus its rank in the lane.
+  if c.bn % 8 ~= 0 or c.bn > 256 then
+    error(string.format("epilogue.twell_pack_rows: bn = %d (a lane scans 8 columns: a multiple of 8 up to 256)", c.bn), 2)
+  end
   local routed = (c.route or -1) >= 0
   return text.fill([[
         const int ntiles = ${ntiles};

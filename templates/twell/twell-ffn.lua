@@ -160,8 +160,8 @@ local function stages(c)
 end
 
 -- The hot slice's GEMMs' store warps: hot_y's read-modify-write of Y kept two of them busier than its
--- short main loop (K = the hot neurons) kept the warpgroups (bench/RESULTS.md); three fit the registers
--- the producer's four extra warps leave (12 warps, one CTA an SM).
+-- short main loop (K = the hot neurons) kept the warpgroups (bench/RESULTS.md); with the copy-engine warp
+-- they make the producer's 12 warps at wgs = 2, whose registers (168 a thread, hot_up's need) they fit.
 local HOT_STORERS = 3
 
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
@@ -169,7 +169,7 @@ local HOT_STORERS = 3
 -- MN-major (added to what the sparse part wrote when `add`, else stored).
 local function hot_kernels(c, n, H, add)
   local kparams = args.params(ARGS, wgmma.kernel_params(c))
-  local STORERS = HOT_STORERS
+  local STORERS = HOT_STORERS   -- the drains' row step, the kernel's warps and the launch agree on it
   local threads = mainloop.persistent_threads(c, STORERS)
   -- a GEMM of A (rows x K) against B (N x K, or K x N with b_mn), both read by the copy engine
   local function kernel(name, A, B, N, K, b_mn, drain)
