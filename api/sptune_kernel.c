@@ -757,6 +757,18 @@ static sptune_status geometry_for(sptune_kernel *k, long long tokens, const sp_k
     return SPTUNE_OK;
 }
 
+/* The launch once the arguments are known to fit the kernel: tokens from 1 to the problem's, or -1 (a
+ * kernel without a token count). Loads the module on first use. */
+static sptune_status launch_checked(sptune_kernel *k, void *stream, void **args, long long tokens)
+{
+    sptune_status st;
+    if (!k->loaded.module && (st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
+    if (tokens < 0 || tokens == max_tokens(k)) return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
+    const sp_kernel_stage *stages;
+    if ((st = geometry_for(k, tokens, &stages)) != SPTUNE_OK) return st;
+    return sp_kernel_launch_stages(&k->loaded, stages, (CUstream)stream, args);
+}
+
 sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
 {
     if (!k || !args) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: no kernel or no arguments");
@@ -785,12 +797,7 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
                            "(get one for this problem)", x->decl.name, v, x->decl.name, x->dim);
         }
     }
-    sptune_status st;
-    if (!k->loaded.module && (st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
-    if (tokens < 0 || tokens == max_tokens(k)) return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
-    const sp_kernel_stage *stages;
-    if ((st = geometry_for(k, tokens, &stages)) != SPTUNE_OK) return st;
-    return sp_kernel_launch_stages(&k->loaded, stages, (CUstream)stream, args);
+    return launch_checked(k, stream, args, tokens);
 }
 
 /* Whether a workspace of `bytes` holds every capacity at its bound (else typical), and that it holds
@@ -877,7 +884,8 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
         }
         }
     }
-    return sptune_kernel_launch(k, stream, args);
+    /* every dimension is the kernel's own and the token count was checked above */
+    return launch_checked(k, stream, args, k->tokens_arg < 0 ? -1 : tokens != 0 ? tokens : max_tokens(k));
 }
 
 void sptune_kernel_free(sptune_kernel *k)

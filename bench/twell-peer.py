@@ -110,6 +110,11 @@ def timed(fn, reps=20):
     return sorted(times)[len(times) // 2], sorted(groups)[len(groups) // 2]
 
 
+def failed(shape, mean_nnz, name, e):
+    """A table row for an implementation that raised e."""
+    return (shape, mean_nnz, name, "failed: " + str(e).splitlines()[0][:80]) + ("",) * 5
+
+
 def load_peer(path):
     mod_dir = os.path.join(path, "custom_models", "twell_modules")
     spec = importlib.util.spec_from_file_location("peer_twell", os.path.join(mod_dir, "twell.py"))
@@ -172,8 +177,7 @@ def main():
             layer_mod = peer.TwELLGatedMLP(layer, wg, wu, wd)
             out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)
         except Exception as e:   # noqa: BLE001 - the peer's refusal is a result to record
-            rows.append((shape, mean_nnz, "SakanaAI TwELLGatedMLP", "failed: " + str(e).splitlines()[0][:80],
-                         "", "", "", "", ""))
+            rows.append(failed(shape, mean_nnz, "SakanaAI TwELLGatedMLP", e))
         base_ms = base_b2b = None
         for name, fn in out.items():
             try:
@@ -182,9 +186,10 @@ def main():
                 err, bad = check(y, ref, allow)
                 ms, b2b = timed(fn)
             except Exception as e:   # noqa: BLE001
-                rows.append((shape, mean_nnz, name, "failed: " + str(e).splitlines()[0][:80], "", "", "", "", ""))
+                rows.append(failed(shape, mean_nnz, name, e))
                 continue
-            base_ms, base_b2b = (ms, b2b) if base_ms is None else (base_ms, base_b2b)
+            if base_ms is None:
+                base_ms, base_b2b = ms, b2b
             rows.append((shape, mean_nnz, name, f"{ms:.4f}", f"{base_ms / ms:.2f}x", f"{b2b:.4f}",
                          f"{base_b2b / b2b:.2f}x", f"{err:.1e}", str(bad)))
             print(f"{shape} nnz {mean_nnz:.1f} {name}: {ms:.4f} ms per call, {b2b:.4f} ms back to back, error {err:.1e},"

@@ -67,7 +67,7 @@ if [ -n "${PEER:-}" ]; then
   nnz=$(sed -nE 's/(^|.*,)nnz=([0-9.]+).*/\2/p' <<< "$shape") dense=$(sed -nE 's/(^|.*,)dense=([0-9.]+).*/\2/p' <<< "$shape")
   lib="$PWD/${1:-build-static}/prefix/lib"
   ncu --clock-control none --csv --page raw --print-units base --metrics "$metrics" -k regex:"mm_wgmma|t2d" -c 4 \
-      env SPTUNE_LIB="$lib/libsptune.so.0.2" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
+      env SPTUNE_LIB="$lib/libsptune.so" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
       LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" python3 bench/twell-peer.py --peer "$PEER" --shapes "${M}x${D}x${F}" --nnz "$nnz" --dense "${dense:-0.5}" \
       > "$out/ncu.peer.csv" 2> "$out/ncu.peer.err"
   echo "== peer (SakanaAI) on ${M}x${D}x${F}, nnz $nnz, dense ${dense:-0.5} %"

@@ -431,8 +431,8 @@ static const char *describe(lua_State *L, int idx, char *buf, size_t n)
     return buf;
 }
 
-/* launch's grid/block/cluster: a list of 1 to 3 positive integers (missing entries are 1). generic: the
- * target's name when it names no GPU model (sm_count 0: a grid sized by the SM count comes out 0). */
+/* launch's grid/block/cluster: a list of 1 to 3 positive integers (missing entries are 1). generic (the
+ * grid's): the target's name when it names no GPU model (sm_count 0: a grid sized by the SM count is 0). */
 static void read_dim3(lua_State *L, const sp_template *t, int r, const char *field, int required, const char *generic,
                       unsigned out[3])
 {
@@ -448,10 +448,10 @@ static void read_dim3(lua_State *L, const sp_template *t, int r, const char *fie
         if (lua_rawgeti(L, -1, k + 1) != LUA_TNIL) {
             int isnum;
             lua_Integer v = lua_tointegerx(L, -1, &isnum);
-            if (isnum && v == 0 && generic && strcmp(field, "grid") == 0)
-                sp_sandbox_error(L, "%s: launch returned grid[%d] = 0: its grid follows the SM count, which the target "
+            if (isnum && v == 0 && generic)
+                sp_sandbox_error(L, "%s: launch returned %s[%d] = 0: its grid follows the SM count, which the target "
                                  "%s leaves unknown (name a GPU: --gpu auto, h100, h200 or rtx-pro-6000)", t->path,
-                                 k + 1, generic);
+                                 field, k + 1, generic);
             if (!isnum || v < 1 || v > INT_MAX)
                 sp_sandbox_error(L, "%s: launch returned %s[%d] = %s (must be a positive integer)", t->path, field,
                                  k + 1, describe(L, -1, buf, sizeof buf));
@@ -524,8 +524,8 @@ static void read_launch(lua_State *L, const sp_template *t, int r, const char *g
         sp_sandbox_error(L, "%s: launch returned %s, not a table {grid = {x, y, z}, block = {x, y, z}, smem = bytes}",
                          t->path, describe(L, r, buf, sizeof buf));
     read_dim3(L, t, r, "grid", 1, generic, out->grid);
-    read_dim3(L, t, r, "block", 1, generic, out->block);
-    read_dim3(L, t, r, "cluster", 0, generic, out->cluster);
+    read_dim3(L, t, r, "block", 1, NULL, out->block);
+    read_dim3(L, t, r, "cluster", 0, NULL, out->cluster);
     lua_pushliteral(L, "smem");
     if (lua_rawget(L, r) != LUA_TNIL) {
         int isnum;

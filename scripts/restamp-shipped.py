@@ -69,6 +69,8 @@ def main():
         tables[path] = (lines, {c: i for i, c in enumerate(lines[1].split("\t"))})
     ops = {line.split("\t")[ci["template"]] for lines, ci in tables.values() for line in lines[2:] if line}
     trees = history(a.sptune, a.work, sorted(ops))
+    # the hash covers the templates only: a row already at its op's current hash stays without rendering
+    current = {op: render(a.sptune, None, op, "h200", "", "")[0] for op in ops}
     moved = kept = 0
     for path, (lines, ci) in tables.items():
         memo = {}
@@ -80,7 +82,7 @@ def main():
             key = (op, h, gpu, f[ci["config"]], f[ci["problem"]])
             if key not in memo:
                 memo[key] = None
-                if (op, h) in trees:
+                if h != current[op] and (op, h) in trees:
                     old_hash, old = render(a.sptune, trees[(op, h)], op, gpu, key[3], key[4])
                     new_hash, new = render(a.sptune, None, op, gpu, key[3], key[4])
                     if old_hash == h and new is not None and old == new and new_hash != h:

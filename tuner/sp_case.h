@@ -89,8 +89,8 @@ sptune_status sp_poison_bf16(CUdeviceptr out, size_t n, CUstream s);
 sptune_status sp_verify_bf16(CUdeviceptr out, uint16_t *host, const float *ref, size_t rows, size_t cols,
                              double *rel_err, char *detail, size_t len);
 /* sp_verify_bf16 with a further allowance per element (allow[i] >= 0, added to its bound; NULL: none):
- * an op whose contract lets it round an intermediate (twell-ffn's hot slice rounds h to bf16 as the
- * dense bf16 layer does) states that rounding's error there. */
+ * an op whose contract lets it round an intermediate (twell-ffn stores its gates as bf16, and its hot
+ * slice and dense path round h to bf16 as the dense bf16 layer does) states that rounding's error there. */
 sptune_status sp_verify_bf16_allow(CUdeviceptr out, uint16_t *host, const float *ref, const float *allow, size_t rows,
                                    size_t cols, double *rel_err, char *detail, size_t len);
 sptune_status sp_fetch_f32(CUstream s, CUdeviceptr dev, float *host, size_t n);

@@ -192,16 +192,15 @@ static sptune_status sf_create(sp_bench *b, const sp_problem *p, void **out)
     sf_state *g = calloc(1, sizeof *g);
     if (!g) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     g->b = b;
-    int sp = 0, f16 = 0, dist = 0;
     if (!sp_problem_int(p, "M", &g->M) || !sp_problem_int(p, "K", &g->K) || !sp_problem_int(p, "N", &g->N)) {
         free(g);
         return sp_fail(SPTUNE_ERR_INVALID, "slotfill-spmm needs positive integers M, K, N");
     }
-    for (int i = 0; i < p->n; i++) {
-        if (strcmp(p->name[i], "sparsity") == 0) sp = (int)p->v[i];
-        if (strcmp(p->name[i], "fp16") == 0) f16 = (int)p->v[i];
-        if (strcmp(p->name[i], "dist") == 0) dist = (int)p->v[i];
-    }
+    double v_sp = 0, v_f16 = 0, v_dist = 0;
+    sp_problem_get(p, "sparsity", &v_sp);
+    sp_problem_get(p, "fp16", &v_f16);
+    sp_problem_get(p, "dist", &v_dist);
+    const int sp = (int)v_sp, f16 = (int)v_f16, dist = (int)v_dist;
     if (sp < 0 || sp > 99 || (f16 != 0 && f16 != 1) || dist < 0 || dist > 4) {
         free(g);
         return sp_fail(SPTUNE_ERR_INVALID, "slotfill-spmm: sparsity is a percentage (0-99), fp16 0 or 1, dist 0-4");
