@@ -74,8 +74,9 @@ function M.launch(x)
   return {grid = {tiles, 1, 1}, block = {d.threads, 1, 1}, smem = math.max(d.smem, x.smem or 0), tmaps = tmaps}
 end
 
--- A kernel whose CTAs run one a SM at most (the main loops' occupancy): `threads` threads, its
--- signature from name and params (the argument list), then body.
+-- A kernel of `threads` threads whose registers are budgeted for one CTA an SM (the main loops'
+-- occupancy: __launch_bounds__(threads, 1)), its signature from name and params (the argument list),
+-- then body.
 function M.kernel(threads, name, params, body)
   return text.fill([[
 extern "C" __global__ void __launch_bounds__(${threads}, 1)

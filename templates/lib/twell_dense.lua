@@ -24,6 +24,7 @@
 -- the harness's check allows for. Tile counts and the split of dense_y's neurons are worked out at run
 -- time from the number of routed rows, so that a few routed rows still spread over the GPU.
 local text = require("lib.text")
+local cuda = require("lib.cuda")
 local M = {}
 
 M.params = {
@@ -43,13 +44,16 @@ local HN, HSTAGES = 32, 5       -- dense_h: neurons per tile (divides every T), 
 local YN, YSTAGES = 128, 4      -- dense_y: columns of Y per tile, pipeline depth
 local ROW, YROW = BK + 8, YN + 8
 local GROW = HN + 8             -- dense_h's gate tile (bf16), row stride
+-- The kernels' thread-to-tile maps (2 x 2 warps over 64 x 32, 16-byte chunks per thread, a gate tile as
+-- wide as a k-step) are written for these values: they are constants, not parameters.
+assert(BM == 64 and BK == 32 and THREADS == 128 and HN == BK and YN == 128, "twell_dense: the kernels' maps assume these tiles")
 
-local function smem_h() return HSTAGES * (BM + 2 * HN) * ROW * 2 + BM * GROW * 2 end
-local function smem_y() return YSTAGES * (BM * ROW + BK * YROW) * 2 end
+local SMEM_H = HSTAGES * (BM + 2 * HN) * ROW * 2 + BM * GROW * 2
+local SMEM_Y = YSTAGES * (BM * ROW + BK * YROW) * 2
 
 M.constraints = {
   {why = "route: the dense path's pipelines fit in shared memory", check = function(c, gpu)
-    return c.route < 0 or math.max(smem_h(), smem_y()) <= gpu.smem_per_block end},
+    return c.route < 0 or math.max(SMEM_H, SMEM_Y) <= gpu.smem_per_block end},
 }
 
 -- A persistent grid of the CTAs of `smem` bytes resident at once (at most CTAS an SM; the launch bounds
@@ -65,8 +69,8 @@ function M.zero_launch(gpu) return {grid = {2 * gpu.sm_count, 1, 1}, block = {25
 -- persistent (they loop over their work, whose amount is known on the GPU only).
 function M.launches(gpu)
   return {dense_g = M.zero_launch(gpu), finalize = M.zero_launch(gpu),
-          dense_h = {grid = {resident(gpu, smem_h()), 1, 1}, block = {THREADS, 1, 1}, smem = smem_h()},
-          dense_y = {grid = {resident(gpu, smem_y()), 1, 1}, block = {THREADS, 1, 1}, smem = smem_y()}}
+          dense_h = {grid = {resident(gpu, SMEM_H), 1, 1}, block = {THREADS, 1, 1}, smem = SMEM_H},
+          dense_y = {grid = {resident(gpu, SMEM_Y), 1, 1}, block = {THREADS, 1, 1}, smem = SMEM_Y}}
 end
 
 -- The zero kernel (every pipeline's first). sig(name) gives a kernel's signature and opening brace (the
@@ -325,13 +329,7 @@ ${ysig}
                                Wd + (j < F ? (size_t)j * D : 0), d0 + bch * 8, j < F ? D : 0, vecb);
             }
         };
-        float acc[2][8][4];
-        #pragma unroll
-        for (int i = 0; i < 2; ++i)
-            #pragma unroll
-            for (int j = 0; j < 8; ++j)
-                #pragma unroll
-                for (int e = 0; e < 4; ++e) acc[i][j][e] = 0.0f;
+${yacc}
 ${ypipe}
             #pragma unroll
             for (int ks = 0; ks < ${bk} / 16; ++ks) {
@@ -391,6 +389,7 @@ ${fsig}
                         atomicAdd(dst + 1, acc[i][j][2 * hh + 1]);]],
      hpipe = pipeline("            ", HSTAGES, "KT", "stage kt landed; every warp is done with the one the next load refills"),
      ypipe = pipeline("        ", YSTAGES, "nk"),
+     yacc = "    " .. cuda.acc_decl(2, YN // 16):gsub("\n", "\n    "),
      gsig = sig(names.dense_g), dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize)})
 end
 

@@ -100,14 +100,6 @@ constraints[#constraints + 1] = {why = "hot=8 (the dense layer): the sparse part
     return true
   end}
 
-local function names(c)
-  local n = {}
-  for _, k in ipairs({"zero", "produce", "consume", "dense_g", "dense_h", "dense_y", "finalize", "hot_up", "hot_y"}) do
-    n[k] = text.kernel_name("sp_twell_ffn_" .. k, c, params)
-  end
-  return n
-end
-
 local a = produce.args
 local ARGS = {a.X, a.Wg,
               {name = "Wu", type = "bf16", role = "input", shape = {"F", "D"}, doc = "row j: neuron j's up weights"},
@@ -145,7 +137,7 @@ do
   end
 end
 
--- The pipeline's kernels in launch order (keys of names(c)): hot = 8 has no sparse part.
+-- The pipeline's kernels in launch order: hot = 8 has no sparse part.
 local function stages(c)
   local l = {"zero", "produce"}
   if c.hot > 0 then l[#l + 1] = "hot_up" end
@@ -157,6 +149,13 @@ local function stages(c)
   end
   if c.hot > 0 then l[#l + 1] = "hot_y" end
   return l
+end
+
+-- The kernels' names, by stage (those of stages(c)).
+local function names(c)
+  local n = {}
+  for _, k in ipairs(stages(c)) do n[k] = text.kernel_name("sp_twell_ffn_" .. k, c, params) end
+  return n
 end
 
 -- The hot slice's GEMMs' store warps: hot_y's read-modify-write of Y kept two of them busier than its
@@ -246,7 +245,7 @@ return {
     for _, k in ipairs(stages(c)) do has[k] = true end
     local sparse = ""
     if has.consume then
-      sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or c.route >= 0) and tile.device() or ""),
+      sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or has.dense_h) and tile.device() or ""),
                            c.consumer == "tile" and tile.kernel(n.consume, kargs, consts, true)
                            or row.kernel(n.consume, c, true, kargs, consts, true)})
     end
