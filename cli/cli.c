@@ -188,6 +188,13 @@ int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu
     return st == SPTUNE_OK ? CLI_OK : cli_error(cmd, st);
 }
 
+int cli_draw_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, long long n,
+                   unsigned long long seed, sp_configs *out)
+{
+    sptune_status st = sp_space_draw(t, gpu, p, n, seed, out);
+    return st == SPTUNE_OK ? CLI_OK : cli_error(cmd, st);
+}
+
 /* --config or the default, checked against the constraints. */
 int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *c)
 {

@@ -54,6 +54,9 @@ int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, con
 /* The valid space (sp_space_collect) with its error printed. */
 int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
                       sp_configs *out);
+/* n of them drawn without listing them all (sp_space_draw), with its error printed. */
+int cli_draw_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, long long n,
+                   unsigned long long seed, sp_configs *out);
 
 /* --db, else the default database's path (written into buf). */
 int cli_db_path(cli_cmd *cmd, char *buf, size_t len, const char **path);

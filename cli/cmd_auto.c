@@ -109,8 +109,7 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
             sp_template *t;
             sp_configs cs;
             if ((rc = cli_load_template("", w->op, &t))) break;
-            if ((rc = cli_collect_space("", t, &named, NULL, &cs)) == CLI_OK) {
-                sp_space_sample(&cs, t, plan->sample, plan->o.seed);
+            if ((rc = cli_draw_space("", t, &named, NULL, plan->sample, plan->o.seed, &cs)) == CLI_OK) {
                 /* Built in parallel first; the loop below then reports each from the cache. */
                 sp_prebuild *pb = NULL;
                 if (run->jobs > 1 && sp_prebuild_start(t, &named, NULL, &cs, SP_SEARCH_EXHAUSTIVE, 1, 0, cache,

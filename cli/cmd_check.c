@@ -195,8 +195,10 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
         if ((st = sp_problem_parse(t, shape, &prob)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); break; }
         if (cli_get(cmd, "config")) {
             rc = listed_configs(cmd, t, &gpu, &prob, shape, &cs);
-        } else if ((rc = cli_collect_space(cmd->name, t, &gpu, &prob, &cs)) == CLI_OK && !cli_get(cmd, "all")) {
-            sp_space_sample(&cs, t, sample, (unsigned long long)seed);
+        } else if (cli_get(cmd, "all")) {
+            rc = cli_collect_space(cmd->name, t, &gpu, &prob, &cs);
+        } else {
+            rc = cli_draw_space(cmd->name, t, &gpu, &prob, sample, (unsigned long long)seed, &cs);
         }
         if (rc == CLI_OK && !opened && (rc = cli_open_measurement(cmd, pos[0], &gpu, ordinal, &db, &cache, &b)) == CLI_OK)
             opened = 1;

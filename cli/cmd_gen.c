@@ -6,6 +6,7 @@
 #include "sp_str.h"
 #include "sp_variant.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -88,6 +89,22 @@ static int setup(cli_cmd *cmd, const char *op, sp_gpu_profile *gpu, sp_template 
     return CLI_OK;
 }
 
+typedef struct space_print {
+    const sp_template *t;
+    long long limit, printed;
+} space_print;
+
+/* Prints each valid configuration as the walk finds it; stops the walk at the limit. */
+static int print_config(const sp_config *c, void *ud)
+{
+    space_print *sp = ud;
+    if (sp->printed >= sp->limit) return 1;
+    char *s = sp_config_format(sp->t, c);
+    printf("%s\n", s ? s : "(out of memory)");
+    free(s);
+    return ++sp->printed >= sp->limit;
+}
+
 int cmd_space(cli_cmd *cmd, int npos, char **pos)
 {
     sp_gpu_profile gpu;
@@ -96,21 +113,16 @@ int cmd_space(cli_cmd *cmd, int npos, char **pos)
     const sp_problem *p;
     int rc;
     (void)npos;
+    long long limit = cli_int(cmd, "limit", LLONG_MAX);
+    if (limit < 0) return CLI_USAGE;
     if ((rc = setup(cmd, pos[0], &gpu, &t, &prob, &p))) return rc;
-    sp_configs cs;
-    if ((rc = cli_collect_space(cmd->name, t, &gpu, p, &cs))) { sp_template_free(t); return rc; }
-    if (cli_get(cmd, "count")) {
-        printf("%lld\n", cs.n);
-    } else {
-        long long limit = cli_int(cmd, "limit", cs.n);
-        if (limit < 0) rc = CLI_USAGE;
-        for (long long i = 0; rc == CLI_OK && i < cs.n && i < limit; i++) {
-            char *s = sp_config_format(t, &cs.v[i]);
-            printf("%s\n", s ? s : "(out of memory)");
-            free(s);
-        }
-    }
-    sp_configs_free(&cs);
+    long long n = 0;
+    space_print sp = {t, limit, 0};
+    /* listed as the walk goes (a --limit stops it there); --count walks it all */
+    int count = cli_get(cmd, "count") != NULL;
+    sptune_status st = limit == 0 && !count ? SPTUNE_OK : sp_template_space(t, &gpu, p, count ? NULL : print_config, &sp, &n);
+    if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
+    else if (count) printf("%lld\n", n);
     sp_template_free(t);
     return rc;
 }
@@ -157,8 +169,9 @@ int cmd_compile(cli_cmd *cmd, int npos, char **pos)
     if ((rc = setup(cmd, pos[0], &gpu, &t, &prob, &p))) return rc;
     sp_configs cs = {0};
     if (all || sample > 0) {
-        if ((rc = cli_collect_space(cmd->name, t, &gpu, p, &cs))) goto out;
-        if (sample > 0) sp_space_sample(&cs, t, sample, (unsigned long long)seed);
+        rc = all ? cli_collect_space(cmd->name, t, &gpu, p, &cs)
+                 : cli_draw_space(cmd->name, t, &gpu, p, sample, (unsigned long long)seed, &cs);
+        if (rc) goto out;
     } else {
         sp_config c;
         if ((rc = cli_pick_config(cmd, t, &gpu, p, &c))) goto out;

@@ -177,6 +177,8 @@ static int run(cli_cmd *cmd, int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+    /* progress (one line per variant, problem or op) reaches a pipe or a log as it happens */
+    setvbuf(stdout, NULL, _IOLBF, 0);
     if (argc < 2) {
         usage(stderr);
         return CLI_USAGE;

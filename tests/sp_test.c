@@ -21,6 +21,17 @@ const char *sp_test_tmpdir(const char *test_name)
     return path;
 }
 
+const char *sp_test_cache_dir(const char *test_name)
+{
+    static char path[1024];
+    const char *shared = getenv("SPTUNE_TEST_CACHE");
+    if (shared && *shared) return shared;
+    char name[256];
+    snprintf(name, sizeof name, "%s-cache", test_name);
+    snprintf(path, sizeof path, "%s", sp_test_tmpdir(name));
+    return path;
+}
+
 int sp_test_done(const char *test_name)
 {
     printf("%s: %d checks, %d failed\n", test_name, sp_test_checks, sp_test_failures);

@@ -20,6 +20,9 @@ extern int sp_test_checks;
 
 /* A fresh empty folder for this test under $SPTUNE_TEST_TMP (or /tmp); static storage. */
 const char *sp_test_tmpdir(const char *test_name);
+/* A kernel cache folder for compiles whose reuse a test does not check: $SPTUNE_TEST_CACHE when set (the test
+ * command shares one between its two builds), else a fresh folder of its own. */
+const char *sp_test_cache_dir(const char *test_name);
 int sp_test_done(const char *test_name);
 int sp_test_skip(const char *test_name, const char *why);
 

@@ -155,7 +155,7 @@ int main(void)
     char dir[1024], db_path[1100], cache[1100], junk[1100];
     snprintf(dir, sizeof dir, "%s", sp_test_tmpdir("test_kernel_api"));
     snprintf(db_path, sizeof db_path, "%s/tuning.db", dir);
-    snprintf(cache, sizeof cache, "%s/cache", dir);
+    snprintf(cache, sizeof cache, "%s", sp_test_cache_dir("test_kernel_api"));
     snprintf(junk, sizeof junk, "%s/junk.db", dir);
     const char *A = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=1";
     const char *B = "bm=128,bn=256,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8";

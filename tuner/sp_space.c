@@ -60,6 +60,55 @@ sptune_status sp_space_sample(sp_configs *cs, const sp_template *t, long long n,
     return SPTUNE_OK;
 }
 
+static int config_cmp(const void *a, const void *b)
+{
+    const sp_config *x = a, *y = b;
+    for (int k = 0; k < x->nparams; k++)
+        if (x->idx[k] != y->idx[k]) return x->idx[k] < y->idx[k] ? -1 : 1;
+    return 0;
+}
+
+/* Appends c when it is valid and not listed yet. */
+static sptune_status draw_keep(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
+                               sp_configs *out)
+{
+    for (long long i = 0; i < out->n; i++)
+        if (config_cmp(&out->v[i], c) == 0) return SPTUNE_OK;
+    int ok = 0;
+    sptune_status st = sp_template_check(t, c, gpu, p, &ok, NULL);
+    if (st == SPTUNE_OK && ok && sp_configs_push(out, c)) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    return st;
+}
+
+sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, long long n,
+                            unsigned long long seed, sp_configs *out)
+{
+    memset(out, 0, sizeof *out);
+    if (n < 0) return sp_fail(SPTUNE_ERR_INVALID, "negative sample size");
+    sp_config c;
+    sptune_status st = n > 0 ? sp_config_default_for(t, gpu, &c) : SPTUNE_OK;
+    if (st == SPTUNE_OK && n > 0) st = draw_keep(t, gpu, p, &c, out);
+    /* uniform draws over the parameters' product, kept when valid: uniform over the valid configurations */
+    uint64_t s = seed;
+    const long long tries = 200 * n + 1000;
+    for (long long i = 0; st == SPTUNE_OK && out->n < n && i < tries; i++) {
+        c.nparams = sp_template_nparams(t);
+        for (int k = 0; k < c.nparams; k++) c.idx[k] = (int)sp_rng_below(&s, (uint64_t)sp_template_param(t, k)->nvalues);
+        st = draw_keep(t, gpu, p, &c, out);
+    }
+    if (st != SPTUNE_OK) {
+        sp_configs_free(out);
+        return st;
+    }
+    if (out->n < n) { /* valid configurations are rare, or fewer than n: list them and sample */
+        sp_configs_free(out);
+        st = sp_space_collect(t, gpu, p, out);
+        return st == SPTUNE_OK ? sp_space_sample(out, t, n, seed) : st;
+    }
+    qsort(out->v, (size_t)out->n, sizeof *out->v, config_cmp);
+    return SPTUNE_OK;
+}
+
 void sp_configs_free(sp_configs *cs)
 {
     free(cs->v);
