@@ -66,17 +66,29 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
                pos[0], in.M, in.K, sp_tensor_format_name(w.format), in.nonzeros,
                100.0 * (1.0 - (double)in.nonzeros / ((double)in.M * in.K)), t1 - t0, t2 - t1);
         printf("  encoding   %s\n", sptune_slotfill_fixed(m));
-        printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Sparse-TC", 100.0 * in.in_tc / nz,
-               in.bytes_tc, in.bytes_tc / dense);
-        printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Slot-Filling", 100.0 * in.in_slots / nz,
-               in.bytes_slots, in.bytes_slots / dense);
-        printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Residual", 100.0 * in.in_residual / nz,
-               in.bytes_residual, in.bytes_residual / dense);
-        printf("  %-14s %21s %12lld bytes  %.3f of dense\n", "index", "", in.bytes_index, in.bytes_index / dense);
+        if (strstr(sptune_slotfill_fixed(m), "decode=bitmap")) {
+            printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "values", 100.0 * in.in_tc / nz,
+                   in.bytes_tc, in.bytes_tc / dense);
+            printf("  %-14s %21s %12lld bytes  %.3f of dense\n", "bitmaps", "", in.bytes_index, in.bytes_index / dense);
+            printf("  %-14s %21s %12lld bytes  %.3f of dense\n", "padding", "", in.bytes_residual, in.bytes_residual / dense);
+        } else {
+            printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Sparse-TC", 100.0 * in.in_tc / nz,
+                   in.bytes_tc, in.bytes_tc / dense);
+            printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Slot-Filling", 100.0 * in.in_slots / nz,
+                   in.bytes_slots, in.bytes_slots / dense);
+            printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "Residual", 100.0 * in.in_residual / nz,
+                   in.bytes_residual, in.bytes_residual / dense);
+            printf("  %-14s %21s %12lld bytes  %.3f of dense\n", "index", "", in.bytes_index, in.bytes_index / dense);
+        }
         printf("  %-14s %21s %12.0f bytes  %.3f of dense (dense: %lld bytes)\n", "total", "", total, total / dense,
                in.bytes_dense);
         printf("  written to %s%s\n", outp, cli_get(cmd, "no-verify") ? "" : " (decoded back bit for bit first)");
     }
+    /* an encoding no smaller than ~0.9 of dense cannot beat a dense product that streams W as well */
+    if (total > 0.9 * dense)
+        fprintf(stderr, "sptune encode: warning: %s is %.1f%% sparse; its encoding is %.2f of dense bytes, so the dense "
+                "product will be faster (Slot-Filling is for weights pruned to ~50%% or more)\n", pos[0],
+                100.0 * (1.0 - (double)in.nonzeros / ((double)in.M * in.K)), total / dense);
 out:
     sptune_slotfill_free(m);
     sp_tensor_free(&w);

@@ -258,8 +258,8 @@ SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
 typedef struct sptune_slotfill sptune_slotfill;
 
 /* Encodes w (M x K 16-bit floats, row-major; fp16 != 0: fp16, else bf16). config: NULL for the
- * default encoding, or a configuration of slotfill-spmm (only its window, dbits, fill and decode
- * are read). On one core, a 28672 x 8192 matrix takes about a second. */
+ * default encoding (decode=bitmap), or a configuration of slotfill-spmm (only its window, dbits, fill
+ * and decode are read). On one core, a 28672 x 8192 matrix takes about a second. */
 SPTUNE_API sptune_status sptune_slotfill_encode(const void *w, long long M, long long K, int fp16, const char *config,
                                      sptune_slotfill **out);
 /* Reads and checks (magic, version, shape, offsets, checksum) an encoded matrix file. */
@@ -267,10 +267,13 @@ SPTUNE_API sptune_status sptune_slotfill_read(const char *path, sptune_slotfill 
 SPTUNE_API sptune_status sptune_slotfill_write(const sptune_slotfill *m, const char *path);
 /* The bytes to copy to the device, as they are (the kernel reads them there). */
 SPTUNE_API const void *sptune_slotfill_image(const sptune_slotfill *m, size_t *bytes);
-/* The configuration parameters the encoding fixes ("window=128,dbits=8,fill=1,decode=owner,dtype=bf16"),
+/* The configuration parameters the encoding fixes ("window=128,dbits=5,fill=0,decode=bitmap,dtype=bf16"),
  * for sptune_kernel_request.fixed. Valid while m lives. */
 SPTUNE_API const char *sptune_slotfill_fixed(const sptune_slotfill *m);
 
+/* Where W's nonzeros went and the bytes of each part. The bitmap encoding (the default) decodes every
+ * nonzero for the tensor cores: in_tc = nonzeros; bytes_tc its values, bytes_index the bitmaps, block
+ * headers and offsets, bytes_residual the padding; nothing in slots. */
 typedef struct sptune_slotfill_info {
     long long M, K;
     int fp16;

@@ -1,5 +1,7 @@
-/* Slot-Filling encoder, decoder and file image (the format: sp_slotfill.h). */
+/* Slot-Filling encoder, decoder and file image (the format: sp_slotfill.h); the bitmap layout's own
+ * encoder and decoder are in sp_slotfill_bitmap.c. */
 #include "sp_slotfill.h"
+#include "sp_slotfill_internal.h"
 #include "sp_file.h"
 #include "sp_hash.h"
 #include "sp_status.h"
@@ -37,8 +39,11 @@ sptune_status sp_sf_params_check(const sp_sf_params *p)
         return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: dbits %d (3 to %d for a window of %d)", p->dbits, lg + 1,
                        p->window);
     if (p->fill != 0 && p->fill != 1) return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: fill %d (0 or 1)", p->fill);
-    if (p->layout != SP_SF_MASK && p->layout != SP_SF_LIST)
-        return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: layout %d (0 mask, 1 list)", p->layout);
+    if (p->layout != SP_SF_MASK && p->layout != SP_SF_LIST && p->layout != SP_SF_BITMAP)
+        return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: layout %d (0 mask, 1 list, 2 bitmap)", p->layout);
+    if (p->layout == SP_SF_BITMAP && (p->window != 128 || p->dbits != 5 || p->fill != 0))
+        return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: the bitmap layout takes window 128, dbits 5 and fill 0 (got %d, %d, "
+                       "%d)", p->window, p->dbits, p->fill);
     if (p->layout == SP_SF_LIST && p->dbits != sp_sf_list_dbits(p->window))
         return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: a list layout with a window of %d takes dbits %d (a 16-bit entry "
                        "holds the slot and the distance)", p->window, sp_sf_list_dbits(p->window));
@@ -46,7 +51,7 @@ sptune_status sp_sf_params_check(const sp_sf_params *p)
 }
 
 /* Section offsets and sizes from the shape and the extras' length (16-byte units). */
-static void layout(sp_slotfill *m, unsigned long long extra_units)
+void sp_sf_sections(sp_slotfill *m, unsigned long long extra_units)
 {
     m->tiles = (m->M + 15) / 16;
     m->chunks = (m->K + m->params.window - 1) / m->params.window;
@@ -59,7 +64,7 @@ static void layout(sp_slotfill *m, unsigned long long extra_units)
     m->size = m->extra_off + align256(m->extra_bytes);
 }
 
-static void write_header(sp_slotfill *m)
+void sp_sf_write_header(sp_slotfill *m)
 {
     unsigned char *h = m->image;
     memset(h, 0, SP_SF_HEADER);
@@ -92,6 +97,10 @@ void sp_sf_seal(unsigned char *image, size_t size)
 /* The per-layer byte counts, from the shape and the extras (also for images read back). */
 static void byte_stats(sp_slotfill *m)
 {
+    if (m->params.layout == SP_SF_BITMAP) {
+        sp_sf_bitmap_stats(m);
+        return;
+    }
     sp_sf_stats *s = &m->stats;
     long long recs = m->tiles * m->chunks, w = m->params.window;
     s->bytes_tc = recs * 18 * w;
@@ -228,6 +237,7 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
         return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: bad shape %lld x %lld (row stride %lld)", M, K, ld);
     if (!w) return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: no matrix");
     if (dtype != SP_SF_BF16 && dtype != SP_SF_F16) return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: bad dtype %d", dtype);
+    if (p->layout == SP_SF_BITMAP) return sp_sf_encode_bitmap(w, M, K, ld, dtype, p, out);
     const int W = p->window, S = W / 2, steps = W / 32, list = p->layout == SP_SF_LIST;
     const size_t rb = sp_sf_record_bytes(p);
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -236,7 +246,7 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     out->params = *p;
     out->M = M;
     out->K = K;
-    layout(out, 0);
+    sp_sf_sections(out, 0);
     const long long nrec = out->tiles * out->chunks;
     /* extras are built in a growing buffer (words), then copied behind the records */
     size_t xcap = 1 << 16, xlen = 0; /* words */
@@ -244,7 +254,7 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     /* the records and offsets are written in place in the image, allocated with room for extras of a
      * quarter of the records (grown if the matrix needs more); extras are gathered separately */
     size_t room = out->rec_bytes / 4 / 16;
-    layout(out, room);
+    sp_sf_sections(out, room);
     out->image = malloc(out->size);
     if (out->image && out->size >= (8u << 20)) {
         /* large pages for the image: a few hundred faults instead of ~10^5 on first touch */
@@ -347,12 +357,12 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     }
     xoff[nrec] = (uint32_t)(xlen / 4);
     if (xlen / 4 > room) {
-        layout(out, xlen / 4);
+        sp_sf_sections(out, xlen / 4);
         unsigned char *grown = realloc(out->image, out->size);
         if (!grown) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory for a %zu-byte Slot-Filling image", out->size); goto done; }
         out->image = grown;
     }
-    layout(out, xlen / 4);
+    sp_sf_sections(out, xlen / 4);
     /* the padding between sections and after the extras is zero (a file compares byte for byte) */
     memset(out->image, 0, SP_SF_HEADER);
     memset(out->image + out->rec_off + out->rec_bytes, 0, out->xoff_off - out->rec_off - out->rec_bytes);
@@ -360,7 +370,7 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     memcpy(out->image + out->extra_off, xw, xlen * 4);
     memset(out->image + out->extra_off + xlen * 4, 0, out->size - out->extra_off - xlen * 4);
     byte_stats(out);
-    write_header(out);
+    sp_sf_write_header(out);
 done:
     for (int r = 0; r < 16; r++) {
         free(rc[r].val); free(rc[r].idx); free(rc[r].filler); free(rc[r].dist); free(rc[r].resid);
@@ -394,6 +404,7 @@ static int place(uint16_t *w, long long ld, long long M, long long K, long long 
 sptune_status sp_sf_decode(const sp_slotfill *m, uint16_t *w, long long ld)
 {
     if (!m || !m->image || !w || ld < m->K) return sp_fail(SPTUNE_ERR_INVALID, "sp_sf_decode: bad arguments");
+    if (m->params.layout == SP_SF_BITMAP) return sp_sf_decode_bitmap(m, w, ld);
     const int W = m->params.window, steps = W / 32, dbits = m->params.dbits, R = 1 << (dbits - 1);
     const int list = m->params.layout == SP_SF_LIST;
     const size_t rb = sp_sf_record_bytes(&m->params);
@@ -505,10 +516,10 @@ sptune_status sp_sf_adopt(unsigned char *image, size_t size, const char *name, s
         st = sp_fail(SPTUNE_ERR_INVALID, "%s: not an sptune Slot-Filling matrix (no %s header)", name, SP_SF_MAGIC);
         goto fail;
     }
-    if (get32(h + H_VERSION) != SP_SF_VERSION) {
-        st = sp_fail(SPTUNE_ERR_UNSUPPORTED, "%s: format version %u, this sptune reads version %d%s", name,
-                     get32(h + H_VERSION), SP_SF_VERSION,
-                     get32(h + H_VERSION) > SP_SF_VERSION ? " (written by a newer sptune)" : "");
+    const uint32_t version = get32(h + H_VERSION);
+    if (version < 1 || version > SP_SF_VERSION) {
+        st = sp_fail(SPTUNE_ERR_UNSUPPORTED, "%s: format version %u, this sptune reads versions 1 to %d%s", name, version,
+                     SP_SF_VERSION, version > SP_SF_VERSION ? " (written by a newer sptune)" : "");
         goto fail;
     }
     out->dtype = (sp_sf_dtype)get32(h + H_DTYPE);
@@ -518,7 +529,8 @@ sptune_status sp_sf_adopt(unsigned char *image, size_t size, const char *name, s
     out->params.layout = (int)get32(h + H_LAYOUT);
     uint64_t M = get64(h + H_M), K = get64(h + H_K);
     if (get32(h + H_HEADER) != SP_SF_HEADER || (out->dtype != SP_SF_BF16 && out->dtype != SP_SF_F16) ||
-        sp_sf_params_check(&out->params) != SPTUNE_OK || M < 1 || K < 1 || M > (1ull << 31) || K > (1ull << 31)) {
+        sp_sf_params_check(&out->params) != SPTUNE_OK || M < 1 || K < 1 || M > (1ull << 31) || K > (1ull << 31) ||
+        (out->params.layout == SP_SF_BITMAP && version < 2)) {
         st = sp_fail(SPTUNE_ERR_INVALID, "%s: damaged header (shape, type or parameters out of range)", name);
         goto fail;
     }
@@ -529,7 +541,7 @@ sptune_status sp_sf_adopt(unsigned char *image, size_t size, const char *name, s
         st = sp_fail(SPTUNE_ERR_INVALID, "%s: damaged header (extras of %llu bytes)", name, (unsigned long long)extra);
         goto fail;
     }
-    layout(out, (extra - 16) / 16);
+    sp_sf_sections(out, (extra - 16) / 16);
     if (get64(h + H_REC) != out->rec_bytes || get64(h + H_XOFF) != out->xoff_bytes || out->size != size) {
         st = sp_fail(SPTUNE_ERR_INVALID, "%s: %zu bytes where the header describes %zu: truncated or damaged", name, size,
                      out->size);

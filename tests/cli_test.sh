@@ -203,12 +203,16 @@ hdr = json.dumps({'__metadata__': {'format': 'pt'}, 'bias': {'dtype': 'F32', 'sh
                   'mlp.up.weight': {'dtype': 'BF16', 'shape': [rows, cols], 'data_offsets': [8, 8 + len(data)]}}).encode()
 open(sys.argv[1] + '/w.safetensors', 'wb').write(struct.pack('<Q', len(hdr)) + hdr + b'\0' * 8 + data)
 open(sys.argv[1] + '/w.raw', 'wb').write(data)
+open(sys.argv[1] + '/dense.raw', 'wb').write(struct.pack('<%dH' % (rows * cols), *[v or 0x3f80 for v in vals]))
 PY
   expect 0 "encode a safetensors tensor" "$bin" encode "$tmp/w.safetensors" --tensor mlp.up.weight --out "$tmp/w.sf"
-  has "encode reports the layers" "Sparse-TC .* of dense"; has "encode reports the total" "total .* of dense"
+  has "encode reports the parts" "bitmaps .* of dense"; has "encode reports the total" "total .* of dense"
+  has "encode: the default encoding is the bitmap" "decode=bitmap"
   has "encode decodes back" "decoded back bit for bit"
   expect 0 "encode raw, list layout" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w2.sf" --config decode=list,dbits=6,fill=1 --json
   has "encode --json" '"encoding":"window=128,dbits=6,fill=1,decode=list,dtype=bf16"'
+  expect 0 "encode raw, three layers" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w5.sf" --config decode=owner,dbits=6,fill=1
+  has "encode reports the three layers" "Sparse-TC .* of dense"
   cp "$tmp/w.raw" "$tmp/q\"u	o.raw"   # a quote and a tab in the name: JSON must escape them
   expect 0 "encode --json, a name to escape" "$bin" encode "$tmp/q\"u	o.raw" --shape 70x300 --dtype bf16 \
     --out "$tmp/w4.sf" --json
@@ -217,6 +221,8 @@ PY
     { fail=$((fail + 1)); echo "FAIL: encode --json is not valid JSON: $out"; }
   expect 0 "encode raw, default layout" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w3.sf"
   cmp -s "$tmp/w.sf" "$tmp/w3.sf" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the same matrix from two files encodes differently"; }
+  expect 0 "encode a matrix that is not sparse" "$bin" encode "$tmp/dense.raw" --shape 70x300 --dtype bf16 --out "$tmp/d.sf"
+  has "encode warns about a dense matrix" "warning: .* 0.0% sparse; its encoding is 1.1[0-9] of dense bytes"
   expect 2 "encode, no tensor name" "$bin" encode "$tmp/w.safetensors" --out "$tmp/x.sf"; has "tensor name asked" "name the tensor"
   expect 1 "encode, unknown tensor" "$bin" encode "$tmp/w.safetensors" --tensor nope --out "$tmp/x.sf"; has "unknown tensor" "no tensor named 'nope'"
   expect 1 "encode, F32 tensor" "$bin" encode "$tmp/w.safetensors" --tensor bias --out "$tmp/x.sf"; has "F32 refused" "BF16 or F16 is needed"

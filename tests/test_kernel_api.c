@@ -284,8 +284,8 @@ int main(void)
     CHECK_ST(sptune_kernel_get(&shortk, &k), SPTUNE_OK);
     if (k) {
         CHECK(sptune_kernel_origin(k, NULL) == SPTUNE_ORIGIN_DEFAULT);
-        CHECK_MSG(!strcmp(sptune_kernel_config(k), "dtype=bf16,window=64,dbits=7,fill=0,warps=2,bn=8,stages=2,split=2,"
-                                                    "decode=list,ecap=128,vec=8"),
+        CHECK_MSG(!strcmp(sptune_kernel_config(k), "dtype=bf16,window=64,dbits=7,fill=0,warps=4,bn=8,stages=6,split=2,"
+                                                    "decode=list,tpw=1,ring=36,ecap=128,vec=8"),
                   "%s", sptune_kernel_config(k));
         sptune_kernel_free(k);
     }

@@ -94,7 +94,8 @@ static void round_trip(const char *what, const uint16_t *w, long long M, long lo
 static const sp_sf_params params[] = {
     {64, 7, 1, SP_SF_MASK}, {128, 8, 1, SP_SF_MASK}, {256, 9, 1, SP_SF_MASK}, {128, 5, 1, SP_SF_MASK},
     {256, 6, 1, SP_SF_MASK}, {64, 3, 1, SP_SF_MASK}, {128, 8, 0, SP_SF_MASK},
-    {64, 7, 1, SP_SF_LIST}, {128, 6, 1, SP_SF_LIST}, {256, 5, 1, SP_SF_LIST}, {128, 6, 0, SP_SF_LIST}};
+    {64, 7, 1, SP_SF_LIST}, {128, 6, 1, SP_SF_LIST}, {256, 5, 1, SP_SF_LIST}, {128, 6, 0, SP_SF_LIST},
+    {128, 5, 0, SP_SF_BITMAP}};
 #define NPARAMS (int)(sizeof params / sizeof params[0])
 
 static void test_round_trips(void)
@@ -156,7 +157,8 @@ static void test_bad_params(void)
     uint16_t w[64] = {1};
     sp_slotfill m;
     static const sp_sf_params bad[] = {{32, 6, 1, 0}, {100, 7, 1, 0}, {128, 9, 1, 0}, {128, 2, 1, 0}, {64, 8, 1, 0},
-                                       {128, 8, 2, 0}, {128, 8, 1, 1}, {128, 6, 1, 2}};
+                                       {128, 8, 2, 0}, {128, 8, 1, 1}, {128, 6, 1, 3}, {64, 5, 0, 2},
+                                       {128, 6, 0, 2}, {128, 5, 1, 2}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_ST(sp_sf_encode(w, 4, 16, 16, SP_SF_BF16, &bad[i], &m), SPTUNE_ERR_INVALID);
         CHECK(m.image == NULL);
@@ -185,7 +187,7 @@ static void test_hostile(void)
         CHECK(r.image == NULL); } while (0)
     TRY(memcpy(img, "NOTASFMX", 8), n, SPTUNE_ERR_INVALID, "not an sptune Slot-Filling matrix");
     TRY((void)0, 100, SPTUNE_ERR_INVALID, "not an sptune Slot-Filling matrix");
-    TRY(img[8] = 2, n, SPTUNE_ERR_UNSUPPORTED, "written by a newer sptune");
+    TRY(img[8] = 3, n, SPTUNE_ERR_UNSUPPORTED, "written by a newer sptune");
     TRY((void)0, n - 256, SPTUNE_ERR_INVALID, "truncated or damaged");
     TRY(img[n - 300] ^= 1, n, SPTUNE_ERR_INVALID, "checksum mismatch");
     TRY(img[m.rec_off + 5] ^= 0x40, n, SPTUNE_ERR_INVALID, "checksum mismatch");
@@ -231,8 +233,67 @@ static void test_hostile(void)
     free(w);
 }
 
+/* The bitmap layout: 0.5625 of dense bytes and a bit more (offsets, headers, padding) at 50 %, whatever
+ * the pattern; a version-1 image of it refused; damaged blocks refused by the decoder, never read past. */
+static void test_bitmap(void)
+{
+    const long long M = 256, K = 4096;
+    uint16_t *w = make(SKEWED, M, K, 0.5);
+    if (!w) { CHECK(0); return; }
+    sp_slotfill m;
+    const sp_sf_params p = {128, 5, 0, SP_SF_BITMAP};
+    CHECK_ST(sp_sf_encode(w, M, K, K, SP_SF_BF16, &p, &m), SPTUNE_OK);
+    if (!m.image) { free(w); return; }
+    const double nz = (double)m.stats.nonzeros, dense = (double)m.stats.bytes_dense;
+    const double bytes = (double)(m.stats.bytes_tc + m.stats.bytes_fill + m.stats.bytes_residual + m.stats.bytes_index);
+    CHECK(m.stats.tc == m.stats.nonzeros && m.stats.filled == 0 && m.stats.residual == 0);
+    CHECK_MSG(bytes / dense < 2 * nz / dense + 0.0625 + 0.01 && bytes <= (double)m.size, "bitmap: %.4f of dense for %.3f "
+              "density", bytes / dense, nz / (M * K));
+    printf("bitmap, skewed rows at %.1f %% density: %.4f of dense bytes (values %.4f, index %.4f, padding %.4f)\n",
+           100 * nz / (M * K), bytes / dense, m.stats.bytes_tc / dense, m.stats.bytes_index / dense,
+           m.stats.bytes_residual / dense);
+    sp_slotfill r;
+    const size_t n = m.size;
+    unsigned char *img = malloc(n);
+    memcpy(img, m.image, n);
+    img[8] = 1; /* a bitmap image claims version 1 */
+    CHECK_ST(sp_sf_adopt(img, n, "v1.sf", &r), SPTUNE_ERR_INVALID);
+    uint16_t *back = malloc((size_t)(M * K) * 2);
+    const uint32_t *xoff = (const uint32_t *)(m.image + m.xoff_off);
+    /* sealed but wrong: a step offset, a bit more than the block's values, a block's size */
+    const size_t blk = m.extra_off + (size_t)xoff[3] * 16;
+    static const struct { size_t at; unsigned char x; const char *says; } bad[] = {
+        {2, 0x02, "step 1's values at byte"}, {SP_SF_BM_HEADER + 8 * 5, 0x01, "tile 0 chunk 3: "}};
+    for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+        img = malloc(n);
+        memcpy(img, m.image, n);
+        img[blk + bad[b].at] ^= bad[b].x;
+        sp_sf_seal(img, n);
+        CHECK_ST(sp_sf_adopt(img, n, "b.sf", &r), SPTUNE_OK);
+        if (r.image) {
+            CHECK_ST(sp_sf_decode(&r, back, K), SPTUNE_ERR_INVALID);
+            CHECK_MSG(has(sptune_last_error(), bad[b].says), "%s", sptune_last_error());
+        }
+        sp_sf_free(&r);
+    }
+    for (size_t at = m.xoff_off; at < n; at += 1 + (n - m.xoff_off) / 97) {
+        img = malloc(n);
+        memcpy(img, m.image, n);
+        img[at] ^= 0x5a;
+        sp_sf_seal(img, n);
+        if (sp_sf_adopt(img, n, "z.sf", &r) == SPTUNE_OK) {
+            sp_sf_decode(&r, back, K);
+            sp_sf_free(&r);
+        }
+    }
+    free(back);
+    sp_sf_free(&m);
+    free(w);
+}
+
 int main(void)
 {
+    test_bitmap();
     test_round_trips();
     test_layers();
     test_bad_params();

@@ -1,47 +1,61 @@
 -- slotfill-spmm: Y[N x M] = X[N x K] * W^T for a weight matrix W (M x K, nn.Linear's layout) at
--- moderate unstructured sparsity, stored in the three Slot-Filling layers (runtime/sp_slotfill.h:
--- the format, its encoder and its CPU decoder). X and Y are token-major (N tokens of K and of M
--- features), as inference engines keep activations; fp32 accumulation; bf16 or fp16.
+-- moderate unstructured sparsity, in an encoded image (runtime/sp_slotfill.h: the format, its encoders
+-- and CPU decoders). X and Y are token-major (N tokens of K and of M features), as inference engines
+-- keep activations; fp32 accumulation; bf16 or fp16. Two kernels, by the image's layout (`decode`):
 --
--- A CTA takes `warps` 16-row tiles of W (one per warp) and `bn` tokens; its K range (all of it, or
+-- bitmap (the default; lib/slotfill_bitmap.lua): a bit per element in mma fragment order and the
+-- values (0.5625 of dense bytes at 50 %, any pattern), streamed through a byte ring by a producer warp
+-- (bulk copies, mbarriers), decoded by each warp straight into mma.m16n8k16 A fragments. It beats the
+-- three-layer kernel below on every measured shape (bench/RESULTS.md): fewer bytes and no correction pass.
+--
+-- owner / list (the three-layer design: 2:4 on sparse tensor cores, filled slots and a residual):
+-- a CTA takes `warps` 16-row tiles of W (one per warp) and `bn` tokens; its K range (all of it, or
 -- a 1/split share when a cluster of `split` CTAs splits K) is walked `window` columns at a time
 -- through a cp.async pipeline of `stages` stages. Each stage holds every warp's fixed-size record
 -- (2:4 values and metadata in mma.sp register order, the filled-slot masks) and the first `ecap`
 -- words of its extras (distances, residual), and the X chunk (bn x window). Per chunk, a warp:
 --   1. decodes the Slot-Filling and Residual entries on CUDA cores and scatters them into the
 --      warp's 16 x window correction tile (`decode`, which also picks the encoding's layout:
---      `owner`, each lane its own filled slots from the record's masks, its first distance found
---      by a warp prefix sum of the masks' popcounts; `list`, 16-bit entries spread evenly over the
---      lanes, the masks rebuilt in shared memory with atomic ORs);
+--      `owner`, each lane its own filled slots from the record's masks, its first distance found by a
+--      warp prefix sum of the masks' popcounts; `list`, 16-bit entries spread evenly over the lanes,
+--      the masks rebuilt in shared memory with atomic ORs);
 --   2. runs mma.sp (sparse tensor cores) over the 2:4 layer with the filled slots masked out, and
 --      mma.sync over the touched 16 x 16 blocks of the correction tile (whose values sit at their
 --      true columns), both into the same fp32 accumulators, then clears the touched blocks.
 -- With split > 1 the cluster's CTAs add their partial tiles through distributed shared memory,
 -- each CTA writing a slice of the output: no second pass over global memory.
 -- Any M, N, K: tails are zero (the encoder pads W; X is loaded with zero fill; K % 8 != 0 or an
--- unaligned X takes element-wise loads). sm_80+ (mma.sp, cp.async); split needs clusters (sm_90+).
+-- unaligned X takes element-wise loads). owner/list: sm_80+ (mma.sp, cp.async), split needs
+-- clusters (sm_90+); bitmap: sm_90+ (bulk copies, mbarrier transactions).
 local text = require("lib.text")
 local args = require("lib.args")
 local cuda = require("lib.cuda")
+local bitmap = require("lib.slotfill_bitmap")
 
 -- Defaults: the best measured on an H200 at decode sizes (bench/RESULTS.md, slotfill table).
 local params = {
   {name = "dtype", values = {"bf16", "f16"}, default = "bf16",
    doc = "16-bit float format of W, X and Y (the problem's fp16 chooses it)"},
   {name = "window", values = {64, 128, 256}, default = 128,
-   doc = "encoding: columns per chunk, the k depth of a pipeline stage (fillers stay in their chunk)"},
-  {name = "dbits", values = {5, 6, 7, 8, 9}, default = 6,
+   doc = "encoding: columns per chunk, the k depth of a pipeline stage (fillers stay in their chunk; bitmap: 128)"},
+  {name = "dbits", values = {5, 6, 7, 8, 9}, default = 5,
    doc = "encoding: bits of a filler's distance (reach +-2^(dbits-1) columns): fewer bits, more residual"},
   {name = "fill", values = {1, 0}, default = 0,
    doc = "encoding: overflow nonzeros go into free 2:4 slots (1) or all to the residual (0)"},
-  {name = "warps", values = {2, 4, 8}, default = 2, doc = "warps per CTA, a 16-row tile each (block tile M = 16 warps)"},
+  {name = "warps", values = {2, 4, 8}, default = 4,
+   doc = "warps per CTA (bitmap: consumer warps, plus one producer), a 16-row tile each (x tpw)"},
   {name = "bn", values = {8, 16, 32, 64}, default = 8, doc = "block tile N: tokens per CTA"},
-  {name = "stages", values = {2, 3, 4, 6}, default = 2, doc = "cp.async pipeline depth"},
-  {name = "split", values = {1, 2, 4, 8}, default = 4,
+  {name = "stages", values = {2, 3, 4, 6, 8}, default = 8,
+   doc = "cp.async pipeline depth (bitmap: chunks in flight at most, one mbarrier pair each)"},
+  {name = "split", values = {1, 2, 4, 8}, default = 2,
    doc = "split-K over a thread-block cluster, reduced through distributed shared memory (sm_90+)"},
-  {name = "decode", values = {"owner", "list"}, default = "list",
-   doc = "encoding and decoder of the filled slots: a mask per lane, each lane decoding its own slots after a "
-      .. "warp prefix sum (fewest bytes), or a list of 16-bit entries decoded evenly by all lanes"},
+  {name = "decode", values = {"bitmap", "owner", "list"}, default = "bitmap",
+   doc = "encoding and its decoder: a bit per element and the values, decoded into tensor-core fragments "
+      .. "(bitmap); or 2:4 on sparse tensor cores with filled slots, a mask per lane each lane decoding its own "
+      .. "slots after a warp prefix sum (owner), or a list of 16-bit entries decoded evenly by all lanes (list)"},
+  {name = "tpw", values = {1, 2}, default = 1, doc = "bitmap: 16-row tiles per warp (they share the X fragments)"},
+  {name = "ring", values = {36, 48, 60}, default = 36,
+   doc = "bitmap: KB of the shared-memory ring the producer streams W's blocks and X's tiles through"},
   {name = "ecap", values = {32, 64, 128}, default = 128,
    doc = "extras words staged per warp and 64 columns of a chunk; more are read from global memory"},
   {name = "vec", values = {16, 8}, default = 8, doc = "bytes per cp.async of the weight records"},
@@ -101,9 +115,28 @@ local constraints = {
    check = function(c, gpu, p) return p == nil or c.bn <= math.max(8, (p.N + 7) // 8 * 8) end},
   {why = "each split has at least one chunk",
    check = function(c, gpu, p) return p == nil or c.split == 1 or (p.K + c.window - 1) // c.window >= c.split end},
+  {why = "the bitmap layout takes window 128 and neither filling nor distances (fill 0, dbits 5)",
+   check = function(c) return c.decode ~= "bitmap" or (c.window == 128 and c.fill == 0 and c.dbits == 5) end},
+  {why = "the bitmap kernel stages no records or extras (ecap and vec at their defaults)",
+   check = function(c) return c.decode ~= "bitmap" or (c.ecap == 128 and c.vec == 8) end},
+  {why = "tpw and ring are the bitmap kernel's (1 and 36 for the others)",
+   check = function(c) return c.decode == "bitmap" or (c.tpw == 1 and c.ring == 36) end},
+  {why = "the three-layer kernels pipeline at most 6 stages",
+   check = function(c) return c.decode == "bitmap" or c.stages <= 6 end},
+  {why = "bitmap: bulk copies and mbarrier transactions, sm_90 or newer",
+   check = function(c, gpu) return c.decode ~= "bitmap" or gpu.tma end},
+  {why = "bitmap: the ring holds the largest chunk (every block dense) and the split-K partial tiles",
+   check = function(c)
+     if c.decode ~= "bitmap" then return true end
+     local l = bitmap.layout(c)
+     if l.need_max > l.ring or l.red > l.ring then
+       return false, string.format("%d and %d bytes > %d", l.need_max, l.red, l.ring)
+     end
+     return true
+   end},
   {why = "shared memory fits",
    check = function(c, gpu, p)
-     local need = layout(c, p and p.K).total
+     local need = c.decode == "bitmap" and bitmap.layout(c).total or layout(c, p and p.K).total
      if need > gpu.smem_per_block then return false, string.format("%d bytes > %d", need, gpu.smem_per_block) end
      return true
    end},
@@ -445,13 +478,21 @@ return {
   kernel = function(c, gpu) return kernel_name(c) end,
 
   launch = function(c, p, gpu)
-    local l = layout(c, p.K)
     local tiles = (p.M + 15) // 16
+    if c.decode == "bitmap" then
+      local nt = c.warps * c.tpw
+      return {grid = {(tiles + nt - 1) // nt, (p.N + c.bn - 1) // c.bn, c.split},
+              block = {32 * (c.warps + 1), 1, 1}, smem = bitmap.layout(c).total, cluster = {1, 1, c.split}}
+    end
+    local l = layout(c, p.K)
     return {grid = {(tiles + c.warps - 1) // c.warps, (p.N + c.bn - 1) // c.bn, c.split},
             block = {32 * c.warps, 1, 1}, smem = l.total, cluster = {1, 1, c.split}}
   end,
 
   emit = function(c, p, gpu)
+    if c.decode == "bitmap" then
+      return cuda.prelude .. "\n" .. bitmap.emit(c, kernel_name(c), args.params(ARGS), c.dtype == "f16")
+    end
     local l = layout(c, nil)
     return text.fill([[
 ${prelude}
