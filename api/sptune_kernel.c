@@ -787,17 +787,18 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
         else if (x->decl.type == SP_ARG_U64) v = (long long)*(const unsigned long long *)args[i];
         else continue;
         if (i == k->tokens_arg) {
-            if (v < 1 || v > x->dim)
+            if (v == 0) tokens = 0; /* an empty batch: nothing to launch (the other arguments still checked) */
+            else if (v < 1 || v > x->dim)
                 return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: %s=%lld, but the kernel serves %s from 1 to "
                                "%lld (the problem it was got for; get one for a larger %s)", x->decl.name, v,
                                x->decl.name, x->dim, x->decl.name);
-            tokens = v;
+            else tokens = v;
         } else if (v != x->dim) {
             return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch: %s=%lld, but the kernel was got for %s=%lld "
                            "(get one for this problem)", x->decl.name, v, x->decl.name, x->dim);
         }
     }
-    return launch_checked(k, stream, args, tokens);
+    return tokens == 0 ? SPTUNE_OK : launch_checked(k, stream, args, tokens);
 }
 
 /* Whether a workspace of `bytes` holds every capacity at its bound (else typical), and that it holds
@@ -840,16 +841,23 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
                                       size_t workspace_bytes)
 {
     if (!k || !tensors) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: no kernel or no tensors");
-    if (tokens != 0 && k->tokens_arg < 0)
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %s has no token count to set (pass 0)", k->op);
-    if (tokens < 0 || (k->tokens_arg >= 0 && tokens > max_tokens(k)))
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %lld tokens, but the kernel serves 1 to %lld (0: "
-                       "the problem's)", tokens, max_tokens(k));
+    if (tokens > 0 && k->tokens_arg < 0)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %s has no token count to set (pass "
+                       "SPTUNE_ALL_TOKENS)", k->op);
+    if (tokens < SPTUNE_ALL_TOKENS || (k->tokens_arg >= 0 && tokens > max_tokens(k)))
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %lld tokens, but the kernel serves 0 to %lld "
+                       "(SPTUNE_ALL_TOKENS: the problem's)", tokens, max_tokens(k));
     int at_bound = 0;
     sptune_status st = workspace_mode(k, "sptune_kernel_launch_ws", workspace_bytes, &at_bound);
     if (st != SPTUNE_OK) return st;
     if (workspace_bytes > 0 && !workspace)
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %zu bytes of workspace at address 0", workspace_bytes);
+    /* the parts are cut at 256-byte multiples of the base, and the kernels' vector accesses assume the
+     * base is aligned as cudaMalloc aligns it */
+    if (workspace_bytes > 0 && workspace % 256 != 0)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: the workspace at 0x%llx is not 256-byte aligned "
+                       "(cudaMalloc's allocations are)", workspace);
+    if (tokens == 0) return SPTUNE_OK; /* an empty batch (an expert that got no tokens): nothing to launch */
     unsigned long long ptr[SP_MAX_ARGS];
     long long num[SP_MAX_ARGS];
     int i32[SP_MAX_ARGS];
@@ -871,7 +879,7 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
             break;
         default: {   /* a dimension: the problem's; a scalar: its declared size */
             long long v = x->decl.role == SP_ROLE_SCALAR ? (at_bound ? x->bound : x->typical)
-                          : i == k->tokens_arg && tokens != 0 ? tokens : x->dim;
+                          : i == k->tokens_arg && tokens > 0 ? tokens : x->dim;
             if (x->decl.type != SP_ARG_I32 && x->decl.type != SP_ARG_U32 && x->decl.type != SP_ARG_U64) v = -1;
             if (v < 0)
                 return sp_fail(SPTUNE_ERR_INVALID,
@@ -885,7 +893,7 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
         }
     }
     /* every dimension is the kernel's own and the token count was checked above */
-    return launch_checked(k, stream, args, k->tokens_arg < 0 ? -1 : tokens != 0 ? tokens : max_tokens(k));
+    return launch_checked(k, stream, args, k->tokens_arg < 0 ? -1 : tokens > 0 ? tokens : max_tokens(k));
 }
 
 void sptune_kernel_free(sptune_kernel *k)

@@ -229,6 +229,21 @@ static sptune_status dims_fail(const sp_template *t, const char *text, const cha
     return st;
 }
 
+/* Every dimension within its range (template ranges and the kernels' integer types). */
+static sptune_status check_ranges(const sp_template *t, const sp_problem *p, const char *text)
+{
+    for (int i = 0; i < t->ndims; i++) {
+        const double v = p->v[i], lo = t->dim_min[i], hi = t->dim_max[i];
+        if (v >= lo && v <= hi && (!t->dim_int[i] || v == floor(v))) continue;
+        char range[96];
+        if (isinf(hi)) snprintf(range, sizeof range, "%s %g or more", t->dim_int[i] ? "an integer," : "a number,", lo);
+        else if (isinf(lo)) snprintf(range, sizeof range, "%s at most %g", t->dim_int[i] ? "an integer," : "a number,", hi);
+        else snprintf(range, sizeof range, "%s from %.10g to %.10g", t->dim_int[i] ? "an integer" : "a number", lo, hi);
+        return sp_fail(SPTUNE_ERR_INVALID, "%s=%.17g in problem '%s': %s must be %s", t->dims[i], v, text, t->dims[i], range);
+    }
+    return SPTUNE_OK;
+}
+
 sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_problem *out)
 {
     if (!t || !text || !out) return sp_fail(SPTUNE_ERR_INVALID, "sp_problem_parse: missing argument");
@@ -266,7 +281,7 @@ sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_proble
         }
         for (int i = 0; i < t->ndims; i++)
             if (!seen[i] && !t->dim_optional[i]) return dims_fail(t, text, ", ", "missing dimension '%s'", t->dims[i]);
-        return SPTUNE_OK;
+        return check_ranges(t, out, text);
     }
     /* "4096x4096x4096": the declared order. */
     const char *s = text;
@@ -286,7 +301,7 @@ sptune_status sp_problem_parse(const sp_template *t, const char *text, sp_proble
     }
     if (k != t->ndims && !t->dim_optional[k])
         return dims_fail(t, text, " x ", "missing dimension '%s'", t->dims[k]);
-    return SPTUNE_OK;
+    return check_ranges(t, out, text);
 }
 
 int sp_problem_get(const sp_problem *p, const char *name, double *v)

@@ -322,6 +322,56 @@ static void read_params(lua_State *L, sp_template *t, int m, int T)
     lua_settop(L, ps - 1);
 }
 
+/* ranges: what a problem's dimensions may be. A dimension passed to the kernels as an i32 or u32 is an
+ * integer from 1 to the type's limit; `ranges = {name = {min, max, int = true}}` bounds the others (the
+ * data's: percentages, categories). Needs dims and args read. */
+static void read_ranges(lua_State *L, sp_template *t, int m)
+{
+    for (int d = 0; d < t->ndims; d++) {
+        t->dim_min[d] = -HUGE_VAL;
+        t->dim_max[d] = HUGE_VAL;
+        t->dim_int[d] = 0;
+        for (int a = 0; a < t->nargs; a++)
+            if (t->args[a].role == SP_ROLE_DIM && strcmp(t->args[a].name, t->dims[d]) == 0 &&
+                (t->args[a].type == SP_ARG_I32 || t->args[a].type == SP_ARG_U32)) {
+                t->dim_min[d] = 1;
+                t->dim_max[d] = t->args[a].type == SP_ARG_I32 ? 2147483647.0 : 4294967295.0;
+                t->dim_int[d] = 1;
+            }
+    }
+    int ty = rawfield(L, m, "ranges"), r = lua_gettop(L);
+    if (ty != LUA_TNIL && ty != LUA_TTABLE) vfail(L, t, "ranges must be a table of name = {min, max} (got %s)", luaL_typename(L, r));
+    for (int d = 0; ty == LUA_TTABLE && d < t->ndims; d++) {
+        int e = rawfield(L, r, t->dims[d]);
+        if (e != LUA_TNIL) {
+            int x = lua_gettop(L);
+            lua_rawgeti(L, x, 1);
+            lua_rawgeti(L, x, 2);
+            if (e != LUA_TTABLE || lua_type(L, -2) != LUA_TNUMBER || lua_type(L, -1) != LUA_TNUMBER ||
+                !(lua_tonumber(L, -2) <= lua_tonumber(L, -1)))
+                vfail(L, t, "ranges.%s must be {min, max} with min <= max", t->dims[d]);
+            t->dim_min[d] = lua_tonumber(L, -2);
+            t->dim_max[d] = lua_tonumber(L, -1);
+            rawfield(L, x, "int");
+            t->dim_int[d] = lua_toboolean(L, -1);
+            lua_pop(L, 3);
+        }
+        lua_pop(L, 1);
+    }
+    if (ty == LUA_TTABLE) { /* every entry names a dimension */
+        lua_pushnil(L);
+        while (lua_next(L, r)) {
+            int found = 0;
+            for (int d = 0; d < t->ndims && lua_type(L, -2) == LUA_TSTRING && !found; d++)
+                found = strcmp(lua_tostring(L, -2), t->dims[d]) == 0;
+            if (!found) vfail(L, t, "ranges names %s, which is not a dimension", lua_type(L, -2) == LUA_TSTRING ?
+                              lua_tostring(L, -2) : "a non-name");
+            lua_pop(L, 1);
+        }
+    }
+    lua_pop(L, 1);
+}
+
 /* args: the kernels' argument list, declared once (gen/sp_args.h). Needs dims and params read. */
 /* A scalar's typical or bound size: an expression of dimensions and integer parameters (the first
  * nbase names), or nothing. */
@@ -549,6 +599,7 @@ static int tpl_load(lua_State *L)
     read_dims(L, t, m);
     read_params(L, t, m, T);
     read_args(L, t, m);
+    read_ranges(L, t, m);
     read_tokens(L, t, m);
     read_constraints(L, t, m, T);
     read_functions(L, t, m, T);

@@ -36,6 +36,8 @@ struct sp_template {
     char dims[SP_MAX_DIMS][24];
     int dim_optional[SP_MAX_DIMS];   /* 1: the dimension may be left out of a problem and takes dim_default */
     double dim_default[SP_MAX_DIMS];
+    double dim_min[SP_MAX_DIMS], dim_max[SP_MAX_DIMS]; /* a problem's value must lie in [min, max] */
+    int dim_int[SP_MAX_DIMS];                          /* and be an integer */
     int tokens;        /* index of the dimension a launch may lower (the token count), -1 when none */
     int nconstraints;
     char **why;        /* nconstraints entries */

@@ -179,7 +179,7 @@ SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int inde
  * sptune_kernel_args). The module is loaded into the context current at the first launch,
  * which must stay the current context for later launches. Checks the launches, not completion.
  * The token count (the dimension sptune_kernel_tokens names: M, slotfill-spmm's N) may be anything
- * from 1 to the problem's: one kernel object serves every batch up to the problem's, the grid and
+ * from 1 to the problem's (0: an empty batch, nothing launched): one kernel object serves every batch up to the problem's, the grid and
  * tensor maps of each launch made for the count passed (worked out once per count; the last 16 kept).
  * A count above the problem's, or another dimension different from the problem's, is
  * SPTUNE_ERR_INVALID. The configuration is the one found for the problem as got: get a second
@@ -195,14 +195,17 @@ SPTUNE_API const char *sptune_kernel_tokens(const sptune_kernel *k, long long *m
  * arguments as sptune_kernel_workspace counts them (256-byte parts in declaration order). The
  * capacities are their bounds when the workspace holds them, else their typical values (at least
  * sptune_kernel_workspace(k, 0, ...) bytes are needed: SPTUNE_ERR_INVALID otherwise); `tokens` is the
- * token count (1 to the problem's; 0: the problem's), the other dimensions the problem's. The op
- * clears what it needs of the workspace itself. */
+ * token count (1 to the problem's; 0: an empty batch, nothing launched; SPTUNE_ALL_TOKENS: the problem's),
+ * the other dimensions the problem's. The workspace's base is 256-byte aligned (cudaMalloc's are;
+ * SPTUNE_ERR_INVALID otherwise). The op clears what it needs of the workspace itself. */
+#define SPTUNE_ALL_TOKENS (-1LL) /* the token count of the problem the kernel was got for */
 SPTUNE_API sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long tokens,
                                                  const unsigned long long *tensors, unsigned long long workspace,
                                                  size_t workspace_bytes);
 
 /* Launch helpers per family, over sptune_kernel_launch_ws: device pointers (CUdeviceptr), the token
- * count (1 to the problem's; 0: the problem's) and a stream. Each refuses a kernel of another op.
+ * count (1 to the problem's; 0: an empty batch, nothing launched, SPTUNE_OK; SPTUNE_ALL_TOKENS: the
+ * problem's) and a stream. Each refuses a kernel of another op.
  * twell-ffn: Y = (relu(X Wg^T) * (X Wu^T)) Wd, X and Y tokens x D, Wg, Wu, Wd F x D, bf16. */
 SPTUNE_API sptune_status sptune_twell_ffn(sptune_kernel *k, void *stream, long long tokens, unsigned long long x,
                                           unsigned long long w_gate, unsigned long long w_up,

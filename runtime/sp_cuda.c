@@ -261,18 +261,23 @@ sptune_status sp_cuda_driver_version_text(char *buf, size_t len)
     if (!buf || len == 0) return sp_fail(SPTUNE_ERR_INVALID, "driver version: no buffer");
     buf[0] = 0;
     /* Kept once known: a process forked after the driver was initialised (the CLI's per-GPU
-     * coordinators) must not call into it again, and the answer cannot change. Concurrent first
-     * calls write the same bytes. */
+     * coordinators) must not call into it again, and the answer cannot change. Any thread may ask. */
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
     static char known[32];
-    if (known[0]) return sp_copy_out(buf, len, known, "driver version");
+    char text[32];
+    pthread_mutex_lock(&lock);
+    snprintf(text, sizeof text, "%s", known);
+    pthread_mutex_unlock(&lock);
+    if (text[0]) return sp_copy_out(buf, len, text, "driver version");
     const sp_cuda_api *api;
     sptune_status st = sp_cuda_driver(&api);
     if (st != SPTUNE_OK) return st;
     int v = 0;
     st = SP_CU(api->DriverGetVersion(&v));
     if (st != SPTUNE_OK) return st;
-    char text[32];
     snprintf(text, sizeof text, "%d.%d", v / 1000, (v % 1000) / 10);
+    pthread_mutex_lock(&lock);
     memcpy(known, text, sizeof known);
+    pthread_mutex_unlock(&lock);
     return sp_copy_out(buf, len, text, "driver version");
 }

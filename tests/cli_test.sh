@@ -108,6 +108,19 @@ has "best serves the dense layer for neurons as they come" "hot=8 \(exact"
 expect 2 "best, unknown op" "$bin" best nope --gpu h100 --shape M=1;   has "best unknown op" "no template 'nope'"
 expect 2 "best, no shape" "$bin" best gemm --gpu h100;                   has "best needs --shape" "--shape is required"
 expect 2 "best, bad shape" "$bin" best gemm --gpu h100 --shape M=1,N=2
+# every dimension in its range when the problem is parsed: the kernels' integers, the data's percentages
+for bad in "M=-4096,N=4096,K=4096 M must be an integer from 1 to 2147483647" "M=0,N=8,K=8 M must be" \
+           "M=1e20,N=8,K=8 M must be" "M=4096.5,N=8,K=8 M must be an integer" "M=3000000000,N=8,K=8 M must be"; do
+  expect 2 "best, ${bad%% *}" "$bin" best gemm --gpu h100 --shape "${bad%% *}" --no-db; has "names the dimension" "${bad#* }"
+done
+for bad in "nnz=-5 nnz must be a number from 0" "dead=150 dead must be a number from 0 to 100" "dense=200 dense must be" \
+           "at=1.5 at must be an integer from 0 to 2"; do
+  expect 2 "best twell-ffn, ${bad%% *}" "$bin" best twell-ffn --gpu h100 --shape "M=64,D=256,F=1024,${bad%% *}" --no-db
+  has "names the data dimension" "${bad#* }"
+done
+expect 2 "slotfill, a fraction for a percentage" "$bin" best slotfill-spmm --gpu h100 --no-db \
+  --shape M=256,K=256,N=8,sparsity=0.5,fp16=0,dist=1
+has "sparsity is a percentage" "sparsity must be an integer from 0 to 99"
 expect 2 "gen bad value" "$bin" gen gemm --gpu h100 --config bm=100; has "bad value message" "bm=100 is not allowed"
 expect 2 "gen bad key" "$bin" gen gemm --gpu h100 --config bq=1;     has "bad key message" "unknown parameter 'bq'"
 expect 2 "gen invalid combination" "$bin" gen gemm --gpu rtx-pro-6000 --config bm=256,bn=256,bk=64,stages=5

@@ -67,7 +67,7 @@ raises(ValueError, lambda: f.launch([1, 2]), "takes", "launch arity")
 raises(sptune.SptuneError, lambda: f.launch_ws([1, 2, 3, 4, 5], 4096, f.workspace_bytes() - 1), "the kernel needs",
        "a workspace too small")
 raises(sptune.SptuneError, lambda: f.launch_ws([1, 2, 3, 4, 5], 4096, f.workspace_bytes(), tokens=1001),
-       "1001 tokens, but the kernel serves 1 to 1000", "more tokens than the kernel's maximum")
+       "1001 tokens, but the kernel serves 0 to 1000", "more tokens than the kernel's maximum")
 check([sptune.token_bucket(m) for m in (1, 16, 17, 1000, 1024, 1025)] == [16, 16, 32, 1024, 1024, 2048],
       "token buckets: powers of two from 16")
 

@@ -152,6 +152,33 @@ static void run_token_range(sp_bench *b)
         }
         printf("  tokens %-14s got for %-50s %s = 1, 7, 61, 128, 333, %lld, %lld: list and helper ok (%s)\n", op,
                maxima[m].problem, dim, max - 1, max, sptune_kernel_config(k));
+        /* an empty batch: OK and nothing launched (the poisoned output stays as it was), by both routes */
+        {
+            char problem[256];
+            with_count(maxima[m].problem, dim, 1, problem, sizeof problem);
+            sp_case cs;
+            if (make_case(b, op, problem, k, &cs) == SPTUNE_OK) {
+                unsigned long long t[8];
+                const int nt = tensors_of(k, &cs, t);
+                int tok = -1;
+                for (int i = 0; i < sptune_kernel_arg_count(k); i++) {
+                    sptune_arg a;
+                    if (sptune_kernel_arg(k, i, &a) == SPTUNE_OK && !strcmp(a.name, dim)) tok = i;
+                }
+                int saved = tok >= 0 ? *(int *)cs.argv[tok] : 0;
+                if (tok >= 0) *(int *)cs.argv[tok] = 0;
+                CHECK_ST(sptune_kernel_launch(k, b->stream, cs.argv), SPTUNE_OK);
+                if (tok >= 0) *(int *)cs.argv[tok] = saved;
+                CHECK_ST(nt > 0 ? helper_launch(k, op, b, 0, t, ws, ws_bytes) : SPTUNE_ERR_INVALID, SPTUNE_OK);
+                unsigned short y[64];
+                CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
+                CHECK_ST(nt > 0 ? SP_CU(cu->MemcpyDtoH(y, t[nt - 1], sizeof y)) : SPTUNE_ERR_INVALID, SPTUNE_OK);
+                int poisoned = 1;
+                for (int i = 0; i < 64; i++) poisoned &= y[i] == 0xffffu;
+                CHECK_MSG(poisoned, "%s with 0 tokens wrote its output", op);
+                sp_case_destroy(&cs);
+            }
+        }
         if (ws) cu->MemFree(ws);
         sptune_kernel_free(k);
     }

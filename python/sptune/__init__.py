@@ -173,10 +173,10 @@ class Kernel:
         with self._lock:
             _check(self._lib.sptune_kernel_launch(self._h, ctypes.c_void_p(int(stream)), ptrs))
 
-    def launch_ws(self, tensors, workspace, workspace_bytes, stream=0, tokens=0):
+    def launch_ws(self, tensors, workspace, workspace_bytes, stream=0, tokens=-1):
         """Launches with the inputs' and outputs' device pointers in declaration order and one workspace
         allocation (sptune_kernel_launch_ws: the library cuts it and sets the capacities); tokens: the
-        token count, 1 to the problem's (0: the problem's)."""
+        token count, 1 to the problem's (0: an empty batch, nothing launched; -1: the problem's)."""
         ptrs = (ctypes.c_uint64 * max(len(tensors), 1))(*[int(t) for t in tensors])
         with self._lock:
             _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(int(stream)), int(tokens), ptrs,

@@ -7,6 +7,16 @@ local M = {}
 
 M.dims = {{"nnz", 40}, {"dead", 30}, {"tail", 0.7}, {"dense", 0.5}, {"dense_nnz", 2000}, {"at", 2}}
 
+-- What they may be (a problem outside is refused when it is parsed): nonzeros per token and per dense
+-- token, percentages of neurons and of tokens, the tail exponent, where dense tokens sit (0 first tokens,
+-- 1 scattered, 2 both); `extra` adds an op's own.
+function M.ranges(extra)
+  local r = {nnz = {0, 1e9}, dead = {0, 100}, tail = {0, 16}, dense = {0, 100}, dense_nnz = {0, 1e9},
+             at = {0, 2, int = true}}
+  for k, v in pairs(extra or {}) do r[k] = v end
+  return r
+end
+
 -- The op's own dimensions followed by the distribution's, then `after` (optional: {name, default} pairs).
 function M.with(own, after)
   local out = {}

@@ -22,6 +22,7 @@ return {
     .. " (exact, overflow pool)",
   args = ARGS,
   dims = dist.with{"M", "D", "F"},   -- nnz and the rest: the data the op is measured on
+  ranges = dist.ranges(),
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = produce.params,
   constraints = produce.constraints,

@@ -46,6 +46,7 @@ return {
     .. " CUDA cores, or token tiles on tensor cores",
   args = ARGS,
   dims = dist.with{"M", "F", "D", "T", "S"},   -- nnz and the rest: the data the op is measured on
+  ranges = dist.ranges(),
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,

@@ -37,6 +37,7 @@ return {
   description = "TwELL consumer: packed activations x W_down (F x D) -> dense output, one warp per row on CUDA cores",
   args = ARGS,
   dims = dist.with{"M", "F", "D", "T", "S"},   -- nnz and the rest: the data the op is measured on
+  ranges = dist.ranges(),
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = {
