@@ -206,7 +206,7 @@ static void run_d2t_helper(sp_bench *b)
     CHECK_ST(sptune_kernel_workspace(k, 1, &bytes), SPTUNE_OK);
     CHECK_ST(SP_CU(cu->MemAlloc(&ws, bytes)), SPTUNE_OK);
     for (int i = 0; i < 3; i++) CHECK_ST(sptune_kernel_workspace_part(k, names[i], bytes, &off[i], &len[i]), SPTUNE_OK);
-    CHECK_ST(sptune_twell_d2t(k, b->stream, 0, t[0], t[1], ws, bytes), SPTUNE_OK);
+    CHECK_ST(sptune_twell_d2t(k, b->stream, SPTUNE_ALL_TOKENS, t[0], t[1], ws, bytes), SPTUNE_OK);
     CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
     CHECK_ST(SP_CU(cu->MemcpyDtoH(&used, ws + off[2], 8)), SPTUNE_OK);
     /* the harness's buffers by argument index: packed (2), pool (3), pool_counter (4), pool_capacity (5) */
