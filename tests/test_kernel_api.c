@@ -152,6 +152,18 @@ static void test_parts(const char *cache)
     sptune_kernel_free(k);
 }
 
+/* k's argument list (at most 8): null pointers, every dimension `other` but `dim`, which is `value`. */
+static void arg_list(sptune_kernel *k, const char *dim, int value, int other, unsigned long long *ptr, int *dims, void **argv)
+{
+    for (int i = 0; i < sptune_kernel_arg_count(k) && i < 8; i++) {
+        sptune_arg x;
+        CHECK_ST(sptune_kernel_arg(k, i, &x), SPTUNE_OK);
+        dims[i] = !strcmp(x.name, dim) ? value : other;
+        ptr[i] = 0;
+        argv[i] = x.pointer ? (void *)&ptr[i] : (void *)&dims[i];
+    }
+}
+
 int main(void)
 {
     char dir[1024], db_path[1100], cache[1100], junk[1100];
@@ -389,33 +401,18 @@ int main(void)
                 {"M", -3, "M=-3, but"},
                 {"N", 641, "N=641, but the kernel was got for N=640"},
                 {"K", 320, "K=320, but the kernel was got for K=640"}};
+            unsigned long long ptr[8] = {0};
+            int dims[8];
+            void *argv[8] = {0};
             for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
-                unsigned long long ptr[8] = {0};
-                int dims[8];
-                void *argv[8] = {0};
-                for (int i = 0; i < sptune_kernel_arg_count(a) && i < 8; i++) {
-                    sptune_arg x;
-                    CHECK_ST(sptune_kernel_arg(a, i, &x), SPTUNE_OK);
-                    dims[i] = !strcmp(x.name, bad[b].dim) ? bad[b].value : 640;
-                    argv[i] = x.pointer ? (void *)&ptr[i] : (void *)&dims[i];
-                }
+                arg_list(a, bad[b].dim, bad[b].value, 640, ptr, dims, argv);
                 CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_ERR_INVALID);
                 CHECK_MSG(strstr(sptune_last_error(), bad[b].says), "%s", sptune_last_error());
             }
             /* an empty batch is no launch at all (no GPU needed): through the list, a helper and launch_ws */
-            {
-                unsigned long long ptr[8] = {0};
-                int dims[8];
-                void *argv[8] = {0};
-                for (int i = 0; i < sptune_kernel_arg_count(a) && i < 8; i++) {
-                    sptune_arg x;
-                    CHECK_ST(sptune_kernel_arg(a, i, &x), SPTUNE_OK);
-                    dims[i] = !strcmp(x.name, "M") ? 0 : 640;
-                    argv[i] = x.pointer ? (void *)&ptr[i] : (void *)&dims[i];
-                }
-                CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_OK);
-                CHECK_ST(sptune_gemm(a, NULL, 0, 0x1000, 0x2000, 0x3000), SPTUNE_OK);
-            }
+            arg_list(a, "M", 0, 640, ptr, dims, argv);
+            CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_OK);
+            CHECK_ST(sptune_gemm(a, NULL, 0, 0x1000, 0x2000, 0x3000), SPTUNE_OK);
             unsigned long long t3[3] = {0x1000, 0x2000, 0x3000};
             CHECK_ST(sptune_kernel_launch_ws(a, NULL, 641, t3, 0, 0), SPTUNE_ERR_INVALID);
             CHECK_MSG(strstr(sptune_last_error(), "641 tokens, but the kernel serves 0 to 640"), "%s", sptune_last_error());

@@ -169,6 +169,25 @@ static void test_bad_params(void)
     CHECK_ST(sp_sf_encode(NULL, 4, 16, 16, SP_SF_BF16, &p, &m), SPTUNE_ERR_INVALID);
 }
 
+/* ~97 bytes of m's image from `from` on flipped in turn and the image sealed again: each decoded (into
+ * back, M x K) or refused, never read out of bounds (ASan watches). */
+static void flip_each(const sp_slotfill *m, size_t from, uint16_t *back)
+{
+    const size_t n = m->size;
+    for (size_t at = from; at < n; at += 1 + (n - from) / 97) {
+        unsigned char *img = malloc(n);
+        if (!img) continue;
+        memcpy(img, m->image, n);
+        img[at] ^= 0x5a;
+        sp_sf_seal(img, n);
+        sp_slotfill r;
+        if (sp_sf_adopt(img, n, "z.sf", &r) == SPTUNE_OK) {
+            sp_sf_decode(&r, back, m->K);
+            sp_sf_free(&r);
+        }
+    }
+}
+
 static void test_hostile(void)
 {
     const long long M = 40, K = 300;
@@ -210,16 +229,7 @@ static void test_hostile(void)
     sp_sf_free(&r);
     /* every byte of the records and extras flipped in turn: decoded or refused, never read out of
      * bounds (ASan watches) */
-    for (size_t at = m.rec_off; at < n; at += 1 + (n - m.rec_off) / 97) {
-        img = malloc(n);
-        memcpy(img, m.image, n);
-        img[at] ^= 0x5a;
-        sp_sf_seal(img, n);
-        if (sp_sf_adopt(img, n, "z.sf", &r) == SPTUNE_OK) {
-            sp_sf_decode(&r, back, K);
-            sp_sf_free(&r);
-        }
-    }
+    flip_each(&m, m.rec_off, back);
     /* files */
     CHECK_ST(sp_sf_read("/nonexistent/x.sf", &r), SPTUNE_ERR_NOT_FOUND);
     char path[512];
@@ -276,16 +286,7 @@ static void test_bitmap(void)
         }
         sp_sf_free(&r);
     }
-    for (size_t at = m.xoff_off; at < n; at += 1 + (n - m.xoff_off) / 97) {
-        img = malloc(n);
-        memcpy(img, m.image, n);
-        img[at] ^= 0x5a;
-        sp_sf_seal(img, n);
-        if (sp_sf_adopt(img, n, "z.sf", &r) == SPTUNE_OK) {
-            sp_sf_decode(&r, back, K);
-            sp_sf_free(&r);
-        }
-    }
+    flip_each(&m, m.xoff_off, back);
     free(back);
     sp_sf_free(&m);
     free(w);
