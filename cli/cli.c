@@ -146,8 +146,11 @@ int cli_gpu_target(const char *cmd, const char *g, sp_gpu_profile *gpu, int *ord
     if (!g) return cli_usage_error(cmd, "--gpu is required (auto, h100, h200, rtx-pro-6000 or sm_XX)");
     if (strcmp(g, "auto") == 0) {
         if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {
-            fprintf(stderr, "sptune %s: --gpu auto: %s; name a target instead (--gpu h100, h200, rtx-pro-6000 or sm_XX)\n",
-                    cmd, sptune_last_error());
+            /* commands that time kernels need the GPU itself; the others take a named target */
+            const int timed = !strcmp(cmd, "check") || !strcmp(cmd, "tune");
+            fprintf(stderr, "sptune %s: --gpu auto: %s; %s\n", cmd, sptune_last_error(),
+                    timed ? "timing needs a GPU (without one, 'sptune compile OP --gpu h100' builds the variants)"
+                          : "name a target instead (--gpu h100, h200, rtx-pro-6000 or sm_XX)");
             return CLI_NO_GPU;
         }
         if ((st = sp_gpu_profile_device(0, gpu)) != SPTUNE_OK) { cli_error(cmd, st); return CLI_FAIL; }

@@ -22,7 +22,7 @@ int cmd_info(cli_cmd *cmd, int npos, char **pos)
     int count = 0;
     sptune_status st = sptune_gpu_count(&count);
     if (st != SPTUNE_OK) {
-        fprintf(stderr, "no NVIDIA GPU/driver found: %s\n", sptune_last_error());
+        fprintf(stderr, "GPUs       none: %s\n", sptune_last_error()); /* the message says what is missing */
         return CLI_NO_GPU;
     }
     char drv[32] = "?";

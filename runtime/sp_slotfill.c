@@ -542,7 +542,13 @@ sptune_status sp_sf_adopt(unsigned char *image, size_t size, const char *name, s
         goto fail;
     }
     sp_sf_sections(out, (extra - 16) / 16);
-    if (get64(h + H_REC) != out->rec_bytes || get64(h + H_XOFF) != out->xoff_bytes || out->size != size) {
+    if (get64(h + H_REC) != out->rec_bytes || get64(h + H_XOFF) != out->xoff_bytes) {
+        st = sp_fail(SPTUNE_ERR_INVALID, "%s: damaged header (sections of %llu and %llu bytes, the shape gives %zu and %zu)",
+                     name, (unsigned long long)get64(h + H_REC), (unsigned long long)get64(h + H_XOFF), out->rec_bytes,
+                     out->xoff_bytes);
+        goto fail;
+    }
+    if (out->size != size) {
         st = sp_fail(SPTUNE_ERR_INVALID, "%s: %zu bytes where the header describes %zu: truncated or damaged", name, size,
                      out->size);
         goto fail;

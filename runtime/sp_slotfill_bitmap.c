@@ -55,25 +55,44 @@ sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long M, long long K, l
         return sp_fail(SPTUNE_ERR_NOMEM, "out of memory for a %zu-byte Slot-Filling image", out->size);
     }
     memcpy(out->image + out->xoff_off, units, (size_t)(nblk + 1) * 4);
+    /* a step's 256 elements in the order their values are stored: their offset in W from the step's
+     * corner and their bit (word 2 l + s / 4, bit 8 r + 2 (s % 4) + h, s % 4 added per step) */
+    long long at[256];
+    unsigned char word[256], bit[256], rowt[256], colt[256];
+    for (int l = 0, e = 0; l < 32; l++)
+        for (int r = 0; r < 4; r++)
+            for (int h = 0; h < 2; h++, e++) {
+                int row, col;
+                bit_position(l, r, h, &row, &col);
+                at[e] = row * ld + col;
+                rowt[e] = (unsigned char)row;
+                colt[e] = (unsigned char)col;
+                word[e] = (unsigned char)(2 * l);
+                bit[e] = (unsigned char)(8 * r + h);
+            }
     for (long long i = 0; i < out->tiles; i++)
         for (long long c = 0; c < out->chunks; c++) {
             unsigned char *blk = out->image + out->extra_off + (size_t)units[i * out->chunks + c] * 16;
             uint16_t *hdr = (uint16_t *)blk, *vals = (uint16_t *)(blk + SP_SF_BM_HEADER + SP_SF_BM_MASKS);
             uint32_t *mask = (uint32_t *)(blk + SP_SF_BM_HEADER);
+            const int inside = 16 * i + 16 <= M && c * 128 + 128 <= K; /* no tail: the tables alone */
             size_t n = 0;
             for (int s = 0; s < STEPS; s++) {
                 hdr[s] = (uint16_t)(2 * n);
-                for (int l = 0; l < 32; l++)
-                    for (int r = 0; r < 4; r++)
-                        for (int h = 0; h < 2; h++) {
-                            int row, col;
-                            bit_position(l, r, h, &row, &col);
-                            const long long gr = 16 * i + row, gk = c * 128 + 16 * s + col;
-                            const uint16_t v = gr < M && gk < K ? w[gr * ld + gk] : 0;
-                            if (!v) continue;
-                            mask[2 * l + (s >> 2)] |= 1u << (8 * r + 2 * (s & 3) + h);
-                            vals[n++] = v;
-                        }
+                const uint16_t *corner = w + 16 * i * ld + c * 128 + 16 * s;
+                const int wsel = s >> 2, sbit = 2 * (s & 3);
+                for (int e = 0; e < 256; e++) {
+                    uint16_t v;
+                    if (inside) {
+                        v = corner[at[e]];
+                    } else {
+                        const long long gr = 16 * i + rowt[e], gk = c * 128 + 16 * s + colt[e];
+                        v = gr < M && gk < K ? w[gr * ld + gk] : 0;
+                    }
+                    if (!v) continue;
+                    mask[word[e] + wsel] |= 1u << (bit[e] + sbit);
+                    vals[n++] = v;
+                }
             }
         }
     free(units);

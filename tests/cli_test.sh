@@ -49,7 +49,7 @@ if "$bin" info >/dev/null 2>&1; then
   expect 0 "info with GPU" "$bin" info;           has "info lists a GPU" "GPU 0"
 else
   gpu=0
-  expect 3 "info without GPU" "$bin" info;        has "info says no GPU" "no NVIDIA GPU/driver found"
+  expect 3 "info without GPU" "$bin" info;        has "info says no GPU" "GPUs +none: no NVIDIA driver found"
   has "info still reports NVRTC" "NVRTC +[0-9]+\.[0-9]+"
   expect 3 "--gpu auto without GPU" "$bin" --gpu auto
   has "--gpu auto says why and what to do" "no GPU to tune.*--gpu h100"
@@ -67,6 +67,8 @@ else
   has "check says compile-only" "no h100 GPU on this machine"
   expect 3 "space --gpu auto without GPU" "$bin" space gemm --gpu auto --count
   has "space auto hints at a target" "name a target"
+  expect 3 "check --gpu auto without GPU" "$bin" check gemm --gpu auto --shape 64x64x64
+  has "check auto says timing needs the GPU" "timing needs a GPU .*sptune compile"
 fi
 
 expect 0 "ops" "$bin" ops;                        has "ops lists gemm" "^gemm \(dense\)"; has "ops lists params" "stages"

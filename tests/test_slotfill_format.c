@@ -211,6 +211,7 @@ static void test_hostile(void)
     TRY(img[n - 300] ^= 1, n, SPTUNE_ERR_INVALID, "checksum mismatch");
     TRY(img[m.rec_off + 5] ^= 0x40, n, SPTUNE_ERR_INVALID, "checksum mismatch");
     TRY(img[20] = 100, n, SPTUNE_ERR_INVALID, "damaged header");
+    TRY(img[48] ^= 0x10, n, SPTUNE_ERR_INVALID, "damaged header (sections of"); /* the records' size, not the file's */
     TRY((img[32] = 0, img[33] = 0), n, SPTUNE_ERR_INVALID, "damaged header");
     /* structurally wrong but sealed: offsets that decrease, metadata idx0 >= idx1, a residual word
      * outside the tile */
