@@ -28,6 +28,30 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
 static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *gpu,
                        const cli_gpu_run *base, sp_cache *cache, const auto_plan *plan);
 
+/* The workload (and --shard of it) that a run would tune, one "OP PROBLEM" line each, every problem
+ * checked against its template; no GPU needed (a cluster job's plan, or a check of the shards). */
+static int dry_run(cli_cmd *cmd)
+{
+    sp_workload wl;
+    sptune_status st;
+    const char *wfile = cli_get(cmd, "workload"), *shard = cli_get(cmd, "shard");
+    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK) return cli_error("", st);
+    int rc = CLI_OK;
+    if (shard && (st = sp_workload_shard(&wl, shard)) != SPTUNE_OK) rc = cli_error("", st);
+    for (int k = 0; k < wl.n && rc == CLI_OK; k++) {
+        sp_template *t;
+        sp_problem p;
+        if ((rc = cli_load_template("", wl.items[k].op, &t))) break;
+        st = sp_problem_parse(t, wl.items[k].problem, &p);
+        sp_template_free(t);
+        if (st != SPTUNE_OK) rc = cli_usage_error("", "workload item %d (%s %s): %s", k + 1, wl.items[k].op,
+                                                  wl.items[k].problem, sptune_last_error());
+        else printf("%s %s\n", wl.items[k].op, wl.items[k].problem);
+    }
+    sp_workload_free(&wl);
+    return rc;
+}
+
 /* The main job: every op of the default workload on every GPU found (or the one named). */
 int cmd_auto(cli_cmd *cmd, int npos, char **pos)
 {
@@ -51,6 +75,7 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
         return cli_usage_error("", "unknown objective '%s' (time, energy, edp)", cli_get(cmd, "objective"));
     cli_gpu_run run; /* --runs, --timeout, --jobs */
     if ((rc = cli_gpu_run_opts(cmd, &run))) return rc;
+    if (cli_get(cmd, "dry-run")) return dry_run(cmd);
     if (!g) g = "auto";
     if (strcmp(g, "auto") == 0 || strcmp(g, "all") == 0) {
         if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {

@@ -86,6 +86,8 @@ static cli_opt auto_opts[] = {
     {"objective", "NAME", "what the search minimizes: time (default), energy (joules per call, NVML) or edp (their product); the runtime API serves the fastest", NULL},
     {"workload", "FILE", "problems to tune instead of the built-in list (lines: OP PROBLEM [note])", NULL},
     {"shard", "I/N", "tune only problems I, I+N, I+2N, ... of the list (for N machines)", NULL},
+    {"dry-run", NULL, "print the problems the run would tune (after --workload and --shard), one 'OP PROBLEM' a line, "
+                      "and stop: no GPU needed", NULL},
     {"seed", "S", "seed of the variant choice (default 1)", NULL},
     {"timeout", "SECONDS", "longest one variant may take (compile, verify, time) before its worker is killed (default 120)", NULL},
     {"jobs", "N", "parallel compilers building variants ahead of measurement (default: CPUs less one; 0: none)", NULL},
