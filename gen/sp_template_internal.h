@@ -45,6 +45,19 @@ struct sp_template {
     int nlibs;
 };
 
+/* What reading a template's module table needs (gen/sp_template_read.c). */
+typedef struct load_ctx {
+    sp_template *t;
+    const char *src;
+    size_t len;
+    const char *stem;   /* the file stem when loaded from a file, else NULL */
+    const char *folder; /* the folder (family) of the path, "" when unknown */
+    char chunk[160];
+} load_ctx;
+/* Runs the template's chunk (the load_ctx at index 1) and reads its module table into x->t; a protected
+ * call of the sandbox (errors name the file and what is wrong). */
+int sp_template_read_module(lua_State *L);
+
 /* Checks that c is a configuration of t (SPTUNE_ERR_INVALID otherwise). */
 sptune_status sp_config_validate(const sp_template *t, const sp_config *c);
 

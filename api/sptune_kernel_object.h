@@ -1,0 +1,62 @@
+/* The kernel object of the public API (struct sptune_kernel), shared by its two halves: getting a kernel
+ * (sptune_kernel.c: lookup, render, compile, describe) and launching it (sptune_launch.c). Internal to api/. */
+#ifndef SPTUNE_KERNEL_OBJECT_H
+#define SPTUNE_KERNEL_OBJECT_H
+
+#include "sp_args.h"
+#include "sp_cache.h"
+#include "sp_gpu.h"
+#include "sp_launch.h"
+#include "sp_template.h"
+#include "sptune.h"
+
+#include <stddef.h>
+
+/* An argument as the API reports it: the declaration's strings kept with the kernel. */
+typedef struct kernel_arg {
+    sp_arg decl;
+    char *shape_text;
+    long long elements, elements_bound, typical, bound;
+    long long dim;        /* a dimension's value in the problem the kernel was got for */
+} kernel_arg;
+
+/* The geometry of a launch with fewer tokens than the problem's, as the template works it out. */
+#define GEO_MAX 16
+typedef struct geometry {
+    long long tokens;
+    sp_kernel_stage stage[SP_MAX_KERNELS];
+} geometry;
+
+struct sptune_kernel {
+    char *op;
+    char *config;
+    char *args;
+    int nargs;
+    kernel_arg arg[SP_MAX_ARGS];
+    sptune_origin origin;
+    char detail[1024];
+    double ms, baseline_ms;   /* of the recorded result served; -1 none */
+    sp_kernel_src src;
+    sp_cubin cubin;
+    sp_kernel loaded;     /* loaded.module is NULL until the first launch */
+    /* the token count: which argument and dimension it is (-1: none); its maximum is the argument's dim */
+    int tokens_arg, tokens_dim;
+    /* worked out once at get, for the launches: the workspace's total at the typical sizes and at the
+       bounds (SIZE_MAX: not sizable, sptune_kernel_workspace says why), and the op's tensor count */
+    size_t ws_total[2];
+    int ntensors;
+    /* what a launch with fewer tokens needs: the template (loaded at the first such launch), the
+       configuration and problem rendered, and the geometries worked out so far (the last GEO_MAX) */
+    char hash[65];
+    sp_config cfg;
+    sp_gpu_profile gpu;
+    sp_problem want;
+    sp_template *t;
+    int ngeo, geo_next;
+    geometry geo[GEO_MAX];
+};
+
+/* Bytes of workspace argument x in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
+size_t sp_api_part_bytes(const kernel_arg *x, int at_bound);
+
+#endif
