@@ -7,11 +7,15 @@
 #include "sp_db_t4.h"
 #include "sp_db_text.h"
 #include "sp_hash.h"
+#include "sp_shipped.h"
 #include "sp_status.h"
 
+#include <errno.h>
 #include <limits.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
 
 typedef struct accept_ctx {
     sp_template *t[32];
@@ -188,7 +192,7 @@ static int verify(cli_cmd *cmd, sp_db *db, const char *path)
     return rc;
 }
 
-static int report(const char *what, const sp_db_import_stats *s);
+static int report(const char *what, const sp_db_import_stats *s, long long added);
 
 /* ---- Kernel Tuner's T4 results (db/sp_db_t4.h): one op, problem and GPU profile per file --------- */
 
@@ -343,18 +347,63 @@ static int t4_import(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc)
                      gpu.info.sm_count, "unknown", "unknown", sptune_version()};
     x.db = db;
     x.acc = acc;
-    sptune_status st = sp_t4_read(file, t4_take, &x);
+    long long before = 0;
+    sptune_status st = sp_db_count(db, &before);
+    if (st == SPTUNE_OK) st = sp_t4_read(file, t4_take, &x);
     if (st == SPTUNE_OK) st = x.st;
-    rc = st == SPTUNE_OK ? report(file, &x.stats) : cli_error(cmd->name, st);
+    long long after = 0;
+    if (st == SPTUNE_OK) st = sp_db_count(db, &after);
+    rc = st == SPTUNE_OK ? report(file, &x.stats, after - before) : cli_error(cmd->name, st);
     free(key);
     return rc;
 }
 
-static int report(const char *what, const sp_db_import_stats *s)
+/* added: rows the database did not hold before (counted, not assumed: a result already recorded for the same
+ * environment, template, problem and configuration is replaced when newer and adds nothing). */
+static int report(const char *what, const sp_db_import_stats *s, long long added)
 {
-    printf("%s: %lld results read, %lld recorded, %lld rejected\n", what, s->read, s->recorded, s->rejected);
+    if (added < 0) added = 0;
+    if (added > s->recorded) added = s->recorded;
+    printf("%s: %lld results read, %lld new, %lld already recorded, %lld rejected\n", what, s->read,
+           added, s->recorded - added, s->rejected);
     if (s->rejected) printf("  first rejected: %s\n", s->first_rejection);
     return CLI_OK;
+}
+
+/* Before anything is tuned here the default database does not exist, and the results shipped with sptune are
+ * what the runtime serves: looking at "the database" then looks at those, gathered into a scratch database (tmp,
+ * removed by the caller) so that show, verify and export work on them unchanged. */
+static sptune_status open_shipped(const char *path, char *tmp, size_t len, sp_db **db)
+{
+    const char *dir = getenv("TMPDIR");
+    snprintf(tmp, len, "%s/sptune-shipped-XXXXXX", dir && *dir ? dir : "/tmp");
+    int fd = mkstemp(tmp);
+    if (fd < 0) {
+        sptune_status st = sp_fail(SPTUNE_ERR_IO, "cannot create a scratch file in %s: %s",
+                                   dir && *dir ? dir : "/tmp", strerror(errno));
+        *tmp = 0;
+        return st;
+    }
+    close(fd);
+    sptune_status st = sp_db_open(tmp, 1, db);
+    long long rows = 0;
+    for (int i = 0; st == SPTUNE_OK && i < sp_shipped_data_count; i++) {
+        const sp_embedded_file *f = &sp_shipped_data[i];
+        sp_db_import_stats stats;
+        FILE *in = fmemopen((void *)f->data, f->len, "r");
+        if (!in) { st = sp_fail(SPTUNE_ERR_NOMEM, "cannot read the shipped %s", f->path); break; }
+        st = sp_db_import_text(*db, in, f->path, NULL, NULL, &stats);
+        fclose(in);
+        rows += stats.recorded;
+    }
+    if (st != SPTUNE_OK) {
+        sp_db_close(*db);
+        *db = NULL;
+        return st;
+    }
+    fprintf(stderr, "sptune db: no database at %s yet (nothing tuned on this machine); these are the %lld results "
+            "shipped with sptune, which serve until then\n", path, rows);
+    return SPTUNE_OK;
 }
 
 int cmd_db(cli_cmd *cmd, int npos, char **pos)
@@ -376,7 +425,16 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
 
     sp_db *db = NULL;
     if (!wants_arg) {
-        if ((st = sp_db_open_readonly(path, &db)) != SPTUNE_OK) return cli_error(cmd->name, st);
+        char scratch[4096] = "";
+        struct stat sb;
+        if (!cli_get(cmd, "db") && stat(path, &sb) != 0 && errno == ENOENT)
+            st = open_shipped(path, scratch, sizeof scratch, &db);
+        else
+            st = sp_db_open_readonly(path, &db);
+        if (st != SPTUNE_OK) {
+            if (*scratch) unlink(scratch);
+            return cli_error(cmd->name, st);
+        }
         if (strcmp(action, "show") == 0) {
             const char *l = cli_get(cmd, "limit");
             char *end = NULL;
@@ -384,34 +442,37 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
             rc = l && (*end || limit < 1) ? cli_usage_error(cmd->name, "--limit wants a positive count, got '%s'", l)
                                           : show(cmd, db, (int)limit);
         } else if (strcmp(action, "verify") == 0) {
-            rc = verify(cmd, db, path);
+            rc = verify(cmd, db, *scratch ? "the results shipped with sptune" : path);
         } else if (strcmp(action, "info") == 0) {
             long long n = 0;
             if ((st = sp_db_count(db, &n)) != SPTUNE_OK) rc = cli_error(cmd->name, st);
-            else printf("%s: sptune database, schema %d, %lld results\n", path, sp_db_schema_version(db), n);
+            else printf("%s: sptune database, schema %d, %lld results\n", *scratch ? "the results shipped with sptune" : path,
+                        sp_db_schema_version(db), n);
         } else if (cli_get(cmd, "t4")) {
             if (npos == 2 && strcmp(pos[1], "-") != 0 && !freopen(pos[1], "w", stdout)) {
-                sp_db_close(db);
                 fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);
-                return CLI_FAIL;
+                rc = CLI_FAIL;
+            } else {
+                rc = t4_export(cmd, db);
+                if (fflush(stdout) != 0 && rc == CLI_OK)
+                    rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_IO, "cannot finish the output"));
             }
-            rc = t4_export(cmd, db);
-            if (fflush(stdout) != 0 && rc == CLI_OK)
-                rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_IO, "cannot finish the output"));
         } else {
             FILE *out = stdout;
-            if (npos == 2 && strcmp(pos[1], "-") != 0 && !(out = fopen(pos[1], "w"))) {
-                sp_db_close(db);
-                fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);
-                return CLI_FAIL;
-            }
             long long rows = 0;
-            st = sp_db_export_text(db, out, &rows);
-            if (out != stdout && fclose(out) != 0 && st == SPTUNE_OK) st = sp_fail(SPTUNE_ERR_IO, "cannot finish %s", pos[1]);
-            if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
-            else if (out != stdout) fprintf(stderr, "%lld results written to %s\n", rows, pos[1]);
+            if (npos == 2 && strcmp(pos[1], "-") != 0 && !(out = fopen(pos[1], "w"))) {
+                fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);
+                rc = CLI_FAIL;
+            } else {
+                st = sp_db_export_text(db, out, &rows);
+                if (out != stdout && fclose(out) != 0 && st == SPTUNE_OK)
+                    st = sp_fail(SPTUNE_ERR_IO, "cannot finish %s", pos[1]);
+                if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
+                else if (out != stdout) fprintf(stderr, "%lld results written to %s\n", rows, pos[1]);
+            }
         }
         sp_db_close(db);
+        if (*scratch) unlink(scratch);
         return rc;
     }
     char a[PATH_MAX], b[PATH_MAX];
@@ -420,6 +481,11 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     if ((st = sp_db_open(path, 1, &db)) != SPTUNE_OK) return cli_error(cmd->name, st);
     accept_ctx acc = {{0}, 0};
     sp_db_import_stats stats;
+    long long before = 0, after = 0;
+    if ((st = sp_db_count(db, &before)) != SPTUNE_OK) {
+        sp_db_close(db);
+        return cli_error(cmd->name, st);
+    }
     if (strcmp(action, "import") == 0 && cli_get(cmd, "t4")) {
         rc = t4_import(cmd, db, pos[1], &acc);
     } else if (strcmp(action, "import") == 0) {
@@ -430,11 +496,13 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
         } else {
             st = sp_db_import_text(db, in, pos[1], accept_result, &acc, &stats);
             if (in != stdin) fclose(in);
-            rc = st == SPTUNE_OK ? report(pos[1], &stats) : cli_error(cmd->name, st);
+            if (st == SPTUNE_OK) st = sp_db_count(db, &after);
+            rc = st == SPTUNE_OK ? report(pos[1], &stats, after - before) : cli_error(cmd->name, st);
         }
     } else {
         st = sp_db_merge(db, pos[1], accept_result, &acc, &stats);
-        rc = st == SPTUNE_OK ? report(pos[1], &stats) : cli_error(cmd->name, st);
+        if (st == SPTUNE_OK) st = sp_db_count(db, &after);
+        rc = st == SPTUNE_OK ? report(pos[1], &stats, after - before) : cli_error(cmd->name, st);
     }
     accept_free(&acc);
     sp_db_close(db);

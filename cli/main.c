@@ -148,7 +148,9 @@ static cli_cmd commands[] = {
                             "merge OTHER.db.",
      "Imported and merged results are checked against the local templates (op, problem, configuration, GPU\n"
      "profile) and rejected otherwise; a malformed file is refused whole. A result never replaces a newer one\n"
-     "for the same environment, template version, problem and configuration.", 1, 2, db_opts, cmd_db},
+     "for the same environment, template version, problem and configuration; the report counts what is new.\n"
+     "Before anything is tuned here (no database at the default path), info, show, verify and export look at\n"
+     "the results shipped with sptune, which are what the runtime serves until then.", 1, 2, db_opts, cmd_db},
 };
 static cli_cmd main_job = {
     "", "--gpu G", "Tune the default workload on every GPU found (--gpu auto) and print the best variant per "

@@ -158,7 +158,7 @@ row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s
   row frobnicate M=1 x=1
   row gemm M=4096,N=4096 "$cfg"; } > "$tmp/in.tsv"
 expect 0 "db import" "$bin" db import "$tmp/in.tsv" --db "$tmp/shared.db"
-has "db import counts" "4 results read, 1 recorded, 3 rejected"; has "db import names the first rejection" "in.tsv:4: .*bm=100"
+has "db import counts" "4 results read, 1 new, 0 already recorded, 3 rejected"; has "db import names the first rejection" "in.tsv:4: .*bm=100"
 expect 0 "db info" "$bin" db info --db "$tmp/shared.db"; has "db info" "schema 1, 1 results"
 expect 0 "db show" "$bin" db show --db "$tmp/shared.db"; has "db show lists the result" "^h200 +gemm +M=4096,N=4096,K=4096 +0.4000 +0.1700 +0.42x +0.25 +(mainloop=mma,)?bm="
 has "db show marks results of another template version" "\[stale: earlier template\]"
@@ -167,17 +167,17 @@ expect 0 "db verify" "$bin" db verify --db "$tmp/shared.db"
 has "db verify" "integrity ok \(quick_check\), schema 1, 1 results: 1 valid for the local templates, 0 not"
 # a file written before the energy columns (27 fields) still imports, its energy unmeasured
 { echo "# sptune tuning results v1"; echo "columns"; row gemm M=4096,N=4096,K=4096 "$cfg" | cut -f1-27; } > "$tmp/old.tsv"
-expect 0 "db import, no energy columns" "$bin" db import "$tmp/old.tsv" --db "$tmp/old.db"; has "db import of an older file" "1 results read, 1 recorded, 0 rejected"
+expect 0 "db import, no energy columns" "$bin" db import "$tmp/old.tsv" --db "$tmp/old.db"; has "db import of an older file" "1 results read, 1 new, 0 already recorded, 0 rejected"
 expect 0 "db show, no energy" "$bin" db show --db "$tmp/old.db"; has "db show: energy not measured" "^h200 +gemm +M=4096,N=4096,K=4096 +0.4000 +0.1700 +0.42x +- +"
 # Kernel Tuner's T4 results, both ways (one op, problem and GPU per file)
 expect 0 "db export --t4" "$bin" db export "$tmp/t4.json" --t4 --op gemm --shape M=4096,N=4096,K=4096 --gpu h200 --db "$tmp/shared.db"
 python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["schema_version"] == "1.0.0" and len(d["results"]) == 1 and d["results"][0]["invalidity"] == "correct" and d["results"][0]["times"]["runtimes"] == [0.4]' "$tmp/t4.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: db export --t4 is not the expected T4 JSON"; }
 expect 0 "db import --t4" "$bin" db import "$tmp/t4.json" --t4 --op gemm --shape M=4096,N=4096,K=4096 --gpu h200 --db "$tmp/t4.db"
-has "db import --t4 counts" "1 results read, 1 recorded, 0 rejected"
+has "db import --t4 counts" "1 results read, 1 new, 0 already recorded, 0 rejected"
 expect 2 "db import --t4 without the target" "$bin" db import "$tmp/t4.json" --t4 --db "$tmp/t4.db"; has "--t4 names what it needs" "needs --op, --shape and --gpu"
 printf '{"schema_version": "1.0.0", "results": [{"configuration": {"bm": 100}, "times": {"runtimes": [1]}, "invalidity": "correct", "correctness": 1}, {"configuration": {"bm": 64}, "times": {}, "invalidity": "compile", "correctness": 0}]}' > "$tmp/t4b.json"
 expect 0 "db import --t4, one configuration out of the space" "$bin" db import "$tmp/t4b.json" --t4 --op gemm --shape M=64,N=64,K=64 --gpu h200 --db "$tmp/t4.db"
-has "db import --t4 rejects it, takes the failure" "2 results read, 1 recorded, 1 rejected"; has "db import --t4 says why" "bm=100"
+has "db import --t4 rejects it, takes the failure" "2 results read, 1 new, 0 already recorded, 1 rejected"; has "db import --t4 says why" "bm=100"
 printf '[1, 2]' > "$tmp/t4c.json"
 expect 2 "db import --t4, not T4" "$bin" db import "$tmp/t4c.json" --t4 --op gemm --shape M=64,N=64,K=64 --gpu h200 --db "$tmp/t4.db"
 has "db import --t4 refuses a non-T4 file" "not T4 results"
@@ -191,8 +191,17 @@ has "db verify counts it" "0 valid for the local templates, 1 not"; has "db veri
 expect 0 "db export" "$bin" db export "$tmp/out.tsv" --db "$tmp/shared.db"
 [ "$(sed -n 3p "$tmp/out.tsv")" = "$(sed -n 3p "$tmp/in.tsv")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: export does not round-trip the imported line"; }
 expect 0 "db import from a pipe" sh -c 'cat "$1" | "$2" db import - --db "$3"' sh "$tmp/in.tsv" "$bin" "$tmp/piped.db"
-has "db import from a pipe counts" "4 results read, 1 recorded, 3 rejected"
-expect 0 "db merge" "$bin" db merge "$tmp/shared.db" --db "$tmp/other.db"; has "db merge" "1 recorded, 0 rejected"
+has "db import from a pipe counts" "4 results read, 1 new, 0 already recorded, 3 rejected"
+expect 0 "db merge" "$bin" db merge "$tmp/shared.db" --db "$tmp/other.db"; has "db merge" "1 new, 0 already recorded, 0 rejected"
+expect 0 "db merge again" "$bin" db merge "$tmp/shared.db" --db "$tmp/other.db"; has "db merge again adds nothing" "1 results read, 0 new, 1 already recorded, 0 rejected"
+# Before anything is tuned here, looking at the default database looks at the shipped results (and writes nothing).
+SPTUNE_DB="$tmp/untuned/tuning.db" expect 0 "db info, nothing tuned yet" "$bin" db info
+has "db info shows the shipped results" "the results shipped with sptune: sptune database, schema [0-9]+, [1-9][0-9]* results"
+has "db info says none is tuned here" "no database at $tmp/untuned/tuning.db yet"
+SPTUNE_DB="$tmp/untuned/tuning.db" expect 0 "db show, nothing tuned yet" "$bin" db show --limit 1; has "db show lists shipped rows" "^h200 +gemm"
+SPTUNE_DB="$tmp/untuned/tuning.db" expect 0 "db export, nothing tuned yet" "$bin" db export "$tmp/shipped.tsv"
+[ "$(wc -l < "$tmp/shipped.tsv")" -gt 100 ] && [ ! -e "$tmp/untuned" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: export of the shipped results"; }
+expect 1 "db info, --db names a missing file" "$bin" db info --db "$tmp/untuned/x.db"; has "a named missing database is an error" "no such database"
 expect 2 "db merge into itself" "$bin" db merge "$tmp/shared.db" --db "$tmp/shared.db"
 printf 'not a results file\n' > "$tmp/junk.tsv"
 expect 2 "db import junk" "$bin" db import "$tmp/junk.tsv" --db "$tmp/shared.db"; has "junk refused" "not an sptune results file"
