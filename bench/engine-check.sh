@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The runtime API's contract for engines on the GPU machine (issue 13), over scripts/build-static.sh:
+# The runtime API's contract for engines on the GPU machine, over scripts/build-static.sh:
 #   bash bench/engine-check.sh [build-static]
 # test_gpu_api (token counts under one kernel, family helpers, CUDA graph, threads, two contexts, host
 # costs), the API and workspace cases of test_gpu_ops, the example against the installed copy (shared

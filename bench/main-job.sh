@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Issue 14's acceptance on the GPU machine: the main job (`sptune --gpu auto --budget 2m`) on a fresh
+# On the GPU machine: the main job (`sptune --gpu auto --budget 2m`) on a fresh
 # database, then `sptune best` for every default problem (what the runtime API now serves and where it
 # came from), and the served configuration timed against the shipped one in one run wherever they differ.
 #   bash bench/main-job.sh [build-static] [budget]

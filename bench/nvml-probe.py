@@ -1,3 +1,4 @@
+#!/usr/bin/env python3
 """How often the GPU's NVML energy counter moves (its resolution in time), read in a tight loop for 2 s:
 the window sp_bench measures energy over must be long against it.  python3 bench/nvml-probe.py"""
 import ctypes

@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# twell-ffn's hot/cold split (issue 12, item 4) on the GPU machine over a build made elsewhere:
+# twell-ffn's hot/cold split on the GPU machine over a build made elsewhere:
 #   bash bench/twell-hot.sh [build-static]
 # For each layer (d, d_ff), token count M and mean nonzeros per token (realistic data: heavy-tailed
 # neurons, 30 % dead, 0.5 % dense tokens; ORDER=1 (default): the neurons in calibrated order, the most

@@ -1,4 +1,5 @@
-"""twell-ffn side by side with the SakanaAI TwELL gated MLP (issue 12, item 5), on the GPU machine:
+#!/usr/bin/env python3
+"""twell-ffn side by side with the SakanaAI TwELL gated MLP, on the GPU machine:
 
     SPTUNE_LIB=build-static/prefix/lib/libsptune.so.0.2 PYTHONPATH=python \
         python3 bench/twell-peer.py --peer PATH [--shapes 4096x2048x5632,...] [--nnz 40]

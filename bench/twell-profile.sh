@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Where twell-ffn's time goes, kernel by kernel (issue 12), on the GPU machine over a build made elsewhere:
+# Where twell-ffn's time goes, kernel by kernel, on the GPU machine over a build made elsewhere:
 #   bash bench/twell-profile.sh [build-static]      SHAPE=... CONFIGS="cfg;cfg" PEER=build-peer
 # Nsight Compute (clocks left alone) on one `sptune check` per configuration: for each kernel of the
 # pipeline's last launch its duration, warp instructions, achieved occupancy, L1/L2/DRAM throughput,

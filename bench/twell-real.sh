@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# TwELL on activations shaped like real models' (issue 12), on the GPU machine over a build made
+# TwELL on activations shaped like real models', on the GPU machine over a build made
 # elsewhere:   bash bench/twell-real.sh [build-static]
 # For each layer (d, d_ff), token count M and mean nonzeros per token: twell-ffn against the cuBLAS
 # dense gated FFN, verified and timed in the same run, on three distributions of the same layer:

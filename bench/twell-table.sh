@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# The TwELL benchmark (issue 3) on the GPU machine, over a build made elsewhere:
+# The TwELL benchmark on the GPU machine, over a build made elsewhere:
 #   bash bench/twell-table.sh [build-static]
 # For each layer (d, d_ff), tokens M and mean nonzeros per token: twell-ffn (the whole gated FFN:
 # producer + gated consumer) against the cuBLAS dense gated FFN (three GEMMs and the element-wise
