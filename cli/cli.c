@@ -113,6 +113,12 @@ int cli_error(const char *cmd, sptune_status st)
     return st == SPTUNE_ERR_NO_GPU ? CLI_NO_GPU : st == SPTUNE_ERR_INVALID ? CLI_USAGE : CLI_FAIL;
 }
 
+int cli_input_error(const char *cmd, sptune_status st)
+{
+    int rc = cli_error(cmd, st);
+    return rc == CLI_FAIL && st != SPTUNE_ERR_NOMEM ? CLI_USAGE : rc;
+}
+
 int cli_usage_error(const char *cmd, const char *fmt, ...)
 {
     va_list ap;

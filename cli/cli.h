@@ -39,6 +39,10 @@ const char *cli_get(const cli_cmd *cmd, const char *name);
 void cli_help(const cli_cmd *cmd, FILE *out);
 /* "sptune CMD: <message>" on stderr and the exit code for a status. */
 int cli_error(const char *cmd, sptune_status st);
+/* The same for an input the user named (a file to read, a database to look at) that cannot be used: missing,
+ * unreadable, malformed, not what it should be. Exit 2 as for any input that is wrong (1 stays for work that
+ * failed: a variant, a write, a database while recording); 3 for no GPU. */
+int cli_input_error(const char *cmd, sptune_status st);
 int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 /* Non-negative integer option (default when absent); -1 after printing an error. */
 long long cli_int(const cli_cmd *cmd, const char *name, long long def);

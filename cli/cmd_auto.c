@@ -35,7 +35,8 @@ static int dry_run(cli_cmd *cmd)
     sp_workload wl;
     sptune_status st;
     const char *wfile = cli_get(cmd, "workload"), *shard = cli_get(cmd, "shard");
-    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK) return cli_error("", st);
+    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK)
+        return cli_input_error("", st);
     int rc = CLI_OK;
     if (shard && (st = sp_workload_shard(&wl, shard)) != SPTUNE_OK) rc = cli_error("", st);
     for (int k = 0; k < wl.n && rc == CLI_OK; k++) {
@@ -93,7 +94,8 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
     }
     sp_workload wl;
     const char *wfile = cli_get(cmd, "workload"), *shard = cli_get(cmd, "shard");
-    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK) return cli_error("", st);
+    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK)
+        return cli_input_error("", st);
     if (shard && (st = sp_workload_shard(&wl, shard)) != SPTUNE_OK) {
         sp_workload_free(&wl);
         return cli_error("", st);

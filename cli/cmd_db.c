@@ -348,12 +348,14 @@ static int t4_import(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc)
     x.db = db;
     x.acc = acc;
     long long before = 0;
-    sptune_status st = sp_db_count(db, &before);
-    if (st == SPTUNE_OK) st = sp_t4_read(file, t4_take, &x);
+    sptune_status st = sp_db_count(db, &before), read = SPTUNE_OK;
+    if (st == SPTUNE_OK) st = read = sp_t4_read(file, t4_take, &x);
     if (st == SPTUNE_OK) st = x.st;
     long long after = 0;
     if (st == SPTUNE_OK) st = sp_db_count(db, &after);
-    rc = st == SPTUNE_OK ? report(file, &x.stats, after - before) : cli_error(cmd->name, st);
+    rc = st == SPTUNE_OK          ? report(file, &x.stats, after - before)
+         : read != SPTUNE_OK && x.st == SPTUNE_OK ? cli_input_error(cmd->name, st)
+                                                  : cli_error(cmd->name, st);
     free(key);
     return rc;
 }
@@ -433,7 +435,7 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
             st = sp_db_open_readonly(path, &db);
         if (st != SPTUNE_OK) {
             if (*scratch) unlink(scratch);
-            return cli_error(cmd->name, st);
+            return *scratch ? cli_error(cmd->name, st) : cli_input_error(cmd->name, st);
         }
         if (strcmp(action, "show") == 0) {
             const char *l = cli_get(cmd, "limit");
@@ -482,6 +484,7 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     accept_ctx acc = {{0}, 0};
     sp_db_import_stats stats;
     long long before = 0, after = 0;
+    sp_db *other = NULL;
     if ((st = sp_db_count(db, &before)) != SPTUNE_OK) {
         sp_db_close(db);
         return cli_error(cmd->name, st);
@@ -491,15 +494,17 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     } else if (strcmp(action, "import") == 0) {
         FILE *in = strcmp(pos[1], "-") == 0 ? stdin : fopen(pos[1], "r");
         if (!in) {
-            fprintf(stderr, "sptune db: cannot read %s\n", pos[1]);
-            rc = CLI_FAIL;
+            rc = cli_input_error(cmd->name, sp_fail(SPTUNE_ERR_IO, "cannot read %s: %s", pos[1], strerror(errno)));
         } else {
             st = sp_db_import_text(db, in, pos[1], accept_result, &acc, &stats);
             if (in != stdin) fclose(in);
             if (st == SPTUNE_OK) st = sp_db_count(db, &after);
             rc = st == SPTUNE_OK ? report(pos[1], &stats, after - before) : cli_error(cmd->name, st);
         }
+    } else if ((st = sp_db_open_readonly(pos[1], &other)) != SPTUNE_OK) {
+        rc = cli_input_error(cmd->name, st); /* refused before anything is recorded */
     } else {
+        sp_db_close(other);
         st = sp_db_merge(db, pos[1], accept_result, &acc, &stats);
         if (st == SPTUNE_OK) st = sp_db_count(db, &after);
         rc = st == SPTUNE_OK ? report(pos[1], &stats, after - before) : cli_error(cmd->name, st);

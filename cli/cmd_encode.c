@@ -22,7 +22,7 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
     sp_tensor w;
     double t0 = sp_now_s();
     sptune_status st = sp_tensor_read(pos[0], &req, &w);
-    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    if (st != SPTUNE_OK) return cli_input_error(cmd->name, st);
     double t1 = sp_now_s();
     sptune_slotfill *m = NULL;
     st = sptune_slotfill_encode(w.data, w.rows, w.cols, w.format == SP_TENSOR_F16, cli_get(cmd, "config"), &m);

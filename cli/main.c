@@ -166,7 +166,9 @@ static void usage(FILE *out)
     for (size_t i = 0; i < sizeof commands / sizeof commands[0]; i++)
         fprintf(out, "  %-8s %s\n", commands[i].name, commands[i].summary);
     fprintf(out, "\n'sptune COMMAND --help' and 'sptune --gpu auto --help' describe the options.\n"
-                 "Environment: SPTUNE_DB, SPTUNE_CACHE_DIR, SPTUNE_TEMPLATES (a templates folder to use instead of the built-in one).\n");
+                 "Environment: SPTUNE_DB, SPTUNE_CACHE_DIR, SPTUNE_TEMPLATES (a templates folder to use instead of the built-in one).\n"
+                 "Exit status: 0 done; 1 the work failed (a variant, a write, the database while recording); 2 the input is\n"
+                 "wrong (an option, a value, or a named file missing, unreadable or malformed); 3 no GPU where one is needed.\n");
 }
 
 static int run(cli_cmd *cmd, int argc, char **argv)

@@ -170,8 +170,8 @@ static int sb_require(lua_State *L)
     lua_pushvalue(L, 1);
     lua_pushlightuserdata(L, (void *)&loading_key);
     lua_rawset(L, 2);
-    char chunk[100];
-    snprintf(chunk, sizeof chunk, "@%s", path);
+    char chunk[4200]; /* Lua shows the tail of a long name */
+    snprintf(chunk, sizeof chunk, "@%s", f->where ? f->where : path);
     int rc = luaL_loadbufferx(L, f->data, f->len, chunk, "t");
     if (rc == LUA_OK) {
         lua_pushvalue(L, 1);

@@ -41,7 +41,8 @@ static sptune_status load_common(const char *path, const char *stem, const char 
                                  sp_template **out)
 {
     sp_template *t = calloc(1, sizeof *t);
-    if (!t || !(t->path = sp_strdup(path))) {
+    if (!t || !(t->path = sp_strdup(path)) || !(t->where = stem ? sp_tsource_display(path) : sp_strdup(path))) {
+        if (t) free(t->path);
         free(t);
         sp_tfiles_free(libs, nlibs);
         return sp_fail(SPTUNE_ERR_NOMEM, "out of memory loading %s", path);
@@ -53,8 +54,8 @@ static sptune_status load_common(const char *path, const char *stem, const char 
     load_ctx x = {.t = t, .src = src, .len = len, .stem = stem, .folder = ""};
     char folder[64] = "";
     if (sp_tsource_split(path, folder, NULL)) x.folder = folder;
-    snprintf(x.chunk, sizeof x.chunk, "@%s", path);
-    sptune_status st = sp_sandbox_open(&t->sb, limits, t->path, t->libs, t->nlibs);
+    snprintf(x.chunk, sizeof x.chunk, "@%s", t->where);
+    sptune_status st = sp_sandbox_open(&t->sb, limits, t->where, t->libs, t->nlibs);
     if (st == SPTUNE_OK) st = sp_sandbox_pcall(&t->sb, sp_template_read_module, &x, 0);
     if (st != SPTUNE_OK) {
         sp_template_free(t);
@@ -170,6 +171,7 @@ void sp_template_free(sp_template *t)
     for (int i = 0; i < t->nargs; i++) sp_arg_free(&t->args[i]);
     free(t->args_text);
     free(t->path);
+    free(t->where);
     free(t);
 }
 

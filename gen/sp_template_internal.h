@@ -25,6 +25,7 @@ extern const char sp_template_key;
 struct sp_template {
     sp_sandbox sb;
     char *path;        /* "templates/dense/gemm.lua" */
+    char *where;       /* for messages: the file it was read from (sp_tsource_display), else path */
     char *name, *family, *description;
     int nargs;
     sp_arg args[SP_MAX_ARGS];
@@ -52,7 +53,7 @@ typedef struct load_ctx {
     size_t len;
     const char *stem;   /* the file stem when loaded from a file, else NULL */
     const char *folder; /* the folder (family) of the path, "" when unknown */
-    char chunk[160];
+    char chunk[4200];   /* "@" and where: Lua shows the tail of a long name */
 } load_ctx;
 /* Runs the template's chunk (the load_ctx at index 1) and reads its module table into x->t; a protected
  * call of the sandbox (errors name the file and what is wrong). */

@@ -51,7 +51,7 @@ static int vfail(lua_State *L, const sp_template *t, const char *fmt, ...)
     va_start(ap, fmt);
     vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
-    return sp_sandbox_error(L, "%s: %s", t->path, msg);
+    return sp_sandbox_error(L, "%s: %s", t->where, msg);
 }
 
 /* A short description of the value at idx for messages: 1.5, 'a b', true, a table. */

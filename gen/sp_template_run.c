@@ -156,7 +156,7 @@ static int run_constraints(lua_State *L, run_ctx *x, int fns, int c, int g, int 
         sp_sandbox_reset(&t->sb);
         lua_call(L, 3, 2);
         if (lua_type(L, -2) != LUA_TBOOLEAN)
-            sp_sandbox_error(L, "%s: the check returned %s, not a boolean", t->path, luaL_typename(L, -2));
+            sp_sandbox_error(L, "%s: the check returned %s, not a boolean", t->where, luaL_typename(L, -2));
         if (lua_toboolean(L, -2)) {
             lua_pop(L, 2);
             continue;
@@ -206,7 +206,7 @@ static int run_defaults(lua_State *L)
     sp_sandbox_reset(&x->t->sb);
     lua_call(L, 1, 1);
     if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
-        sp_sandbox_error(L, "%s: defaults returned %s (must be nil or \"name=value,...\")", x->t->path,
+        sp_sandbox_error(L, "%s: defaults returned %s (must be nil or \"name=value,...\")", x->t->where,
                          luaL_typename(L, -1));
     return 1;
 }
@@ -217,12 +217,12 @@ sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, s
     if (!gpu) return SPTUNE_OK;
     run_ctx x = {.t = t, .gpu = gpu, .constraint = -1};
     sptune_status st = sp_sandbox_pcall(&t->sb, run_defaults, &x, 1);
-    if (st != SPTUNE_OK) return sp_wrap(st, "%s: the defaults for %s", t->path, gpu->info.profile);
+    if (st != SPTUNE_OK) return sp_wrap(st, "%s: the defaults for %s", t->where, gpu->info.profile);
     lua_State *L = t->sb.L;
     /* the string stays valid while on the stack; parsing runs no Lua */
     if (lua_type(L, -1) == LUA_TSTRING && (st = sp_config_parse(t, lua_tostring(L, -1), out)) != SPTUNE_OK) {
         sp_config_default(t, out);
-        st = sp_fail(SPTUNE_ERR_TEMPLATE, "%s: the defaults for %s: %s", t->path, gpu->info.profile,
+        st = sp_fail(SPTUNE_ERR_TEMPLATE, "%s: the defaults for %s: %s", t->where, gpu->info.profile,
                      sptune_last_error());
     }
     lua_pop(L, 1);
@@ -442,7 +442,7 @@ static void read_dim3(lua_State *L, const sp_template *t, int r, const char *fie
     out[0] = out[1] = out[2] = 1;
     if (ty == LUA_TNIL && !required) { lua_pop(L, 1); return; }
     if (ty != LUA_TTABLE || lua_rawlen(L, -1) > 3)
-        sp_sandbox_error(L, "%s: launch returned %s = %s (must be a list of 1 to 3 positive integers)", t->path,
+        sp_sandbox_error(L, "%s: launch returned %s = %s (must be a list of 1 to 3 positive integers)", t->where,
                          field, ty == LUA_TNIL ? "nil" : describe(L, -1, buf, sizeof buf));
     for (int k = 0; k < 3; k++) {
         if (lua_rawgeti(L, -1, k + 1) != LUA_TNIL) {
@@ -450,10 +450,10 @@ static void read_dim3(lua_State *L, const sp_template *t, int r, const char *fie
             lua_Integer v = lua_tointegerx(L, -1, &isnum);
             if (isnum && v == 0 && generic)
                 sp_sandbox_error(L, "%s: launch returned %s[%d] = 0: its grid follows the SM count, which the target "
-                                 "%s leaves unknown (name a GPU: --gpu auto, h100, h200 or rtx-pro-6000)", t->path,
+                                 "%s leaves unknown (name a GPU: --gpu auto, h100, h200 or rtx-pro-6000)", t->where,
                                  field, k + 1, generic);
             if (!isnum || v < 1 || v > INT_MAX)
-                sp_sandbox_error(L, "%s: launch returned %s[%d] = %s (must be a positive integer)", t->path, field,
+                sp_sandbox_error(L, "%s: launch returned %s[%d] = %s (must be a positive integer)", t->where, field,
                                  k + 1, describe(L, -1, buf, sizeof buf));
             out[k] = (unsigned)v;
         }
@@ -472,7 +472,7 @@ static lua_Integer int_field(lua_State *L, const sp_template *t, int idx, const 
     lua_rawget(L, idx);
     lua_Integer v = lua_tointegerx(L, -1, &isnum);
     if (!isnum || v < lo || v > hi)
-        sp_sandbox_error(L, "%s: launch returned %s.%s = %s (must be an integer from %lld to %lld)", t->path, what, name,
+        sp_sandbox_error(L, "%s: launch returned %s.%s = %s (must be an integer from %lld to %lld)", t->where, what, name,
                          describe(L, -1, buf, sizeof buf), (long long)lo, (long long)hi);
     lua_pop(L, 1);
     return v;
@@ -488,19 +488,19 @@ static void read_tmaps(lua_State *L, const sp_template *t, int r, sp_tmaps *out)
     if (lua_rawget(L, r) == LUA_TNIL) { lua_pop(L, 1); return; }
     int m = lua_gettop(L);
     if (!lua_istable(L, m) || lua_rawlen(L, m) < 1 || lua_rawlen(L, m) > SP_MAX_TMAPS)
-        sp_sandbox_error(L, "%s: launch returned tmaps that is not a list of 1 to %d tensor maps", t->path, SP_MAX_TMAPS);
+        sp_sandbox_error(L, "%s: launch returned tmaps that is not a list of 1 to %d tensor maps", t->where, SP_MAX_TMAPS);
     out->nargs = t->nargs;
     out->n = (int)lua_rawlen(L, m);
     for (int i = 0; i < out->n; i++) {
         sp_tmap_spec *s = &out->v[i];
-        if (lua_rawgeti(L, m, i + 1) != LUA_TTABLE) sp_sandbox_error(L, "%s: launch returned tmaps[%d], not a table", t->path, i + 1);
+        if (lua_rawgeti(L, m, i + 1) != LUA_TTABLE) sp_sandbox_error(L, "%s: launch returned tmaps[%d], not a table", t->where, i + 1);
         int e = lua_gettop(L);
         lua_pushliteral(L, "arg");
         lua_rawget(L, e);
         s->arg = lua_type(L, -1) == LUA_TSTRING ? sp_template_arg_index(t, lua_tostring(L, -1)) : -1;
         if (s->arg < 0 || !sp_arg_is_pointer(&t->args[s->arg]))
             sp_sandbox_error(L, "%s: launch returned tmaps[%d].arg = %s, not the name of a pointer argument the template declares",
-                             t->path, i + 1, describe(L, -1, buf, sizeof buf));
+                             t->where, i + 1, describe(L, -1, buf, sizeof buf));
         lua_pop(L, 1);
         s->rows = (unsigned long long)int_field(L, t, e, "tmaps[i]", "rows", 1, (lua_Integer)1 << 32);
         s->cols = (unsigned long long)int_field(L, t, e, "tmaps[i]", "cols", 1, (lua_Integer)1 << 32);
@@ -508,10 +508,10 @@ static void read_tmaps(lua_State *L, const sp_template *t, int r, sp_tmaps *out)
         s->box_cols = (unsigned)int_field(L, t, e, "tmaps[i]", "box_cols", 1, 256);
         s->swizzle = (unsigned)int_field(L, t, e, "tmaps[i]", "swizzle", 0, 128);
         if (s->swizzle != 0 && s->swizzle != 32 && s->swizzle != 64 && s->swizzle != 128)
-            sp_sandbox_error(L, "%s: launch returned tmaps[%d].swizzle = %u (0, 32, 64 or 128)", t->path, i + 1, s->swizzle);
+            sp_sandbox_error(L, "%s: launch returned tmaps[%d].swizzle = %u (0, 32, 64 or 128)", t->where, i + 1, s->swizzle);
         if (s->swizzle && s->box_cols * 2 > s->swizzle)
             sp_sandbox_error(L, "%s: launch returned tmaps[%d]: a box row of %u bytes is wider than its %u-byte swizzle",
-                             t->path, i + 1, s->box_cols * 2, s->swizzle);
+                             t->where, i + 1, s->box_cols * 2, s->swizzle);
         lua_pop(L, 1);
     }
     lua_pop(L, 1);
@@ -522,7 +522,7 @@ static void read_launch(lua_State *L, const sp_template *t, int r, const char *g
     char buf[64];
     if (!lua_istable(L, r))
         sp_sandbox_error(L, "%s: launch returned %s, not a table {grid = {x, y, z}, block = {x, y, z}, smem = bytes}",
-                         t->path, describe(L, r, buf, sizeof buf));
+                         t->where, describe(L, r, buf, sizeof buf));
     read_dim3(L, t, r, "grid", 1, generic, out->grid);
     read_dim3(L, t, r, "block", 1, NULL, out->block);
     read_dim3(L, t, r, "cluster", 0, NULL, out->cluster);
@@ -531,7 +531,7 @@ static void read_launch(lua_State *L, const sp_template *t, int r, const char *g
         int isnum;
         lua_Integer v = lua_tointegerx(L, -1, &isnum);
         if (!isnum || v < 0 || v > (lua_Integer)UINT_MAX)
-            sp_sandbox_error(L, "%s: launch returned smem = %s (must be a non-negative integer of bytes)", t->path,
+            sp_sandbox_error(L, "%s: launch returned smem = %s (must be a non-negative integer of bytes)", t->where,
                              describe(L, -1, buf, sizeof buf));
         out->smem = (unsigned)v;
     }
@@ -579,7 +579,7 @@ static int run_emit(lua_State *L)
     if (list) {
         nk = (int)lua_rawlen(L, -1);
         if (nk < 1 || nk > SP_MAX_KERNELS)
-            sp_sandbox_error(L, "%s: kernel returned a list of %d names (1 to %d)", t->path, nk, SP_MAX_KERNELS);
+            sp_sandbox_error(L, "%s: kernel returned a list of %d names (1 to %d)", t->where, nk, SP_MAX_KERNELS);
     }
     sp_kernel_stage *st = out->stage; /* zeroed: no problem, no geometry */
     for (int i = 0; i < nk; i++) {
@@ -587,10 +587,10 @@ static int run_emit(lua_State *L)
         if (list) lua_rawgeti(L, -1, i + 1);
         const char *name = lua_type(L, -1) == LUA_TSTRING ? lua_tolstring(L, -1, &n) : NULL;
         if (!name || !is_c_ident(name, n))
-            sp_sandbox_error(L, "%s: kernel returned %s (must be a C identifier of at most 127 characters)", t->path,
+            sp_sandbox_error(L, "%s: kernel returned %s (must be a C identifier of at most 127 characters)", t->where,
                              describe(L, -1, buf, sizeof buf));
         for (int j = 0; j < i; j++)
-            if (strcmp(st[j].kernel, name) == 0) sp_sandbox_error(L, "%s: kernel %s named twice", t->path, name);
+            if (strcmp(st[j].kernel, name) == 0) sp_sandbox_error(L, "%s: kernel %s named twice", t->where, name);
         memcpy(st[i].kernel, name, n + 1);
         if (list) lua_pop(L, 1);
     }
@@ -610,7 +610,7 @@ static int run_emit(lua_State *L)
             read_launch(L, t, r, generic, &st[0]);
         } else {
             if (!lua_istable(L, r) || (int)lua_rawlen(L, r) != nk)
-                sp_sandbox_error(L, "%s: launch must return a list of %d launch tables, one per kernel", t->path, nk);
+                sp_sandbox_error(L, "%s: launch must return a list of %d launch tables, one per kernel", t->where, nk);
             for (int i = 0; i < nk; i++) {
                 lua_rawgeti(L, r, i + 1);
                 read_launch(L, t, lua_gettop(L), generic, &st[i]);
@@ -633,10 +633,10 @@ static int run_emit(lua_State *L)
     sp_sandbox_reset(&t->sb);
     lua_call(L, 3, 1);
     if (lua_type(L, -1) != LUA_TSTRING)
-        sp_sandbox_error(L, "%s: emit returned %s, not a string of CUDA C source", t->path, describe(L, -1, buf, sizeof buf));
+        sp_sandbox_error(L, "%s: emit returned %s, not a string of CUDA C source", t->where, describe(L, -1, buf, sizeof buf));
     size_t n = 0;
     const char *src = lua_tolstring(L, -1, &n);
-    if (strlen(src) != n) sp_sandbox_error(L, "%s: emit returned source with a NUL byte", t->path);
+    if (strlen(src) != n) sp_sandbox_error(L, "%s: emit returned source with a NUL byte", t->where);
     int s = lua_gettop(L);
 
     x->stage = "options";
@@ -648,12 +648,12 @@ static int run_emit(lua_State *L)
         int o = lua_gettop(L);
         if (!lua_isnil(L, o)) {
             if (!lua_istable(L, o) || lua_rawlen(L, o) > SP_MAX_OPTIONS)
-                sp_sandbox_error(L, "%s: options returned %s (must be a list of at most %d strings)", t->path,
+                sp_sandbox_error(L, "%s: options returned %s (must be a list of at most %d strings)", t->where,
                                  describe(L, o, buf, sizeof buf), SP_MAX_OPTIONS);
             for (size_t i = 1; i <= lua_rawlen(L, o); i++) {
                 if (lua_rawgeti(L, o, (lua_Integer)i) != LUA_TSTRING || lua_rawlen(L, -1) == 0 ||
                     strlen(lua_tostring(L, -1)) != lua_rawlen(L, -1))
-                    sp_sandbox_error(L, "%s: options[%zu] must be a non-empty string (got %s)", t->path, i,
+                    sp_sandbox_error(L, "%s: options[%zu] must be a non-empty string (got %s)", t->where, i,
                                      describe(L, -1, buf, sizeof buf));
                 lua_pop(L, 1);
             }
@@ -731,7 +731,7 @@ sptune_status sp_template_emit(sp_template *t, const sp_config *c, const sp_gpu_
     lua_pop(L, 2);
     if (oom) {
         sp_kernel_src_free(out);
-        return sp_fail(SPTUNE_ERR_NOMEM, "out of memory rendering %s", t->path);
+        return sp_fail(SPTUNE_ERR_NOMEM, "out of memory rendering %s", t->where);
     }
     return SPTUNE_OK;
 }

@@ -63,6 +63,14 @@ const char *sp_tsource_where(void)
     return root;
 }
 
+char *sp_tsource_display(const char *path)
+{
+    const char *root = NULL;
+    if (source_root(&root) != SPTUNE_OK) sp_clear_error();
+    if (root && sp_tsource_split(path, NULL, NULL)) return sp_asprintf("%s/%s", root, path + PREFIX_LEN);
+    return sp_strdup(path);
+}
+
 typedef struct strv {
     char **v;
     int n, cap;
@@ -191,6 +199,7 @@ void sp_tfiles_free(sp_tfile *files, int count)
     if (!files) return;
     for (int i = 0; i < count; i++) {
         free(files[i].path);
+        free(files[i].where);
         free(files[i].data);
     }
     free(files);
@@ -213,7 +222,8 @@ sptune_status sp_tsource_libs(sp_tfile **files, int *count)
         st = sp_tsource_read(paths[i], &out[k].data, &out[k].len);
         if (st != SPTUNE_OK) break;
         out[k].path = sp_strdup(paths[i]);
-        if (!out[k++].path) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
+        out[k].where = sp_tsource_display(paths[i]);
+        if (!out[k].path || !out[k++].where) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
     }
     sp_strv_free(paths);
     if (st != SPTUNE_OK) { sp_tfiles_free(out, k); return st; }

@@ -10,6 +10,7 @@
 
 typedef struct sp_tfile {
     char *path; /* "templates/lib/mma.lua" */
+    char *where; /* for messages: the file read (sp_tsource_display) */
     char *data; /* NUL-terminated */
     size_t len;
 } sp_tfile;
@@ -28,5 +29,8 @@ sptune_status sp_tsource_libs(sp_tfile **files, int *count);
 void sp_tfiles_free(sp_tfile *files, int count);
 /* For messages: the folder templates are read from, or "the embedded set". */
 const char *sp_tsource_where(void);
+/* For messages: the file a path is read from ("$SPTUNE_TEMPLATES/dense/gemm.lua"), or the path itself for
+ * the embedded set. Allocated; NULL when out of memory. */
+char *sp_tsource_display(const char *path);
 
 #endif

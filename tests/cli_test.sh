@@ -201,11 +201,20 @@ has "db info says none is tuned here" "no database at $tmp/untuned/tuning.db yet
 SPTUNE_DB="$tmp/untuned/tuning.db" expect 0 "db show, nothing tuned yet" "$bin" db show --limit 1; has "db show lists shipped rows" "^h200 +gemm"
 SPTUNE_DB="$tmp/untuned/tuning.db" expect 0 "db export, nothing tuned yet" "$bin" db export "$tmp/shipped.tsv"
 [ "$(wc -l < "$tmp/shipped.tsv")" -gt 100 ] && [ ! -e "$tmp/untuned" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: export of the shipped results"; }
-expect 1 "db info, --db names a missing file" "$bin" db info --db "$tmp/untuned/x.db"; has "a named missing database is an error" "no such database"
+expect 2 "db info, --db names a missing file" "$bin" db info --db "$tmp/untuned/x.db"; has "a named missing database is an error" "no such database"
 expect 2 "db merge into itself" "$bin" db merge "$tmp/shared.db" --db "$tmp/shared.db"
 printf 'not a results file\n' > "$tmp/junk.tsv"
 expect 2 "db import junk" "$bin" db import "$tmp/junk.tsv" --db "$tmp/shared.db"; has "junk refused" "not an sptune results file"
-expect 1 "db info on a text file" "$bin" db info --db "$tmp/junk.tsv"; has "text file refused" "not an sptune database"
+expect 2 "db info on a text file" "$bin" db info --db "$tmp/junk.tsv"; has "text file refused" "not an sptune database"
+# Exit codes for inputs named on the command line that cannot be used (missing, unreadable, malformed, not
+# what they should be): 2, as for any wrong input; nothing is recorded.
+expect 2 "db import of a missing file" "$bin" db import "$tmp/missing.tsv" --db "$tmp/shared.db"; has "missing import named" "cannot read .*missing.tsv"
+expect 2 "db merge of a text file" "$bin" db merge "$tmp/junk.tsv" --db "$tmp/shared.db"; has "merge source refused" "not an sptune database"
+expect 2 "db merge of a missing file" "$bin" db merge "$tmp/missing.db" --db "$tmp/shared.db"; has "missing merge source" "no such database"
+expect 2 "db import --t4 of a missing file" "$bin" db import "$tmp/missing.json" --t4 --op gemm --shape M=64,N=64,K=64 --gpu h200 --db "$tmp/shared.db"
+expect 2 "main job, missing workload" "$bin" --gpu h100 --workload "$tmp/missing.txt" --dry-run; has "missing workload named" "missing.txt"
+expect 2 "encode, missing input" "$bin" encode "$tmp/missing.npy" --out "$tmp/x.sf"; has "missing input named" "missing.npy"
+[ ! -e "$tmp/x.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: encode of a missing input wrote a file"; }
 expect 2 "db unknown action" "$bin" db frob
 
 # encode: a pruned matrix in a safetensors checkpoint this test writes (bf16, 50 % zeros, with another
@@ -248,8 +257,8 @@ PY
   expect 0 "encode a matrix that is not sparse" "$bin" encode "$tmp/dense.raw" --shape 70x300 --dtype bf16 --out "$tmp/d.sf"
   has "encode warns about a dense matrix" "warning: .* 0.0% sparse; its encoding is 1.1[0-9] of dense bytes"
   expect 2 "encode, no tensor name" "$bin" encode "$tmp/w.safetensors" --out "$tmp/x.sf"; has "tensor name asked" "name the tensor"
-  expect 1 "encode, unknown tensor" "$bin" encode "$tmp/w.safetensors" --tensor nope --out "$tmp/x.sf"; has "unknown tensor" "no tensor named 'nope'"
-  expect 1 "encode, F32 tensor" "$bin" encode "$tmp/w.safetensors" --tensor bias --out "$tmp/x.sf"; has "F32 refused" "BF16 or F16 is needed"
+  expect 2 "encode, unknown tensor" "$bin" encode "$tmp/w.safetensors" --tensor nope --out "$tmp/x.sf"; has "unknown tensor" "no tensor named 'nope'"
+  expect 2 "encode, F32 tensor" "$bin" encode "$tmp/w.safetensors" --tensor bias --out "$tmp/x.sf"; has "F32 refused" "BF16 or F16 is needed"
   expect 2 "encode raw, wrong shape" "$bin" encode "$tmp/w.raw" --shape 70x301 --dtype bf16 --out "$tmp/x.sf"
   expect 2 "encode, bad config" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/x.sf" --config window=100
   expect 2 "encode, no --out" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16

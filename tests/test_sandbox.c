@@ -292,13 +292,16 @@ static void test_require(void)
     loads_fine("local h = require('lib.helper') assert(h.twice(4) == 8)\n"
                "assert(require('lib.helper') == h) assert(h.loads == 1)");
     loads_fine("assert(require('lib.nothing') == true)");
-    refused_at_load("require('lib.bad')", "templates/lib/bad.lua:2: bad module", NULL);
-    refused_at_load("require('lib.escape')", "templates/lib/escape.lua:1:", "'os'");
-    refused_at_load("require('lib.self')", "templates/lib/self.lua:1:", "circular require");
-    refused_at_load("require('lib.spin')", "templates/lib/spin.lua:1: instruction limit exceeded", NULL);
+    /* Errors name the file read (under SPTUNE_TEMPLATES), not its embedded-form path; Lua keeps the tail of a long
+     * name, so the check is on the tail. */
+    refused_at_load("require('lib.bad')", "/lib/bad.lua:2: bad module", NULL);
+    CHECK_MSG(!has(sptune_last_error(), "templates/lib/bad.lua"), "%s", sptune_last_error());
+    refused_at_load("require('lib.escape')", "/lib/escape.lua:1:", "'os'");
+    refused_at_load("require('lib.self')", "/lib/self.lua:1:", "circular require");
+    refused_at_load("require('lib.spin')", "/lib/spin.lua:1: instruction limit exceeded", NULL);
     refused_at_load("require('lib.binary')", "binary chunk", NULL);
     /* A module that failed is not left half-loaded. */
-    refused_at_load("local ok = pcall(require, 'lib.bad') require('lib.bad')", "templates/lib/bad.lua:2: bad module",
+    refused_at_load("local ok = pcall(require, 'lib.bad') require('lib.bad')", "/lib/bad.lua:2: bad module",
                     NULL);
 
     /* A lib module is part of the template's hash. */

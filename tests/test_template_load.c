@@ -208,7 +208,9 @@ static void test_folder(void)
         sp_kernel_src k;
         sp_config_default(t, &c);
         CHECK_ST(sp_template_emit(t, &c, &g, NULL, &k), SPTUNE_ERR_TEMPLATE);
-        CHECK_MSG(has(sptune_last_error(), "templates/fam/op1.lua:3: op1 emit"), "%s", sptune_last_error());
+        /* messages name the file read under SPTUNE_TEMPLATES (Lua keeps the tail of a long name) */
+        CHECK_MSG(has(sptune_last_error(), "/fam/op1.lua:3: op1 emit") && !has(sptune_last_error(), "templates/fam"), "%s",
+                  sptune_last_error());
         char hash[65];
         snprintf(hash, sizeof hash, "%s", sp_template_hash(t));
         sp_template_free(t);
@@ -227,7 +229,8 @@ static void test_folder(void)
     }
     t = NULL;
     CHECK_ST(sp_template_load("zeta", &t), SPTUNE_ERR_TEMPLATE);
-    CHECK_MSG(has(sptune_last_error(), "templates/fam/zeta.lua: name 'wrong' must be the file name 'zeta'"), "%s",
+    CHECK_MSG(has(sptune_last_error(), dir) &&
+                  has(sptune_last_error(), "/fam/zeta.lua: name 'wrong' must be the file name 'zeta'"), "%s",
               sptune_last_error());
     CHECK_ST(sp_template_load("alpha", &t), SPTUNE_ERR_TEMPLATE);
     CHECK_MSG(has(sptune_last_error(), "family 'fam' must be the folder 'other'"), "%s", sptune_last_error());
