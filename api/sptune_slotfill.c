@@ -5,6 +5,7 @@
 #include "sp_template.h"
 
 #include <stdio.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -89,6 +90,28 @@ sptune_status sptune_slotfill_info_get(const sptune_slotfill *m, sptune_slotfill
     const sp_sf_stats *s = &m->m.stats;
     *info = (sptune_slotfill_info){m->m.M, m->m.K, m->m.dtype == SP_SF_F16, s->nonzeros, s->tc, s->filled, s->residual,
                                    s->bytes_tc, s->bytes_fill, s->bytes_residual, s->bytes_index, s->bytes_dense};
+    return SPTUNE_OK;
+}
+
+sptune_status sptune_slotfill_problem(const sptune_slotfill *m, long long tokens, char *buf, size_t len)
+{
+    if (buf && len) buf[0] = 0;
+    if (!m || !buf) return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: no matrix or buffer");
+    if (tokens < 1 || tokens > 2147483647LL)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: tokens = %lld (the largest batch the kernel is got for: "
+                       "1 to 2147483647)", tokens);
+    sp_sf_profile p;
+    sptune_status st = sp_sf_profile_get(&m->m, &p);
+    if (st != SPTUNE_OK) return st;
+    /* the percentage of zeros, rounded; 99 at most (the op's range) */
+    long long sparsity = llround(100.0 * (1.0 - (double)p.nonzeros / ((double)m->m.M * (double)m->m.K)));
+    if (sparsity > 99) sparsity = 99;
+    int n = snprintf(buf, len, "M=%lld,K=%lld,N=%lld,sparsity=%lld,fp16=%d,dist=%d", m->m.M, m->m.K, tokens, sparsity,
+                     m->m.dtype == SP_SF_F16, sp_sf_profile_dist(&p, m->m.K));
+    if (n < 0 || (size_t)n >= len) {
+        if (len) buf[0] = 0;
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: the problem takes %d bytes, the buffer %zu", n + 1, len);
+    }
     return SPTUNE_OK;
 }
 

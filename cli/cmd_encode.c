@@ -46,6 +46,9 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
     if ((st = sptune_slotfill_write(m, outp)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
     sptune_slotfill_info in;
     sptune_slotfill_info_get(m, &in);
+    /* what an application asks for (its batch in place of N=16): the pruning measured from the encoding */
+    char problem[128];
+    if ((st = sptune_slotfill_problem(m, 16, problem, sizeof problem)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
     double dense = (double)in.bytes_dense, total = (double)(in.bytes_tc + in.bytes_slots + in.bytes_residual + in.bytes_index);
     if (cli_get(cmd, "json")) {
         putchar('{');
@@ -57,6 +60,7 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
                "\"bytes_slots\":%lld,\"bytes_residual\":%lld,\"bytes_index\":%lld,\"bytes_dense\":%lld",
                in.nonzeros, in.in_tc, in.in_slots, in.in_residual, in.bytes_tc, in.bytes_slots, in.bytes_residual,
                in.bytes_index, in.bytes_dense);
+        cli_json_key("problem", 0); cli_json_str(problem);
         cli_json_key("encode_s", 0); cli_json_num(t2 - t1, 3);
         cli_json_key("out", 0); cli_json_str(outp);
         printf("}\n");
@@ -83,6 +87,8 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
         printf("  %-14s %21s %12.0f bytes  %.3f of dense (dense: %lld bytes)\n", "total", "", total, total / dense,
                in.bytes_dense);
         printf("  written to %s%s\n", outp, cli_get(cmd, "no-verify") ? "" : " (decoded back bit for bit first)");
+        printf("  problem    %s (N: the largest batch; sptune best slotfill-spmm --shape ... shows what is served)\n",
+               problem);
     }
     /* an encoding no smaller than ~0.9 of dense cannot beat a dense product that streams W as well */
     if (total > 0.9 * dense)

@@ -253,7 +253,9 @@ SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
  * and launch that with the image's device pointer as the first argument:
  *
  *     sptune_slotfill *w;   sptune_slotfill_encode(host_w, M, K, 0, NULL, &w);   // bf16, default encoding
- *     req.op = "slotfill-spmm"; req.fixed = sptune_slotfill_fixed(w); sptune_kernel_get(&req, &k);
+ *     char problem[128];    sptune_slotfill_problem(w, max_batch, problem, sizeof problem);
+ *     req.op = "slotfill-spmm"; req.problem = problem; req.fixed = sptune_slotfill_fixed(w);
+ *     sptune_kernel_get(&req, &k);
  *     size_t n; const void *img = sptune_slotfill_image(w, &n);   cuMemcpyHtoD(dW, img, n);
  *     void *args[] = {&dW, &dX, &dY, &M, &N, &K};   sptune_kernel_launch(k, stream, args);
  *
@@ -284,6 +286,13 @@ typedef struct sptune_slotfill_info {
     long long bytes_tc, bytes_slots, bytes_residual, bytes_index, bytes_dense; /* per layer, and dense W */
 } sptune_slotfill_info;
 SPTUNE_API sptune_status sptune_slotfill_info_get(const sptune_slotfill *m, sptune_slotfill_info *info);
+/* The slotfill-spmm problem for this matrix and batches of up to `tokens` tokens, for sptune_kernel_request.problem:
+ * "M=..,K=..,N=tokens,sparsity=..,fp16=..,dist=..", the sparsity (percent of zeros) and the kind of pruning (dist:
+ * 0 elements pruned independently, 1 by magnitude over rows of different scales, 2 per row as Wanda and SparseGPT
+ * prune, 3 2:4, 4 rows far from the rest) measured from the encoding, so that the results looked up were measured
+ * on weights like these. Reads the whole encoding (call it once per matrix); a buffer of 128 bytes is enough.
+ * SPTUNE_ERR_INVALID for tokens outside 1..2^31-1 or a buffer too small (then buf is ""). */
+SPTUNE_API sptune_status sptune_slotfill_problem(const sptune_slotfill *m, long long tokens, char *buf, size_t len);
 /* Rebuilds the dense W (M x K, row-major, bit for bit) from the encoding. */
 SPTUNE_API sptune_status sptune_slotfill_decode(const sptune_slotfill *m, void *w);
 SPTUNE_API void sptune_slotfill_free(sptune_slotfill *m);

@@ -134,6 +134,19 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
 sptune_status sp_sf_decode(const sp_slotfill *m, uint16_t *w, long long ld);
 void sp_sf_free(sp_slotfill *m);
 
+/* W as the encoding shows it: nonzeros in all and per row (smallest, largest, mean, variance), and whether
+ * every aligned group of 4 along K holds exactly 2 (2:4). The bitmap layout is read in place; the first
+ * design's layouts are decoded whole (M x K x 2 bytes for the call). */
+typedef struct sp_sf_profile {
+    long long nonzeros, row_min, row_max;
+    double row_mean, row_var;
+    int two_four;
+} sp_sf_profile;
+sptune_status sp_sf_profile_get(const sp_slotfill *m, sp_sf_profile *out);
+/* The slotfill-spmm problem's dist for weights so profiled (0 independent elements, 1 magnitude-pruned over
+ * rows of different scales, 2 per-row, 3 2:4, 4 extreme rows; tuner/sp_case_slotfill.c draws each). */
+int sp_sf_profile_dist(const sp_sf_profile *p, long long K);
+
 /* The image as a file and back. Reading checks the magic ("not an sptune Slot-Filling matrix"),
  * the version ("written by a newer sptune"), the header's fields and section bounds, and the
  * checksum ("damaged"), before anything is used. */

@@ -102,11 +102,10 @@ sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long M, long long K, l
     return SPTUNE_OK;
 }
 
-sptune_status sp_sf_decode_bitmap(const sp_slotfill *m, uint16_t *w, long long ld)
+sptune_status sp_sf_walk_bitmap(const sp_slotfill *m, sp_sf_visit visit, void *ud)
 {
     const uint32_t *xoff = (const uint32_t *)(m->image + m->xoff_off);
     const unsigned long long xunits = (m->extra_bytes - 16) / 16;
-    for (long long r = 0; r < m->M; r++) memset(w + r * ld, 0, (size_t)m->K * 2);
     for (long long i = 0; i < m->tiles; i++)
         for (long long c = 0; c < m->chunks; c++) {
             const uint32_t u0 = xoff[i * m->chunks + c], u1 = xoff[i * m->chunks + c + 1];
@@ -138,11 +137,26 @@ sptune_status sp_sf_decode_bitmap(const sp_slotfill *m, uint16_t *w, long long l
                             if (gr >= m->M || gk >= m->K || v == 0)
                                 return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling tile %lld chunk %lld: a value at row %lld, "
                                                "column %lld is outside the matrix or zero", i, c, gr, gk);
-                            w[gr * ld + gk] = v;
+                            visit(ud, gr, gk, v);
                         }
             }
         }
     return SPTUNE_OK;
+}
+
+typedef struct dense_out { uint16_t *w; long long ld; } dense_out;
+
+static void put(void *ud, long long row, long long col, uint16_t v)
+{
+    dense_out *d = ud;
+    d->w[row * d->ld + col] = v;
+}
+
+sptune_status sp_sf_decode_bitmap(const sp_slotfill *m, uint16_t *w, long long ld)
+{
+    for (long long r = 0; r < m->M; r++) memset(w + r * ld, 0, (size_t)m->K * 2);
+    dense_out d = {w, ld};
+    return sp_sf_walk_bitmap(m, put, &d);
 }
 
 void sp_sf_bitmap_stats(sp_slotfill *m)

@@ -14,6 +14,10 @@ void sp_sf_write_header(sp_slotfill *m);
 sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long M, long long K, long long ld, sp_sf_dtype dtype,
                                   const sp_sf_params *p, sp_slotfill *out);
 sptune_status sp_sf_decode_bitmap(const sp_slotfill *m, uint16_t *w, long long ld);
+/* Every value of a bitmap image, block by block (a 16-row tile's 128-column chunks in turn), each field checked
+ * as sp_sf_decode does; visit gets its row, column and bits. */
+typedef void (*sp_sf_visit)(void *ud, long long row, long long col, uint16_t v);
+sptune_status sp_sf_walk_bitmap(const sp_slotfill *m, sp_sf_visit visit, void *ud);
 /* Its byte counts, from the shape, the offsets and the header's counts (also for images read back). */
 void sp_sf_bitmap_stats(sp_slotfill *m);
 

@@ -242,8 +242,10 @@ PY
   has "encode reports the parts" "bitmaps .* of dense"; has "encode reports the total" "total .* of dense"
   has "encode: the default encoding is the bitmap" "decode=bitmap"
   has "encode decodes back" "decoded back bit for bit"
+  has "encode names the problem, the pruning measured" "problem +M=70,K=300,N=16,sparsity=50,fp16=0,dist=0"
   expect 0 "encode raw, list layout" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w2.sf" --config decode=list,dbits=6,fill=1 --json
   has "encode --json" '"encoding":"window=128,dbits=6,fill=1,decode=list,dtype=bf16"'
+  has "encode --json names the problem" '"problem":"M=70,K=300,N=16,sparsity=50,fp16=0,dist=0"'
   expect 0 "encode raw, three layers" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w5.sf" --config decode=owner,dbits=6,fill=1
   has "encode reports the three layers" "Sparse-TC .* of dense"
   cp "$tmp/w.raw" "$tmp/q\"u	o.raw"   # a quote and a tab in the name: JSON must escape them

@@ -1,16 +1,7 @@
 /* GPU harness of slotfill-spmm: Y[N x M] = X[N x K] W^T with W encoded in the Slot-Filling layers
  * (runtime/sp_slotfill.h), bf16 or fp16 (problem dimension fp16).
  *
- * Data shaped like pruned LLM weights (problem dimension dist):
- *   0  uniform: each element kept with probability 1 - sparsity, values N(0, 1);
- *   1  magnitude-pruned (the default of the benchmarks): W = N(0, 1) scaled per row (log-normal,
- *      sigma 0.3) and per input column (log-normal, sigma 0.6: outlier channels), the smallest
- *      magnitudes of the whole matrix removed: rows and columns end up unevenly dense;
- *   2  per-row (as Wanda and SparseGPT prune): every row keeps exactly its share, chosen by
- *      |w| times its column's scale;
- *   3  exactly 2:4 (two of every four, sparsity ignored): only the Sparse-TC layer is used;
- *   4  the hard cases together: every 7th row 90 % dense, every 11th empty, one column dense, the
- *      rest uniform (the residual overflows what a stage holds; the tests use it).
+ * W drawn as the problem's dist says (tuner/sp_slotfill_dist.h).
  * X: N(0, 1) with 1 % of the feature columns 8x larger (activation outliers).
  * Reference: cuBLAS fp32 output from the pruned dense W (spot-checked in fp64 on the host);
  * baseline: the same dense product by cuBLAS with a 16-bit output, what an engine runs today. The
@@ -21,6 +12,7 @@
 #include "sp_cublas.h"
 #include "sp_cuda.h"
 #include "sp_slotfill.h"
+#include "sp_slotfill_dist.h"
 #include "sp_status.h"
 
 #include <math.h>
@@ -55,101 +47,6 @@ typedef struct sf_state {
     double encode_s;                   /* seconds the last new encoding took */
 } sf_state;
 
-/* Standard normal deviates, two per Box-Muller step (the second kept for the next call). */
-typedef struct normals { uint64_t *rng; int have; double next; } normals;
-static double normal(normals *n)
-{
-    if (n->have) { n->have = 0; return n->next; }
-    double u = sp_rng_unit(n->rng), v = sp_rng_unit(n->rng), r = sqrt(-2.0 * log(u + 1e-300));
-    n->next = r * sin(6.283185307179586 * v);
-    n->have = 1;
-    return r * cos(6.283185307179586 * v);
-}
-
-static int cmp_float(const void *a, const void *b)
-{
-    float x = *(const float *)a, y = *(const float *)b;
-    return (x > y) - (x < y);
-}
-
-/* The k-th smallest of n floats (quickselect; v is reordered). */
-static float select_kth(float *v, long long n, long long k)
-{
-    long long lo = 0, hi = n - 1;
-    while (lo < hi) {
-        float pivot = v[lo + (hi - lo) / 2];
-        long long i = lo, j = hi;
-        while (i <= j) {
-            while (v[i] < pivot) i++;
-            while (v[j] > pivot) j--;
-            if (i <= j) { float t = v[i]; v[i] = v[j]; v[j] = t; i++; j--; }
-        }
-        if (k <= j) hi = j;
-        else if (k >= i) lo = i;
-        else return v[k];
-    }
-    return v[k];
-}
-
-/* W (M x K) as described at the top; fails only on memory. */
-static sptune_status make_weights(uint64_t *rng, int M, int K, double sparsity, int dist, int f16, unsigned short *W)
-{
-    normals nrm = {rng, 0, 0};
-    float *cs = malloc((size_t)K * sizeof *cs), *row = malloc((size_t)K * sizeof *row),
-          *score = malloc((size_t)K * sizeof *score);
-    if (!cs || !row || !score) {
-        free(cs); free(row); free(score);
-        return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W");
-    }
-    for (int c = 0; c < K; c++) cs[c] = (float)exp(0.6 * normal(&nrm));
-    float thresh = 0;
-    if (dist == 1) {
-        /* the global magnitude threshold, from a sample of the same distribution */
-        enum { S = 1 << 18 };
-        float *smp = malloc(S * sizeof *smp);
-        if (!smp) { free(cs); free(row); free(score); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory drawing W"); }
-        for (int i = 0; i < S; i++)
-            smp[i] = (float)fabs(normal(&nrm) * exp(0.3 * normal(&nrm)) * cs[sp_rng_below(rng, (uint64_t)K)]);
-        qsort(smp, S, sizeof *smp, cmp_float);
-        thresh = smp[(long long)(sparsity * (S - 1))];
-        free(smp);
-    }
-    for (int r = 0; r < M; r++) {
-        unsigned short *w = W + (size_t)r * K;
-        const double rs = exp(0.3 * normal(&nrm));
-        if (dist == 3) {
-            for (int q = 0; q < K; q += 4) {
-                int a = (int)sp_rng_below(rng, 4), b2 = (a + 1 + (int)sp_rng_below(rng, 3)) % 4;
-                for (int e = 0; e < 4 && q + e < K; e++)
-                    w[q + e] = (e == a || e == b2) ? sp_float_to_half((float)(normal(&nrm) * rs), f16) : 0;
-            }
-            continue;
-        }
-        for (int c = 0; c < K; c++) {
-            double v = normal(&nrm) * (dist == 0 ? 1.0 : rs * cs[c]);
-            row[c] = (float)v;
-        }
-        float cut = thresh;
-        if (dist == 2) {
-            /* this row's share by |w| * column scale */
-            for (int c = 0; c < K; c++) score[c] = fabsf(row[c]) * cs[c];
-            long long k = (long long)(sparsity * K);
-            cut = k > 0 ? select_kth(score, K, k - 1) : -1.0f;
-            for (int c = 0; c < K; c++) row[c] = fabsf(row[c]) * cs[c] > cut ? row[c] : 0.0f;
-        }
-        const double keep_p = dist == 4 ? (r % 7 == 0 ? 0.9 : r % 11 == 0 ? 0.0 : 1.0 - sparsity) : 1.0 - sparsity;
-        for (int c = 0; c < K; c++) {
-            int keep = dist == 0 || dist == 4 ? sp_rng_unit(rng) < keep_p || (dist == 4 && c == K / 3)
-                       : dist == 1 ? fabsf(row[c]) > cut : row[c] != 0.0f;
-            w[c] = keep ? sp_float_to_half(row[c], f16) : 0;
-        }
-    }
-    free(cs);
-    free(row);
-    free(score);
-    return SPTUNE_OK;
-}
-
 static void weight_cache_clear(void)
 {
     for (int i = 0; i < wc.nenc; i++) sp_sf_free(&wc.enc[i]);
@@ -169,7 +66,7 @@ static sptune_status weights_for(sf_state *g, uint64_t seed, unsigned short **ou
     wc.hW = malloc((size_t)g->M * g->K * 2);
     if (!wc.hW) return sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for W (%d x %d)", g->M, g->K);
     uint64_t s = seed;
-    sptune_status st = make_weights(&s, g->M, g->K, g->sparsity, g->dist, g->f16, wc.hW);
+    sptune_status st = sp_slotfill_draw(&s, g->M, g->K, g->sparsity, g->dist, g->f16, wc.hW);
     if (st != SPTUNE_OK) { weight_cache_clear(); return st; }
     wc.M = g->M; wc.K = g->K; wc.f16 = g->f16; wc.dist = g->dist; wc.sparsity = g->sparsity; wc.seed = seed;
     *out = wc.hW;
@@ -217,10 +114,10 @@ static sptune_status sf_create(sp_bench *b, const sp_problem *p, void **out)
     }
     if ((st = weights_for(g, b->rng ^ 0x51f111ull, &g->hW)) != SPTUNE_OK) goto fail;
     uint64_t s = b->rng ^ 0x7e57ull;
-    normals xn = {&s, 0, 0};
+    sp_normals xn = {&s, 0, 0};
     for (int c = 0; c < g->K; c++) {
         const float scale = sp_rng_below(&s, 100) == 0 ? 8.0f : 1.0f;
-        for (int n = 0; n < g->N; n++) g->hX[(size_t)n * g->K + c] = sp_float_to_half((float)normal(&xn) * scale, f16);
+        for (int n = 0; n < g->N; n++) g->hX[(size_t)n * g->K + c] = sp_float_to_half((float)sp_normal(&xn) * scale, f16);
     }
     if ((st = sp_bench_alloc(b, mk * 2, &g->Wdense)) || (st = sp_bench_alloc(b, nk * 2, &g->X)) ||
         (st = sp_bench_alloc(b, nm * 2, &g->Y)) || (st = sp_bench_alloc(b, nm * 2, &g->Ybase)) ||
