@@ -95,6 +95,10 @@ static double distance(const sp_template *t, const sp_problem *a, const sp_probl
     for (int i = 0; i < a->n && i < b->n; i++) {
         if (strcmp(a->name[i], b->name[i]) != 0) return INFINITY;
         if (a->v[i] == b->v[i]) continue; /* equal, zeros included (a flag such as fp16=0) */
+        if (sp_template_dim_category(t, i)) { /* another kind of data: one step (as far as a size twice as large) */
+            d += 1;
+            continue;
+        }
         if (sp_template_dim_default(t, i, NULL)) {
             /* a dimension with a default describes the data (a fraction that may be 0): near, not apart */
             if (!(a->v[i] >= 0) || !(b->v[i] >= 0)) return INFINITY;

@@ -207,6 +207,11 @@ const char *sp_template_dim(const sp_template *t, int i)
 
 const char *sp_template_tokens(const sp_template *t) { return t->tokens >= 0 ? t->dims[t->tokens] : NULL; }
 
+int sp_template_dim_category(const sp_template *t, int i)
+{
+    return t && i >= 0 && i < t->ndims && t->dim_category[i];
+}
+
 int sp_template_dim_default(const sp_template *t, int i, double *v)
 {
     if (!t || i < 0 || i >= t->ndims || !t->dim_optional[i]) return 0;

@@ -317,6 +317,7 @@ static void read_ranges(lua_State *L, sp_template *t, int m)
         t->dim_min[d] = -HUGE_VAL;
         t->dim_max[d] = HUGE_VAL;
         t->dim_int[d] = 0;
+        t->dim_category[d] = 0;
         for (int a = 0; a < t->nargs; a++)
             if (t->args[a].role == SP_ROLE_DIM && strcmp(t->args[a].name, t->dims[d]) == 0 &&
                 (t->args[a].type == SP_ARG_I32 || t->args[a].type == SP_ARG_U32)) {
@@ -340,7 +341,11 @@ static void read_ranges(lua_State *L, sp_template *t, int m)
             t->dim_max[d] = lua_tonumber(L, -1);
             rawfield(L, x, "int");
             t->dim_int[d] = lua_toboolean(L, -1);
-            lua_pop(L, 3);
+            rawfield(L, x, "category");
+            t->dim_category[d] = lua_toboolean(L, -1);
+            if (t->dim_category[d] && !t->dim_int[d])
+                vfail(L, t, "ranges.%s: a category is numbered by integers (int = true)", t->dims[d]);
+            lua_pop(L, 4);
         }
         lua_pop(L, 1);
     }

@@ -12,7 +12,7 @@ M.dims = {{"nnz", 40}, {"dead", 30}, {"tail", 0.7}, {"dense", 0.5}, {"dense_nnz"
 -- 1 scattered, 2 both); `extra` adds an op's own.
 function M.ranges(extra)
   local r = {nnz = {0, 1e9}, dead = {0, 100}, tail = {0, 16}, dense = {0, 100}, dense_nnz = {0, 1e9},
-             at = {0, 2, int = true}}
+             at = {0, 2, int = true, category = true}}
   for k, v in pairs(extra or {}) do r[k] = v end
   return r
 end
