@@ -18,16 +18,16 @@ const char *sptune_status_name(sptune_status st)
     switch (st) {
     case SPTUNE_OK: return "ok";
     case SPTUNE_ERR_INVALID: return "invalid";
-    case SPTUNE_ERR_NOMEM: return "out of memory";
+    case SPTUNE_ERR_NOMEM: return "nomem";
     case SPTUNE_ERR_IO: return "io";
     case SPTUNE_ERR_TEMPLATE: return "template";
     case SPTUNE_ERR_COMPILE: return "compile";
-    case SPTUNE_ERR_NO_GPU: return "no gpu";
+    case SPTUNE_ERR_NO_GPU: return "no_gpu";
     case SPTUNE_ERR_CUDA: return "cuda";
-    case SPTUNE_ERR_DB: return "database";
-    case SPTUNE_ERR_NOT_FOUND: return "not found";
+    case SPTUNE_ERR_DB: return "db";
+    case SPTUNE_ERR_NOT_FOUND: return "not_found";
     case SPTUNE_ERR_UNSUPPORTED: return "unsupported";
-    case SPTUNE_ERR_WRONG_RESULT: return "wrong result";
+    case SPTUNE_ERR_WRONG_RESULT: return "wrong_result";
     }
     return "unknown";
 }

@@ -33,7 +33,8 @@ typedef enum sptune_status {
 
 /* Message of the last failure on this thread ("" if none). Valid until the next sptune call. */
 SPTUNE_API const char *sptune_last_error(void);
-/* Short, stable name of a status ("ok", "invalid", ...). */
+/* Short, stable name of a status: an identifier, the enumerator's suffix in lower case ("ok", "invalid", "nomem",
+ * "no_gpu", "not_found", "wrong_result", ...; "unknown" for a number that is no status). */
 SPTUNE_API const char *sptune_status_name(sptune_status st);
 /* "0.2.0" (0.2: launches take a token count up to the problem's; sptune_kernel_launch_ws gained it) */
 SPTUNE_API const char *sptune_version(void);

@@ -164,8 +164,22 @@ static void arg_list(sptune_kernel *k, const char *dim, int value, int other, un
     }
 }
 
+/* Status names are distinct identifiers (bindings and logs use them as keys). */
+static void status_names(void)
+{
+    const char *seen[SPTUNE_ERR_WRONG_RESULT + 1];
+    for (int st = SPTUNE_OK; st <= SPTUNE_ERR_WRONG_RESULT; st++) {
+        const char *n = seen[st] = sptune_status_name((sptune_status)st);
+        int ident = n && *n && strspn(n, "abcdefghijklmnopqrstuvwxyz_") == strlen(n);
+        CHECK_MSG(ident && strcmp(n, "unknown") != 0, "status %d: '%s'", st, n ? n : "(null)");
+        for (int j = 0; j < st; j++) CHECK_MSG(strcmp(seen[j], n) != 0, "statuses %d and %d both '%s'", j, st, n);
+    }
+    CHECK(strcmp(sptune_status_name((sptune_status)99), "unknown") == 0);
+}
+
 int main(void)
 {
+    status_names();
     char dir[1024], db_path[1100], cache[1100], junk[1100];
     snprintf(dir, sizeof dir, "%s", sp_test_tmpdir("test_kernel_api"));
     snprintf(db_path, sizeof db_path, "%s/tuning.db", dir);
