@@ -1,6 +1,8 @@
 /* sptune: generate, compile, tune and serve sparse LLM kernels for NVIDIA GPUs.
- * The one public header. Every function returns a status; on failure a readable
- * message is left for the calling thread (sptune_last_error). The library never exits. */
+ * The one public header. Every function that can fail returns a status (sptune_status) and, on failure, leaves
+ * a readable message for the calling thread (sptune_last_error). The others cannot fail: accessors of an object
+ * already made (a name, a count, a configuration; NULL or 0 when given NULL), the free functions (NULL allowed),
+ * sptune_version and sptune_last_error. The library never exits. */
 #ifndef SPTUNE_H
 #define SPTUNE_H
 
