@@ -19,6 +19,7 @@
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -519,11 +520,30 @@ static void memo_add(const char *key, const sptune_kernel *k)
     pthread_mutex_unlock(&memo.lock);
 }
 
-sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out)
+/* The caller's request as this library's struct: what the caller's size covers, the rest 0 (the defaults). */
+static sptune_status request_copy(const sptune_kernel_request *in, sptune_kernel_request *r)
+{
+    memset(r, 0, sizeof *r);
+    if (!in) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: no request");
+    const size_t first = offsetof(sptune_kernel_request, fixed) + sizeof r->fixed; /* 0.3's fields */
+    size_t n = in->size ? in->size : first;
+    if (n < first)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: request size %zu is smaller than the first "
+                       "version's %zu", n, first);
+    memcpy(r, in, n < sizeof *r ? n : sizeof *r);
+    r->size = sizeof *r;
+    return SPTUNE_OK;
+}
+
+sptune_status sptune_kernel_get(const sptune_kernel_request *caller, sptune_kernel **out)
 {
     if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: no output");
     *out = NULL;
-    if (!req || !req->op || !req->problem || !req->gpu)
+    sptune_kernel_request rq;
+    sptune_status rst = request_copy(caller, &rq);
+    if (rst != SPTUNE_OK) return rst;
+    const sptune_kernel_request *req = &rq;
+    if (!req->op || !req->problem || !req->gpu)
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: op, problem and gpu are required");
     sp_gpu_profile gpu;
     sptune_status st = strcmp(req->gpu, "auto") == 0 ? sp_gpu_profile_current(&gpu)

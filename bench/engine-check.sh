@@ -20,7 +20,7 @@ TAIL=6 SPTUNE_TEST_OPS=api,workspace step "$build/tests/test_gpu_ops"
 step "$build/examples/twell_ffn" 3000 2048 5632
 step "$build/examples/twell_ffn_static" 77 256 1024
 if python3 -c "import torch" 2>/dev/null; then
-  SPTUNE_LIB="$PWD/$build/prefix/lib/libsptune.so.0.2" PYTHONPATH="$PWD/python" step python3 tests/gpu_python.py
+  SPTUNE_LIB="$PWD/$build/prefix/lib/libsptune.so.0.3" PYTHONPATH="$PWD/python" step python3 tests/gpu_python.py
 else
   echo "no torch here: the Python GPU test did not run"
 fi

@@ -11,8 +11,10 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     const char *shape = cli_get(cmd, "shape"), *gpu = cli_get(cmd, "gpu");
     if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=16384,D=2048,F=5632,nnz=40)");
     const char *db = cli_get(cmd, "no-db") ? "" : cli_get(cmd, "db");
-    sptune_kernel_request req = {pos[0], shape, gpu ? gpu : "auto", db, cli_get(cmd, "cache-dir"),
-                                 cli_get(cmd, "no-shipped") != NULL, cli_get(cmd, "fixed")};
+    sptune_kernel_request req = {.op = pos[0], .problem = shape, .gpu = gpu ? gpu : "auto", .db_path = db,
+                                 .cache_dir = cli_get(cmd, "cache-dir"),
+                                 .ignore_shipped = cli_get(cmd, "no-shipped") != NULL,
+                                 .fixed = cli_get(cmd, "fixed")};
     sptune_kernel *k = NULL;
     sptune_status st = sptune_kernel_get(&req, &k);
     if (st != SPTUNE_OK) {

@@ -112,8 +112,8 @@ static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_prob
 static long long served_index(sp_template *t, const cli_gpu_run *g, const char *key, sp_db *db, sp_cache *cache,
                               const sp_configs *space, int quiet)
 {
-    sptune_kernel_request req = {sp_template_name(t), key, g->gpu.info.profile, db ? sp_db_path(db) : "",
-                                 cache ? sp_cache_dir(cache) : "", 0, NULL};
+    sptune_kernel_request req = {.op = sp_template_name(t), .problem = key, .gpu = g->gpu.info.profile,
+                                 .db_path = db ? sp_db_path(db) : "", .cache_dir = cache ? sp_cache_dir(cache) : ""};
     sptune_kernel *k = NULL;
     long long found = -1;
     sp_config c;

@@ -49,7 +49,7 @@ int main(int argc, char **argv)
     int have_gpu = cudaSetDevice(0) == cudaSuccess && cudaFree(0) == cudaSuccess;
     char problem[128];
     snprintf(problem, sizeof problem, "M=%d,D=%d,F=%d,nnz=40", M, D, F);
-    sptune_kernel_request req = {"twell-ffn", problem, have_gpu ? "auto" : "h200", NULL, NULL, 0, NULL};
+    sptune_kernel_request req = {.op = "twell-ffn", .problem = problem, .gpu = have_gpu ? "auto" : "h200"};
     sptune_kernel *k = NULL;
     if (sptune_kernel_get(&req, &k) != SPTUNE_OK) {
         fprintf(stderr, "twell_ffn: %s\n", sptune_last_error());

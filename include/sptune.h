@@ -38,7 +38,8 @@ SPTUNE_API const char *sptune_last_error(void);
 /* Short, stable name of a status: an identifier, the enumerator's suffix in lower case ("ok", "invalid", "nomem",
  * "no_gpu", "not_found", "wrong_result", ...; "unknown" for a number that is no status). */
 SPTUNE_API const char *sptune_status_name(sptune_status st);
-/* "0.2.0" (0.2: launches take a token count up to the problem's; sptune_kernel_launch_ws gained it) */
+/* "0.3.0" (0.3: sptune_kernel_request begins with its size; 0.2: launches take a token count up to the
+ * problem's). 0.x: each minor version may change the ABI (the SONAME names it: libsptune.so.0.3). */
 SPTUNE_API const char *sptune_version(void);
 
 /* ---- GPUs ---------------------------------------------------------------------------- */
@@ -88,7 +89,12 @@ typedef enum sptune_origin {
                                    the same architecture (an H100 served from H200 results) */
 } sptune_origin;
 
+/* Fill it with designated initializers ({.op = "gemm", .problem = ..., .gpu = "auto"}): fields left out are 0,
+ * which always means the default. Fields are only ever added at the end; `size` says how much of the struct the
+ * caller knows, so that a later library never reads past an earlier caller's struct (0: the fields up to `fixed`,
+ * this version's; SPTUNE_KERNEL_REQUEST_SIZE sets it to the caller's header). */
 typedef struct sptune_kernel_request {
+    size_t size;           /* 0, or sizeof(sptune_kernel_request) as the caller was compiled */
     const char *op;        /* "twell-ffn", "gemm", ... (sptune ops) */
     const char *problem;   /* the op's dimensions: "M=16384,D=2048,F=5632,nnz=40" (the TwELL ops' nnz, active
                               neurons per token, and their data dimensions may be left out: 40 and the defaults
@@ -102,6 +108,7 @@ typedef struct sptune_kernel_request {
                               its data was prepared for (sptune_slotfill_fixed); recorded results with other values
                               are passed over, and the default takes these */
 } sptune_kernel_request;
+#define SPTUNE_KERNEL_REQUEST_SIZE sizeof(sptune_kernel_request)
 
 typedef struct sptune_kernel sptune_kernel;
 

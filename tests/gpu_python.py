@@ -3,7 +3,7 @@ sptune.twell_ffn against a torch reference of the gated FFN on realistic-ish act
 eager call, torch.compile and a captured CUDA graph replayed with new inputs; then the time of a call
 against the C launch it wraps (the Python overhead) and the torch dense layer.
 
-    SPTUNE_LIB=build/libsptune.so.0.2 PYTHONPATH=python python3 tests/gpu_python.py"""
+    SPTUNE_LIB=build/libsptune.so.0.3 PYTHONPATH=python python3 tests/gpu_python.py"""
 import sys
 import time
 

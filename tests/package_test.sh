@@ -23,7 +23,7 @@ done
 so=$(ls "$lib"/libsptune.so.*.*.* 2>/dev/null | head -1)
 [ -n "$so" ] && ok || bad "no versioned libsptune.so"
 # (grep -q on a here-string: in a pipeline under pipefail, grep's early exit makes the writer fail: flaky)
-grep -q 'SONAME.*\[libsptune\.so\.0\.2\]' <<< "$(readelf -d "$so" 2>/dev/null)" && ok || bad "SONAME is not libsptune.so.0.2"
+grep -q 'SONAME.*\[libsptune\.so\.0\.3\]' <<< "$(readelf -d "$so" 2>/dev/null)" && ok || bad "SONAME is not libsptune.so.0.3"
 others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^(sptune_|_init$|_fini$)' | head -5)
 [ -z "$others" ] && ok || bad "the shared library exports more than the API: $others"
 grep -q ' T sptune_kernel_get$' <<< "$(nm -D --defined-only "$so")" && ok || bad "sptune_kernel_get not exported"
@@ -43,7 +43,7 @@ for exe in twell_ffn twell_ffn_static; do
   [ $rc -eq 0 ] && ok || bad "$exe exited $rc: $out"
   grep -q -E "workspace [0-9.]+ MiB|relative error" <<< "$out" && ok || bad "$exe: unexpected output: $out"
 done
-grep -q "libsptune.so.0.2 => $lib/" <<< "$(ldd "$prefix/ex/twell_ffn")" && ok || bad "the example does not load the installed libsptune.so.0.2"
+grep -q "libsptune.so.0.3 => $lib/" <<< "$(ldd "$prefix/ex/twell_ffn")" && ok || bad "the example does not load the installed libsptune.so.0.3"
 
 # the example through pkg-config (the shared library)
 export PKG_CONFIG_PATH="$lib/pkgconfig"

@@ -114,7 +114,8 @@ static void run_token_range(sp_bench *b)
 {
     for (int m = 0; m < NMAX; m++) {
         const char *op = maxima[m].op;
-        sptune_kernel_request req = {op, maxima[m].problem, b->gpu.info.profile, "", cache_dir, 1, maxima[m].fixed};
+        sptune_kernel_request req = {.op = op, .problem = maxima[m].problem, .gpu = b->gpu.info.profile, .db_path = "",
+                                     .cache_dir = cache_dir, .ignore_shipped = 1, .fixed = maxima[m].fixed};
         sptune_kernel *k = NULL;
         CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
         long long max = 0;
@@ -189,7 +190,8 @@ static void run_token_range(sp_bench *b)
 static void run_d2t_helper(sp_bench *b)
 {
     const char *problem = "M=333,D=256,F=1000,nnz=40";
-    sptune_kernel_request req = {"twell-d2t", problem, b->gpu.info.profile, "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {.op = "twell-d2t", .problem = problem, .gpu = b->gpu.info.profile, .db_path = "",
+                                 .cache_dir = cache_dir, .ignore_shipped = 1};
     sptune_kernel *k = NULL;
     sp_case cs;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
@@ -249,7 +251,8 @@ static void run_graph(sp_bench *b)
         return;
     }
     const char *problem = "M=333,D=256,F=1000,nnz=40,dense=1,dense_nnz=400";
-    sptune_kernel_request req = {"twell-ffn", FFN_MAX, b->gpu.info.profile, "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {.op = "twell-ffn", .problem = FFN_MAX, .gpu = b->gpu.info.profile, .db_path = "",
+                                 .cache_dir = cache_dir, .ignore_shipped = 1};
     sptune_kernel *k = NULL;
     sp_case a, c2;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
@@ -320,7 +323,8 @@ static void *work(void *arg)
     CUdeviceptr in[4] = {0}, y = 0, ws = 0;
     size_t ws_bytes = 0;
     sptune_status st = SP_CU(cu->CtxSetCurrent(w->ctx));
-    sptune_kernel_request req = {"twell-ffn", FFN_MAX, "auto", "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {.op = "twell-ffn", .problem = FFN_MAX, .gpu = "auto", .db_path = "",
+                                 .cache_dir = cache_dir, .ignore_shipped = 1};
     if (st == SPTUNE_OK) st = sptune_kernel_get(&req, &k);
     if (st == SPTUNE_OK) st = SP_CU(cu->StreamCreate(&s, CU_STREAM_NON_BLOCKING));
     if (st == SPTUNE_OK) st = sptune_kernel_workspace(k, 1, &ws_bytes);
@@ -350,7 +354,8 @@ static void run_threads(sp_bench *b)
 {
     const int tokens = 333;
     const char *problem = "M=333,D=256,F=1000,nnz=40,dense=1,dense_nnz=400";
-    sptune_kernel_request req = {"twell-ffn", FFN_MAX, b->gpu.info.profile, "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {.op = "twell-ffn", .problem = FFN_MAX, .gpu = b->gpu.info.profile, .db_path = "",
+                                 .cache_dir = cache_dir, .ignore_shipped = 1};
     sptune_kernel *k = NULL;
     sp_case a;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
@@ -422,7 +427,8 @@ static void run_threads(sp_bench *b)
 /* Host cost: a repeated get (the in-process copy) and a launch through the helper (not the GPU time). */
 static void run_host_cost(sp_bench *b)
 {
-    sptune_kernel_request req = {"twell-ffn", FFN_MAX, b->gpu.info.profile, "", cache_dir, 1, NULL};
+    sptune_kernel_request req = {.op = "twell-ffn", .problem = FFN_MAX, .gpu = b->gpu.info.profile, .db_path = "",
+                                 .cache_dir = cache_dir, .ignore_shipped = 1};
     sptune_kernel *k = NULL;
     double t0 = now_us();
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);

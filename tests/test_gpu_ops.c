@@ -148,7 +148,8 @@ static void run_api(sp_bench *b, const char *cache_dir)
 {
     for (int i = 0; i < NAPI; i++) {
         const char *op = api_cases[i][0], *shape = api_cases[i][1];
-        sptune_kernel_request req = {op, shape, b->gpu.info.profile, "", cache_dir, 1, NULL};
+        sptune_kernel_request req = {.op = op, .problem = shape, .gpu = b->gpu.info.profile, .db_path = "",
+                                     .cache_dir = cache_dir, .ignore_shipped = 1};
         sptune_kernel *k = NULL;
         CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
         sp_template *t = NULL;
@@ -219,8 +220,9 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
         if (!enc) continue;
         char shape[96];
         snprintf(shape, sizeof shape, "M=%d,K=%d,N=%d,sparsity=55,fp16=0,dist=1", M, K, N);
-        sptune_kernel_request req = {"slotfill-spmm", shape, b->gpu.info.profile, "", cache_dir, 1,
-                                     sptune_slotfill_fixed(enc)};
+        sptune_kernel_request req = {.op = "slotfill-spmm", .problem = shape, .gpu = b->gpu.info.profile,
+                                     .db_path = "", .cache_dir = cache_dir, .ignore_shipped = 1,
+                                     .fixed = sptune_slotfill_fixed(enc)};
         CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
         size_t bytes = 0;
         const void *img = sptune_slotfill_image(enc, &bytes);

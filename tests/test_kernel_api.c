@@ -72,7 +72,8 @@ static int same_config(const char *op, const char *a, const char *b)
 static sptune_kernel *get(const char *db, const char *cache, const char *op, const char *problem, const char *gpu,
                           sptune_origin want_origin, const char *want_config, const char *want_detail)
 {
-    sptune_kernel_request req = {op, problem, gpu, db, cache, 1, NULL}; /* the shipped results: below */
+    sptune_kernel_request req = {.op = op, .problem = problem, .gpu = gpu, .db_path = db, .cache_dir = cache,
+                                 .ignore_shipped = 1}; /* the shipped results: below */
     sptune_kernel *k = NULL;
     sptune_status st = sptune_kernel_get(&req, &k);
     CHECK_MSG(st == SPTUNE_OK, "%s %s on %s: %s", op, problem, gpu, sptune_last_error());
@@ -94,7 +95,8 @@ typedef struct getter { const char *cache; char config[512]; sptune_status st; }
 static void *get_one(void *arg)
 {
     getter *g = arg;
-    sptune_kernel_request rq = {"twell-ffn", "M=999,D=256,F=1000,nnz=40", "h200", "", g->cache, 0, NULL};
+    sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=999,D=256,F=1000,nnz=40", .gpu = "h200",
+                                .db_path = "", .cache_dir = g->cache};
     for (int i = 0; i < 20 && g->st == SPTUNE_OK; i++) {
         sptune_kernel *k = NULL;
         g->st = sptune_kernel_get(&rq, &k);
@@ -125,7 +127,8 @@ static void test_threads(const char *cache)
 /* The TwELL parts: twell-d2t's packed gate and pool inside its workspace, as launch_ws cuts it. */
 static void test_parts(const char *cache)
 {
-    sptune_kernel_request rq = {"twell-d2t", "M=1000,D=256,F=1024,nnz=40", "h200", "", cache, 1, NULL};
+    sptune_kernel_request rq = {.op = "twell-d2t", .problem = "M=1000,D=256,F=1024,nnz=40", .gpu = "h200",
+                                .db_path = "", .cache_dir = cache, .ignore_shipped = 1};
     sptune_kernel *k = NULL;
     CHECK_ST(sptune_kernel_get(&rq, &k), SPTUNE_OK);
     if (!k) return;
@@ -299,15 +302,17 @@ int main(void)
         sptune_kernel_free(k);
     }
     /* Rows this wide fit no recorded configuration and not the default: a clear refusal. */
-    sptune_kernel_request wide = {"twell-ffn", "M=64,D=14336,F=4096,nnz=40", "h100", db_path, cache, 1, NULL};
+    sptune_kernel_request wide = {.op = "twell-ffn", .problem = "M=64,D=14336,F=4096,nnz=40", .gpu = "h100",
+                                  .db_path = db_path, .cache_dir = cache, .ignore_shipped = 1};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&wide, &k), SPTUNE_ERR_UNSUPPORTED);
     CHECK(k == NULL && strstr(sptune_last_error(), "does not fit") != NULL);
 
     /* A default that does not fit (split-K 4 over a K of two chunks) gives way to the valid
      * configuration nearest to it, and the fixed parameters of an encoding stay as given. */
-    sptune_kernel_request shortk = {"slotfill-spmm", "M=256,K=120,N=4,sparsity=50,fp16=0,dist=1", "h200", "", cache, 1,
-                                     "window=64,dbits=7,fill=0,decode=list"};
+    sptune_kernel_request shortk = {.op = "slotfill-spmm", .problem = "M=256,K=120,N=4,sparsity=50,fp16=0,dist=1",
+                                    .gpu = "h200", .db_path = "", .cache_dir = cache, .ignore_shipped = 1,
+                                    .fixed = "window=64,dbits=7,fill=0,decode=list"};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&shortk, &k), SPTUNE_OK);
     if (k) {
@@ -321,7 +326,8 @@ int main(void)
     /* The shipped results (db/data/h200.tsv, measured on an H200): an application with no
      * database of its own gets the H200's tuned twell-ffn, and an H100 gets them as the same
      * architecture's; the user's own result for the problem wins over the shipped one. */
-    sptune_kernel_request shipped = {"twell-ffn", "M=16384,D=2048,F=5632,nnz=40", "h200", "", cache, 0, NULL};
+    sptune_kernel_request shipped = {.op = "twell-ffn", .problem = "M=16384,D=2048,F=5632,nnz=40", .gpu = "h200",
+                                     .db_path = "", .cache_dir = cache};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&shipped, &k), SPTUNE_OK);
     if (k) {
@@ -373,7 +379,8 @@ int main(void)
     /* Repeated gets come from the in-process copy, the same kernel; a result recorded meanwhile in the
      * user's database is served at once. */
     {
-        sptune_kernel_request rq = {"gemm", "M=640,N=640,K=640", "h200", db_path, cache, 1, NULL};
+        sptune_kernel_request rq = {.op = "gemm", .problem = "M=640,N=640,K=640", .gpu = "h200", .db_path = db_path,
+                                    .cache_dir = cache, .ignore_shipped = 1};
         sptune_kernel *a = NULL, *b = NULL, *c = NULL;
         CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
         CHECK_ST(sptune_kernel_get(&rq, &b), SPTUNE_OK);
@@ -404,7 +411,8 @@ int main(void)
     /* The token count (M) may be 1 to the problem's; above it, 0, or another dimension changed is refused
      * before anything runs. */
     {
-        sptune_kernel_request rq = {"gemm", "M=640,N=640,K=640", "h200", db_path, cache, 1, NULL};
+        sptune_kernel_request rq = {.op = "gemm", .problem = "M=640,N=640,K=640", .gpu = "h200", .db_path = db_path,
+                                    .cache_dir = cache, .ignore_shipped = 1};
         sptune_kernel *a = NULL;
         CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
         if (a) {
@@ -443,7 +451,8 @@ int main(void)
     /* The launch with one workspace: too small is refused before anything runs; large enough goes on to
      * the launch (which needs a GPU). */
     {
-        sptune_kernel_request rq = {"twell-ffn", "M=1000,D=256,F=1024,nnz=40", "h200", "", cache, 1, NULL};
+        sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=1000,D=256,F=1024,nnz=40", .gpu = "h200",
+                                    .db_path = "", .cache_dir = cache, .ignore_shipped = 1};
         sptune_kernel *a = NULL;
         CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
         if (a) {
@@ -471,8 +480,10 @@ int main(void)
     test_parts(cache);
     /* the sparsity hint is optional: without nnz the TwELL ops take 40 (what the shipped results measured) */
     {
-        sptune_kernel_request a = {"twell-ffn", "M=2000,D=256,F=1024", "h200", "", cache, 0, NULL};
-        sptune_kernel_request b = {"twell-ffn", "M=2000,D=256,F=1024,nnz=40", "h200", "", cache, 0, NULL};
+        sptune_kernel_request a = {.op = "twell-ffn", .problem = "M=2000,D=256,F=1024", .gpu = "h200", .db_path = "",
+                                   .cache_dir = cache};
+        sptune_kernel_request b = {.op = "twell-ffn", .problem = "M=2000,D=256,F=1024,nnz=40", .gpu = "h200",
+                                   .db_path = "", .cache_dir = cache};
         sptune_kernel *ka = NULL, *kb = NULL;
         CHECK_ST(sptune_kernel_get(&a, &ka), SPTUNE_OK);
         CHECK_ST(sptune_kernel_get(&b, &kb), SPTUNE_OK);
@@ -484,10 +495,25 @@ int main(void)
     /* Errors: a broken database, an unknown op, a bad problem, a missing field. */
     FILE *f = fopen(junk, "w");
     if (f) { fputs("this is not a database, but long enough to look like a file header........", f); fclose(f); }
-    sptune_kernel_request req = {"gemm", "M=64,N=64,K=64", "h100", junk, cache, 0, NULL};
+    sptune_kernel_request req = {.op = "gemm", .problem = "M=64,N=64,K=64", .gpu = "h100", .db_path = junk,
+                                 .cache_dir = cache};
     k = NULL;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_DB);
     CHECK(k == NULL && *sptune_last_error());
+    /* the request's size: this header's, or a later caller's larger struct (its fields past ours unread, the ones
+     * we know read: the junk database is reached), never smaller than the first version's */
+    req.size = SPTUNE_KERNEL_REQUEST_SIZE;
+    CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_DB);
+    struct { sptune_kernel_request r; char later[64]; } big;
+    memset(&big, 0x5a, sizeof big); /* fields this library does not know, non-zero */
+    big.r = req;
+    big.r.size = sizeof big;
+    CHECK_ST(sptune_kernel_get(&big.r, &k), SPTUNE_ERR_DB);
+    req.size = sizeof(void *);
+    CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_INVALID);
+    CHECK_MSG(strstr(sptune_last_error(), "request size") != NULL, "%s", sptune_last_error());
+    req.size = 0;
+    CHECK(k == NULL);
     req.db_path = db_path;
     req.op = "no-such-op";
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_NOT_FOUND);

@@ -4,7 +4,7 @@ compile at install time).
     import torch, sptune
     y = sptune.twell_ffn(x, w_gate, w_up, w_down)      # Y = (relu(X Wg^T) * X Wu^T) Wd, bf16, CUDA
 
-The library is found through $SPTUNE_LIB (a path to libsptune.so.0.2), then where `cmake --install` puts
+The library is found through $SPTUNE_LIB (a path to libsptune.so.0.3), then where `cmake --install` puts
 it relative to this package (<prefix>/lib), then the source tree's build folder, then the system's
 library path. Kernels run on the
 current CUDA stream. With torch available, ``torch.ops.sptune.twell_ffn`` is registered as a custom
@@ -29,7 +29,8 @@ _ROLES = {0: "input", 1: "output", 2: "workspace", 3: "dim", 4: "scalar"}
 
 
 class _Request(ctypes.Structure):
-    _fields_ = [("op", ctypes.c_char_p), ("problem", ctypes.c_char_p), ("gpu", ctypes.c_char_p),
+    _fields_ = [("size", ctypes.c_size_t), ("op", ctypes.c_char_p), ("problem", ctypes.c_char_p),
+                ("gpu", ctypes.c_char_p),
                 ("db_path", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p), ("ignore_shipped", ctypes.c_int),
                 ("fixed", ctypes.c_char_p)]
 
@@ -42,7 +43,7 @@ class _Arg(ctypes.Structure):
 
 
 # the library's SONAME (CMakeLists.txt: 0.x minors may change the ABI)
-_SONAME = "libsptune.so.0.2"
+_SONAME = "libsptune.so.0.3"
 
 
 def _candidates():
@@ -111,7 +112,7 @@ def _check(status):
 
 
 def version():
-    """libsptune's version ("0.2.0")."""
+    """libsptune's version ("0.3.0")."""
     return _library().sptune_version().decode()
 
 
@@ -123,7 +124,8 @@ class Kernel:
     def __init__(self, op, problem, gpu="auto", db_path=None, cache_dir=None, fixed=None):
         lib = _library()
         enc = lambda s: None if s is None else s.encode()
-        req = _Request(enc(op), enc(problem), enc(gpu), enc(db_path), enc(cache_dir), 0, enc(fixed))
+        req = _Request(ctypes.sizeof(_Request), enc(op), enc(problem), enc(gpu), enc(db_path), enc(cache_dir), 0,
+                       enc(fixed))
         handle = ctypes.c_void_p()
         _check(lib.sptune_kernel_get(ctypes.byref(req), ctypes.byref(handle)))
         self._lib, self._h = lib, handle
