@@ -31,9 +31,28 @@ others=$(nm -g --defined-only "$lib/libsptune.a" 2>/dev/null | awk 'NF == 3 {pri
 [ -z "$others" ] && ok || bad "the static library defines more global symbols than the API: $others"
 "$prefix/usr/bin/sptune" --version > /dev/null 2>&1 && ok || bad "the installed sptune does not run"
 
-# the Python package as installed finds the installed library by itself
-out=$(env -u SPTUNE_LIB PYTHONPATH="$lib/python3/site-packages" python3 -c 'import sptune; print(sptune.version(), sptune._library()._name)' 2>&1)
-grep -q "^[0-9.]* $lib/" <<< "$out" && ok || bad "the installed Python package: $out"
+# the Python package as installed (where the prefix's Python looks: cmake/python_sitedir.py) finds the installed
+# library by itself
+pydir=$(sed -n 's/^-- Python package: \(.*\)\/sptune$/\1/p' "$prefix/install.log")
+case "$pydir" in "$prefix/usr/lib/python3"*) ok ;; *) bad "the Python package went to '$pydir'" ;; esac
+out=$(cd / && env -u SPTUNE_LIB PYTHONPATH="$pydir" python3 -c 'import sptune; print(sptune.version(), sptune._library()._name)' 2>&1)
+grep -q "^[0-9.]* $lib/libsptune.so.0.3$" <<< "$out" && ok || bad "the installed Python package: $out"
+
+# pip install ./python packages the library it belongs with (python/setup.py); the same build step here, without
+# pip (which needs wheel or a network to build)
+if python3 -c 'import setuptools' 2> /dev/null; then
+  rm -rf "$prefix/pybuild"
+  if (cd "$src/python" && SPTUNE_LIB="$build/libsptune.so.0.3" \
+        python3 setup.py -q egg_info -e "$prefix" build --build-base "$prefix/pybuild" > "$prefix/pybuild.log" 2>&1)
+  then ok; else bad "python/setup.py build: $(tail -5 "$prefix/pybuild.log")"; fi
+  out=$(cd / && env -u SPTUNE_LIB PYTHONPATH="$prefix/pybuild/lib" python3 -c 'import sptune; print(sptune.version(), sptune._library()._name)' 2>&1)
+  grep -q "^[0-9.]* $prefix/pybuild/lib/sptune/libsptune.so.0.3$" <<< "$out" && ok || bad "the packaged library: $out"
+  out=$(cd "$src/python" && env -u SPTUNE_LIB python3 setup.py -q egg_info -e "$prefix" build \
+         --build-base "$prefix/pybuild2" 2>&1)
+  [ -d "$src/build" ] || grep -q "libsptune.so.0.3 not found: build it first" <<< "$out" && ok || bad "no library: $out"
+else
+  echo "package: SKIPPED the Python build step (no setuptools on this machine)"
+fi
 
 # the example through find_package, shared and static
 if cmake -S "$src/examples" -B "$prefix/ex" -DCMAKE_PREFIX_PATH="$prefix/usr" > "$prefix/ex.log" 2>&1 &&

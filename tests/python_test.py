@@ -62,6 +62,11 @@ check(0 < f.workspace_bytes() < f.workspace_bytes(bound=True), "twell-ffn worksp
 cap = next(a for a in f.args if a["name"] == "dense_capacity")
 check(cap["typical"] == 32 and cap["bound"] == 1000, f"dense_capacity {cap}")
 raises(sptune.SptuneError, lambda: sptune.Kernel("no-such-op", "M=1", gpu="h200"), "no-such-op", "unknown op")
+# an unknown op is said before any question about GPUs (this machine may have none: gpu="auto" would fail there)
+raises(sptune.SptuneError, lambda: sptune.Kernel("no-such-op", "M=1", gpu="auto"), "no template 'no-such-op'",
+       "unknown op, GPU auto")
+raises(sptune.SptuneError, lambda: sptune.Kernel("no-such-op", "M=1", gpu="no-such-gpu"), "no template 'no-such-op'",
+       "unknown op, unknown GPU")
 raises(sptune.SptuneError, lambda: sptune.Kernel("gemm", "M=64,N=64", gpu="h200"), "missing dimension", "bad problem")
 raises(ValueError, lambda: f.launch([1, 2]), "takes", "launch arity")
 raises(sptune.SptuneError, lambda: f.launch_ws([1, 2, 3, 4, 5], 4096, f.workspace_bytes() - 1), "the kernel needs",

@@ -4,9 +4,9 @@ compile at install time).
     import torch, sptune
     y = sptune.twell_ffn(x, w_gate, w_up, w_down)      # Y = (relu(X Wg^T) * X Wu^T) Wd, bf16, CUDA
 
-The library is found through $SPTUNE_LIB (a path to libsptune.so.0.3), then where `cmake --install` puts
-it relative to this package (<prefix>/lib), then the source tree's build folder, then the system's
-library path. Kernels run on the
+The library is found through $SPTUNE_LIB (a path to libsptune.so.0.3), then the copy `pip install ./python`
+packages beside this file, then the library `cmake --install` put in the same prefix (sptune/_installed.py,
+written at install time), then the source tree's build folder, then the system's library path. Kernels run on the
 current CUDA stream. With torch available, ``torch.ops.sptune.twell_ffn`` is registered as a custom
 op (with a fake implementation for shapes), so torch.compile and CUDA graphs can capture it.
 """
@@ -51,9 +51,16 @@ def _candidates():
     if env:
         yield env
     here = os.path.dirname(os.path.abspath(__file__))
-    # installed: <prefix>/lib/python3/site-packages/sptune -> <prefix>/lib; the source tree: python/sptune -> build
-    for rel in ("../../..", "../../build"):
-        yield os.path.join(here, rel, _SONAME)
+    # pip install ./python: the library packaged beside this file (python/setup.py)
+    yield os.path.join(here, _SONAME)
+    # cmake --install: the library of the same prefix, written at install time
+    try:
+        from . import _installed  # noqa: PLC0415
+        yield _installed.LIBRARY
+    except ImportError:
+        pass
+    # the source tree: python/sptune -> build
+    yield os.path.join(here, "../../build", _SONAME)
     found = ctypes.util.find_library("sptune")
     if found:
         yield found
