@@ -13,6 +13,8 @@ import datetime
 import math
 import sys
 
+from results_table import read
+
 # The baseline each op is timed against in the same run (the tuner's cases name them: tuner/sp_case_*.c).
 BASELINE = {"gemm": "cuBLAS bf16 GEMM", "slotfill-spmm": "cuBLAS dense GEMM, same precision",
             "twell-d2t": "cuBLAS bf16 GEMM, same shape, dense output", "twell-t2d": "cuBLAS bf16 dense H x W_down",
@@ -23,10 +25,9 @@ BASELINE = {"gemm": "cuBLAS bf16 GEMM", "slotfill-spmm": "cuBLAS dense GEMM, sam
 def main():
     if len(sys.argv) != 2:
         sys.exit(__doc__.strip().split("\n")[-1])
-    with open(sys.argv[1]) as f:
-        lines = f.read().split("\n")
-    head = lines[1].split("\t")
-    rows = [dict(zip(head, l.split("\t"))) for l in lines[2:] if l]
+    _, head, table = read(sys.argv[1], ("gpu_profile", "gpu_name", "template", "problem", "outcome", "median_ms",
+                                          "baseline_ms", "recorded_at", "sptune_version"))
+    rows = [dict(zip(head, r)) for r in table]
     best = collections.OrderedDict()
     for r in rows:
         if r["outcome"] != "ok" or float(r["baseline_ms"] or 0) <= 0:

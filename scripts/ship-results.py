@@ -13,23 +13,9 @@ import argparse
 import collections
 import sys
 
+from results_table import read
+
 KEY = ("gpu_profile", "template", "problem", "config")
-
-
-def read(path):
-    with open(path) as f:
-        lines = f.read().split("\n")
-    if not lines or not lines[0].startswith("# sptune tuning results v"):
-        sys.exit(f"{path}: not a sptune results table (no '# sptune tuning results vN' line)")
-    head = lines[1].split("\t")
-    for k in KEY + ("outcome",):
-        if k not in head:
-            sys.exit(f"{path}: no column {k}")
-    rows = [l.split("\t") for l in lines[2:] if l]
-    for i, r in enumerate(rows):
-        if len(r) != len(head):
-            sys.exit(f"{path}: row {i + 1} has {len(r)} fields, the header {len(head)}")
-    return lines[0], head, rows
 
 
 def main():
@@ -38,12 +24,12 @@ def main():
     ap.add_argument("exports", nargs="+")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
-    magic, head, rows = read(a.shipped)
+    magic, head, rows = read(a.shipped, KEY + ("outcome",))
     ix = {h: i for i, h in enumerate(head)}
     key = lambda r, ix: tuple(r[ix[k]] for k in KEY)
     new = collections.OrderedDict()
     for path in a.exports:
-        _, h2, r2 = read(path)
+        _, h2, r2 = read(path, KEY + ("outcome",))
         ix2 = {h: i for i, h in enumerate(h2)}
         missing = [h for h in head if h not in ix2]
         if missing:

@@ -22,17 +22,15 @@ import re
 import subprocess
 import sys
 
+from results_table import read
+
 HASH = re.compile(r"\(content ([0-9a-f]{64})\)")
 
 
-def read(path):
-    with open(path) as f:
-        lines = f.read().split("\n")
-    if not lines or not lines[0].startswith("# sptune tuning results v"):
-        sys.exit(f"{path}: not a sptune results table (no '# sptune tuning results vN' line)")
-    head = lines[1].split("\t")
-    rows = [dict(zip(head, l.split("\t"))) for l in lines[2:] if l]
-    return lines[0], head, rows
+def read_rows(path):
+    magic, head, rows = read(path, ("gpu_profile", "template", "template_hash", "problem", "config", "outcome",
+                                    "median_ms", "baseline_ms"))
+    return magic, head, [dict(zip(head, r)) for r in rows]
 
 
 def current_hashes(sptune, rows):
@@ -67,7 +65,7 @@ def main():
     ap.add_argument("--sptune", default="build/sptune")
     ap.add_argument("--dry-run", action="store_true")
     a = ap.parse_args()
-    magic, head, rows = read(a.table)
+    magic, head, rows = read_rows(a.table)
     cur = current_hashes(a.sptune, rows)
     is_current = lambda r: r["template_hash"] == cur[r["template"]]
     current_keys = collections.defaultdict(list)

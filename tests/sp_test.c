@@ -1,4 +1,5 @@
 #include "sp_test.h"
+#include "sp_gpu.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -42,4 +43,15 @@ int sp_test_skip(const char *test_name, const char *why)
 {
     printf("%s: SKIPPED: %s\n", test_name, why);
     return 77;
+}
+
+sp_gpu_profile sp_test_profile(const char *name)
+{
+    sp_gpu_profile g;
+    memset(&g, 0, sizeof g);
+    if (sp_gpu_profile_named(name, &g) != SPTUNE_OK) {
+        fprintf(stderr, "profile %s: %s\n", name, sptune_last_error());
+        exit(1);
+    }
+    return g;
 }

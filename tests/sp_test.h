@@ -24,6 +24,8 @@ const char *sp_test_tmpdir(const char *test_name);
  * command shares one between its two builds), else a fresh folder of its own. */
 const char *sp_test_cache_dir(const char *test_name);
 int sp_test_done(const char *test_name);
+/* The GPU profile of that name (h100, h200, ...): a test that cannot have it exits at once, saying why. */
+struct sp_gpu_profile sp_test_profile(const char *name);
 int sp_test_skip(const char *test_name, const char *why);
 
 #endif

@@ -69,16 +69,7 @@ static void loads_fine(const char *pre)
     sp_template_free(t);
 }
 
-static sp_gpu_profile gpu(void)
-{
-    sp_gpu_profile g;
-    memset(&g, 0, sizeof g);
-    if (sp_gpu_profile_named("h100", &g) != SPTUNE_OK) {
-        fprintf(stderr, "profile h100: %s\n", sptune_last_error());
-        exit(1);
-    }
-    return g;
-}
+static sp_gpu_profile gpu(void) { return sp_test_profile("h100"); }
 
 static void test_escapes(void)
 {

@@ -14,16 +14,7 @@
 
 static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
-static sp_gpu_profile named(const char *name)
-{
-    sp_gpu_profile g;
-    memset(&g, 0, sizeof g);
-    if (sp_gpu_profile_named(name, &g) != SPTUNE_OK) {
-        fprintf(stderr, "profile %s: %s\n", name, sptune_last_error());
-        exit(1);
-    }
-    return g;
-}
+static sp_gpu_profile named(const char *name) { return sp_test_profile(name); }
 static sp_gpu_profile h100(void) { return named("h100"); }
 static sp_gpu_profile h100_profile;
 static sp_gpu_profile rtx_pro_6000(void) { return named("rtx-pro-6000"); }

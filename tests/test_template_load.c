@@ -12,16 +12,7 @@
 
 static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
-static sp_gpu_profile h100(void)
-{
-    sp_gpu_profile g;
-    memset(&g, 0, sizeof g);
-    if (sp_gpu_profile_named("h100", &g) != SPTUNE_OK) {
-        fprintf(stderr, "profile h100: %s\n", sptune_last_error());
-        exit(1);
-    }
-    return g;
-}
+static sp_gpu_profile h100(void) { return sp_test_profile("h100"); }
 
 /* ---- validation of the module table ------------------------------------------------------ */
 
