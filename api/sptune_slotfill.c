@@ -98,8 +98,8 @@ sptune_status sptune_slotfill_problem(const sptune_slotfill *m, long long tokens
     if (buf && len) buf[0] = 0;
     if (!m || !buf) return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: no matrix or buffer");
     if (tokens < 1 || tokens > 2147483647LL)
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: tokens = %lld (the largest batch the kernel is got for: "
-                       "1 to 2147483647)", tokens);
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: tokens = %lld (the largest batch the kernel is "
+                       "got for: 1 to 2147483647)", tokens);
     sp_sf_profile p;
     sptune_status st = sp_sf_profile_get(&m->m, &p);
     if (st != SPTUNE_OK) return st;
@@ -110,7 +110,8 @@ sptune_status sptune_slotfill_problem(const sptune_slotfill *m, long long tokens
                      m->m.dtype == SP_SF_F16, sp_sf_profile_dist(&p, m->m.K));
     if (n < 0 || (size_t)n >= len) {
         if (len) buf[0] = 0;
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: the problem takes %d bytes, the buffer %zu", n + 1, len);
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: the problem takes %d bytes, the buffer %zu", n + 1,
+                       len);
     }
     return SPTUNE_OK;
 }

@@ -448,8 +448,8 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
         } else if (strcmp(action, "info") == 0) {
             long long n = 0;
             if ((st = sp_db_count(db, &n)) != SPTUNE_OK) rc = cli_error(cmd->name, st);
-            else printf("%s: sptune database, schema %d, %lld results\n", *scratch ? "the results shipped with sptune" : path,
-                        sp_db_schema_version(db), n);
+            else printf("%s: sptune database, schema %d, %lld results\n",
+                        *scratch ? "the results shipped with sptune" : path, sp_db_schema_version(db), n);
         } else if (cli_get(cmd, "t4")) {
             if (npos == 2 && strcmp(pos[1], "-") != 0 && !freopen(pos[1], "w", stdout)) {
                 fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);

@@ -48,7 +48,10 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
     sptune_slotfill_info_get(m, &in);
     /* what an application asks for (its batch in place of N=16): the pruning measured from the encoding */
     char problem[128];
-    if ((st = sptune_slotfill_problem(m, 16, problem, sizeof problem)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
+    if ((st = sptune_slotfill_problem(m, 16, problem, sizeof problem)) != SPTUNE_OK) {
+        rc = cli_error(cmd->name, st);
+        goto out;
+    }
     double dense = (double)in.bytes_dense, total = (double)(in.bytes_tc + in.bytes_slots + in.bytes_residual + in.bytes_index);
     if (cli_get(cmd, "json")) {
         putchar('{');

@@ -223,7 +223,8 @@ sptune_status sp_tsource_libs(sp_tfile **files, int *count)
         if (st != SPTUNE_OK) break;
         out[k].path = sp_strdup(paths[i]);
         out[k].where = sp_tsource_display(paths[i]);
-        if (!out[k].path || !out[k++].where) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
+        k++; /* counted whatever failed: sp_tfiles_free frees its parts */
+        if (!out[k - 1].path || !out[k - 1].where) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
     }
     sp_strv_free(paths);
     if (st != SPTUNE_OK) { sp_tfiles_free(out, k); return st; }
