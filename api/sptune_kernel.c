@@ -550,11 +550,12 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *caller, sptune_kern
                                                      : sp_gpu_profile_named(req->gpu, &gpu);
     if (st != SPTUNE_OK) {
         /* an unknown op is the first thing to say, before any question about GPUs */
+        char why[512];
+        snprintf(why, sizeof why, "%s", sptune_last_error());
         sp_template *t = NULL;
         sptune_status op = sp_template_load(req->op, &t);
         sp_template_free(t);
-        if (op != SPTUNE_OK) return op;
-        return strcmp(req->gpu, "auto") == 0 ? sp_gpu_profile_current(&gpu) : sp_gpu_profile_named(req->gpu, &gpu);
+        return op != SPTUNE_OK ? op : sp_fail(st, "%s", why);
     }
     char *key = memo_key(req, &gpu);
     if (key && memo_find(key, out)) {

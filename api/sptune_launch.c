@@ -143,6 +143,7 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: the workspace at 0x%llx is not 256-byte aligned "
                        "(cudaMalloc's allocations are)", workspace);
     if (tokens == 0) return SPTUNE_OK; /* an empty batch (an expert that got no tokens): nothing to launch */
+    if (k->tokens_arg >= 0 && tokens == SPTUNE_ALL_TOKENS) tokens = max_tokens(k);
     unsigned long long ptr[SP_MAX_ARGS];
     long long num[SP_MAX_ARGS];
     int i32[SP_MAX_ARGS];
@@ -164,7 +165,7 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
             break;
         default: {   /* a dimension: the problem's; a scalar: its declared size */
             long long v = x->decl.role == SP_ROLE_SCALAR ? (at_bound ? x->bound : x->typical)
-                          : i == k->tokens_arg && tokens > 0 ? tokens : x->dim;
+                          : i == k->tokens_arg ? tokens : x->dim;
             if (x->decl.type != SP_ARG_I32 && x->decl.type != SP_ARG_U32 && x->decl.type != SP_ARG_U64) v = -1;
             if (v < 0)
                 return sp_fail(SPTUNE_ERR_INVALID,
@@ -178,7 +179,7 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
         }
     }
     /* every dimension is the kernel's own and the token count was checked above */
-    return launch_checked(k, stream, args, k->tokens_arg < 0 ? -1 : tokens > 0 ? tokens : max_tokens(k));
+    return launch_checked(k, stream, args, k->tokens_arg < 0 ? -1 : tokens);
 }
 
 

@@ -144,7 +144,7 @@ long long cli_int(const cli_cmd *cmd, const char *name, long long def)
     return x;
 }
 
-int cli_gpu_target(const char *cmd, const char *g, sp_gpu_profile *gpu, int *ordinal)
+int cli_gpu_target(const char *cmd, const char *g, int timed, sp_gpu_profile *gpu, int *ordinal)
 {
     sptune_status st;
     int count = 0;
@@ -153,7 +153,6 @@ int cli_gpu_target(const char *cmd, const char *g, sp_gpu_profile *gpu, int *ord
     if (strcmp(g, "auto") == 0) {
         if ((st = sptune_gpu_count(&count)) != SPTUNE_OK) {
             /* commands that time kernels need the GPU itself; the others take a named target */
-            const int timed = !strcmp(cmd, "check") || !strcmp(cmd, "tune");
             fprintf(stderr, "sptune %s: --gpu auto: %s; %s\n", cmd, sptune_last_error(),
                     timed ? "timing needs a GPU (without one, 'sptune compile OP --gpu h100' builds the variants)"
                           : "name a target instead (--gpu h100, h200, rtx-pro-6000 or sm_XX)");

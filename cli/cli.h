@@ -48,8 +48,9 @@ int cli_usage_error(const char *cmd, const char *fmt, ...) __attribute__((format
 long long cli_int(const cli_cmd *cmd, const char *name, long long def);
 
 /* --gpu G for commands that need only a profile: auto (device 0), h100, h200, rtx-pro-6000,
- * sm_XX. *ordinal is the device that matches (or -1 when the target is not present here). */
-int cli_gpu_target(const char *cmd, const char *g, sp_gpu_profile *gpu, int *ordinal);
+ * sm_XX. *ordinal is the device that matches (or -1 when the target is not present here). timed: the
+ * command measures kernels (--gpu auto without a GPU then says timing needs one, not to name a target). */
+int cli_gpu_target(const char *cmd, const char *g, int timed, sp_gpu_profile *gpu, int *ordinal);
 int cli_load_template(const char *cmd, const char *op, sp_template **t);
 /* --config (or the template's default) parsed and checked against the constraints for gpu and
  * problem p (may be NULL); an invalid one is a usage error naming the failed constraint. */

@@ -28,17 +28,28 @@ static int run_workload(cli_cmd *cmd, const sp_workload *wl, int n, const int *o
 static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int ordinal, const sp_gpu_profile *gpu,
                        const cli_gpu_run *base, sp_cache *cache, const auto_plan *plan);
 
+/* --workload (or the built-in list), then its --shard; the exit code of a failure (nothing to free then). */
+static int load_workload(cli_cmd *cmd, sp_workload *wl)
+{
+    sptune_status st;
+    const char *wfile = cli_get(cmd, "workload"), *shard = cli_get(cmd, "shard");
+    if ((st = wfile ? sp_workload_load(wfile, wl) : sp_workload_default(wl)) != SPTUNE_OK)
+        return cli_input_error("", st);
+    if (shard && (st = sp_workload_shard(wl, shard)) != SPTUNE_OK) {
+        sp_workload_free(wl);
+        return cli_error("", st);
+    }
+    return CLI_OK;
+}
+
 /* The workload (and --shard of it) that a run would tune, one "OP PROBLEM" line each, every problem
  * checked against its template; no GPU needed (a cluster job's plan, or a check of the shards). */
 static int dry_run(cli_cmd *cmd)
 {
     sp_workload wl;
     sptune_status st;
-    const char *wfile = cli_get(cmd, "workload"), *shard = cli_get(cmd, "shard");
-    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK)
-        return cli_input_error("", st);
-    int rc = CLI_OK;
-    if (shard && (st = sp_workload_shard(&wl, shard)) != SPTUNE_OK) rc = cli_error("", st);
+    int rc = load_workload(cmd, &wl);
+    if (rc != CLI_OK) return rc;
     for (int k = 0; k < wl.n && rc == CLI_OK; k++) {
         sp_template *t;
         sp_problem p;
@@ -89,17 +100,11 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
     sp_gpu_profile named;
     int ordinal = -1;
     if (n == 0) {
-        if ((rc = cli_gpu_target("", g, &named, &ordinal))) return rc;
+        if ((rc = cli_gpu_target("", g, 0, &named, &ordinal))) return rc;
         if (ordinal >= 0) ordinals[n++] = ordinal;
     }
     sp_workload wl;
-    const char *wfile = cli_get(cmd, "workload"), *shard = cli_get(cmd, "shard");
-    if ((st = wfile ? sp_workload_load(wfile, &wl) : sp_workload_default(&wl)) != SPTUNE_OK)
-        return cli_input_error("", st);
-    if (shard && (st = sp_workload_shard(&wl, shard)) != SPTUNE_OK) {
-        sp_workload_free(&wl);
-        return cli_error("", st);
-    }
+    if ((rc = load_workload(cmd, &wl)) != CLI_OK) return rc;
     rc = run_workload(cmd, &wl, n, ordinals, &named, &run, &plan);
     sp_workload_free(&wl);
     return rc;

@@ -178,7 +178,7 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
         return cli_usage_error(cmd->name, "choose one of --config, --sample N, --all");
     const char *shapes = cli_get(cmd, "shape");
     if (!shapes) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
-    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), &gpu, &ordinal))) return rc;
+    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), 1, &gpu, &ordinal))) return rc;
     if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
     sp_db *db = NULL;
     sp_cache *cache = NULL;

@@ -326,7 +326,8 @@ static int t4_export(cli_cmd *cmd, sp_db *db)
     return rc;
 }
 
-static int t4_import(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc)
+/* Records the file's results (counted in *stats); the exit code of a failure, CLI_OK otherwise. */
+static int t4_import(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc, sp_db_import_stats *stats)
 {
     sp_gpu_profile gpu;
     t4_ctx x;
@@ -347,15 +348,12 @@ static int t4_import(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc)
                      gpu.info.sm_count, "unknown", "unknown", sptune_version()};
     x.db = db;
     x.acc = acc;
-    long long before = 0;
-    sptune_status st = sp_db_count(db, &before), read = SPTUNE_OK;
-    if (st == SPTUNE_OK) st = read = sp_t4_read(file, t4_take, &x);
-    if (st == SPTUNE_OK) st = x.st;
-    long long after = 0;
-    if (st == SPTUNE_OK) st = sp_db_count(db, &after);
-    rc = st == SPTUNE_OK          ? report(file, &x.stats, after - before)
-         : read != SPTUNE_OK && x.st == SPTUNE_OK ? cli_input_error(cmd->name, st)
-                                                  : cli_error(cmd->name, st);
+    sptune_status st = sp_t4_read(file, t4_take, &x);
+    /* the file's own failure (unreadable, malformed) is the input's; a recording failure is not */
+    rc = st != SPTUNE_OK && x.st == SPTUNE_OK ? cli_input_error(cmd->name, st)
+         : x.st != SPTUNE_OK                  ? cli_error(cmd->name, x.st)
+                                              : CLI_OK;
+    *stats = x.stats;
     free(key);
     return rc;
 }
@@ -483,14 +481,14 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     if ((st = sp_db_open(path, 1, &db)) != SPTUNE_OK) return cli_error(cmd->name, st);
     accept_ctx acc = {{0}, 0};
     sp_db_import_stats stats;
+    memset(&stats, 0, sizeof stats);
     long long before = 0, after = 0;
-    sp_db *other = NULL;
     if ((st = sp_db_count(db, &before)) != SPTUNE_OK) {
         sp_db_close(db);
         return cli_error(cmd->name, st);
     }
     if (strcmp(action, "import") == 0 && cli_get(cmd, "t4")) {
-        rc = t4_import(cmd, db, pos[1], &acc);
+        rc = t4_import(cmd, db, pos[1], &acc, &stats);
     } else if (strcmp(action, "import") == 0) {
         FILE *in = strcmp(pos[1], "-") == 0 ? stdin : fopen(pos[1], "r");
         if (!in) {
@@ -498,17 +496,17 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
         } else {
             st = sp_db_import_text(db, in, pos[1], accept_result, &acc, &stats);
             if (in != stdin) fclose(in);
-            if (st == SPTUNE_OK) st = sp_db_count(db, &after);
-            rc = st == SPTUNE_OK ? report(pos[1], &stats, after - before) : cli_error(cmd->name, st);
+            rc = st == SPTUNE_OK ? CLI_OK : cli_error(cmd->name, st);
         }
-    } else if ((st = sp_db_open_readonly(pos[1], &other)) != SPTUNE_OK) {
-        rc = cli_input_error(cmd->name, st); /* refused before anything is recorded */
     } else {
-        sp_db_close(other);
+        /* the other database is checked whole before its first row is offered: a failure with nothing read is
+         * the file's (missing, not a database, damaged), one after is recording's */
         st = sp_db_merge(db, pos[1], accept_result, &acc, &stats);
-        if (st == SPTUNE_OK) st = sp_db_count(db, &after);
-        rc = st == SPTUNE_OK ? report(pos[1], &stats, after - before) : cli_error(cmd->name, st);
+        rc = st == SPTUNE_OK ? CLI_OK : stats.read == 0 ? cli_input_error(cmd->name, st) : cli_error(cmd->name, st);
     }
+    if (rc == CLI_OK)
+        rc = (st = sp_db_count(db, &after)) == SPTUNE_OK ? report(pos[1], &stats, after - before)
+                                                         : cli_error(cmd->name, st);
     accept_free(&acc);
     sp_db_close(db);
     return rc;

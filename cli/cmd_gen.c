@@ -76,7 +76,7 @@ static int setup(cli_cmd *cmd, const char *op, sp_gpu_profile *gpu, sp_template 
     int ordinal, rc;
     const char *shape = cli_get(cmd, "shape");
     *p = NULL;
-    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), gpu, &ordinal))) return rc;
+    if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), 0, gpu, &ordinal))) return rc;
     if ((rc = cli_load_template(cmd->name, op, t))) return rc;
     if (!shape) return CLI_OK;
     sptune_status st = sp_problem_parse(*t, shape, prob);

@@ -256,7 +256,7 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     cli_gpu_run run;
     if ((rc = cli_gpu_run_opts(cmd, &run))) return rc;
     const char *g = cli_get(cmd, "gpu");
-    if ((rc = cli_gpu_target(cmd->name, g ? g : "auto", &gpu, &ordinal))) return rc;
+    if ((rc = cli_gpu_target(cmd->name, g ? g : "auto", 1, &gpu, &ordinal))) return rc;
     sp_template *t = NULL;
     if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
     sp_problem prob;

@@ -170,9 +170,9 @@ static int sb_require(lua_State *L)
     lua_pushvalue(L, 1);
     lua_pushlightuserdata(L, (void *)&loading_key);
     lua_rawset(L, 2);
-    char chunk[4200]; /* Lua shows the tail of a long name */
-    snprintf(chunk, sizeof chunk, "@%s", f->where ? f->where : path);
-    int rc = luaL_loadbufferx(L, f->data, f->len, chunk, "t");
+    /* the chunk named by the file it came from (Lua shows the tail of a long name) */
+    int rc = luaL_loadbufferx(L, f->data, f->len, lua_pushfstring(L, "@%s", f->where ? f->where : path), "t");
+    lua_remove(L, -2);
     if (rc == LUA_OK) {
         lua_pushvalue(L, 1);
         rc = lua_pcall(L, 1, 1, 0);

@@ -54,7 +54,6 @@ static sptune_status load_common(const char *path, const char *stem, const char 
     load_ctx x = {.t = t, .src = src, .len = len, .stem = stem, .folder = ""};
     char folder[64] = "";
     if (sp_tsource_split(path, folder, NULL)) x.folder = folder;
-    snprintf(x.chunk, sizeof x.chunk, "@%s", t->where);
     sptune_status st = sp_sandbox_open(&t->sb, limits, t->where, t->libs, t->nlibs);
     if (st == SPTUNE_OK) st = sp_sandbox_pcall(&t->sb, sp_template_read_module, &x, 0);
     if (st != SPTUNE_OK) {

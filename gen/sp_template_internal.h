@@ -54,7 +54,6 @@ typedef struct load_ctx {
     size_t len;
     const char *stem;   /* the file stem when loaded from a file, else NULL */
     const char *folder; /* the folder (family) of the path, "" when unknown */
-    char chunk[4200];   /* "@" and where: Lua shows the tail of a long name */
 } load_ctx;
 /* Runs the template's chunk (the load_ctx at index 1) and reads its module table into x->t; a protected
  * call of the sandbox (errors name the file and what is wrong). */

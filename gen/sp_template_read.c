@@ -580,7 +580,10 @@ int sp_template_read_module(lua_State *L)
     load_ctx *x = lua_touserdata(L, 1);
     sp_template *t = x->t;
     luaL_checkstack(L, 40, NULL);
-    if (luaL_loadbufferx(L, x->src, x->len, x->chunk, "t") != LUA_OK) return lua_error(L);
+    /* the chunk named by the file it came from (Lua shows the tail of a long name) */
+    const char *chunk = lua_pushfstring(L, "@%s", t->where);
+    if (luaL_loadbufferx(L, x->src, x->len, chunk, "t") != LUA_OK) return lua_error(L);
+    lua_remove(L, -2);
     lua_call(L, 0, 1);
     int m = lua_gettop(L);
     if (!lua_istable(L, m)) vfail(L, t, "must return a table (got %s)", luaL_typename(L, m));

@@ -5,17 +5,20 @@ $SPTUNE_LIB names it, else the source tree's build folder (../build, as README b
 either the build stops and says how to get one (a package that cannot find its library is no package).
 """
 import os
+import re
 import shutil
 
 from setuptools import setup
 from setuptools.command.build_py import build_py
 
-SONAME = "libsptune.so.0.3"  # python/sptune/__init__.py's _SONAME; CMakeLists.txt's SOVERSION
+HERE = os.path.dirname(os.path.abspath(__file__))
+# the package's own _SONAME (one place to change; CMakeLists.txt's SOVERSION makes the library's)
+with open(os.path.join(HERE, "sptune", "__init__.py")) as f:
+    SONAME = re.search(r'^_SONAME = "([^"]+)"', f.read(), re.M).group(1)
 
 
 def find_library():
-    here = os.path.dirname(os.path.abspath(__file__))
-    for path in (os.environ.get("SPTUNE_LIB"), os.path.join(here, "..", "build", SONAME)):
+    for path in (os.environ.get("SPTUNE_LIB"), os.path.join(HERE, "..", "build", SONAME)):
         if path and os.path.isfile(path):
             return path
     raise SystemExit(f"sptune: {SONAME} not found: build it first (cmake -S . -B build && cmake --build build, "

@@ -38,10 +38,11 @@ sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long M, long long K, l
             const long long r1 = 16 * i + 16 < M ? 16 * i + 16 : M, k0 = c * 128, k1 = k0 + 128 < K ? k0 + 128 : K;
             for (long long r = 16 * i; r < r1; r++)
                 for (long long k = k0; k < k1; k++) nnz += w[r * ld + k] != 0;
+            const long long bytes = (long long)block_bytes(nnz);
             units[i * out->chunks + c] = (uint32_t)total;
-            total += block_bytes(nnz) / 16;
+            total += (unsigned long long)bytes / 16;
             out->stats.nonzeros += nnz;
-            if ((long long)block_bytes(nnz) > out->stats.max_chunk_extras) out->stats.max_chunk_extras = (long long)block_bytes(nnz);
+            if (bytes > out->stats.max_chunk_extras) out->stats.max_chunk_extras = bytes;
             if (total > 0xffffffffull) {
                 free(units);
                 return sp_fail(SPTUNE_ERR_UNSUPPORTED, "Slot-Filling: a %lld x %lld matrix past 64 GiB", M, K);

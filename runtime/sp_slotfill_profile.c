@@ -71,16 +71,15 @@ sptune_status sp_sf_profile_get(const sp_slotfill *m, sp_sf_profile *out)
         free(w);
     }
     if (st == SPTUNE_OK) {
-        double sum = 0, sq = 0;
+        double sq = 0;
         out->row_min = rows[0];
         for (long long r = 0; r < m->M; r++) {
             out->nonzeros += rows[r];
-            sum += (double)rows[r];
             sq += (double)rows[r] * (double)rows[r];
             if (rows[r] < out->row_min) out->row_min = rows[r];
             if (rows[r] > out->row_max) out->row_max = rows[r];
         }
-        out->row_mean = sum / (double)m->M;
+        out->row_mean = (double)out->nonzeros / (double)m->M;
         out->row_var = fmax(0.0, sq / (double)m->M - out->row_mean * out->row_mean);
         out->two_four = two_four;
     }

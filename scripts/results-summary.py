@@ -37,7 +37,7 @@ def main():
         if k not in best or r["speedup"] > best[k]["speedup"]:
             best[k] = r
     ops = collections.OrderedDict()
-    for (gpu, op, prob), r in sorted(best.items(), key=lambda kv: (kv[0][0], kv[0][1], kv[0][2])):
+    for (gpu, op, prob), r in sorted(best.items(), key=lambda kv: kv[0]):
         ops.setdefault((gpu, op), []).append(r)
     for (gpu, op), rs in ops.items():
         g = math.exp(sum(math.log(r["speedup"]) for r in rs) / len(rs))

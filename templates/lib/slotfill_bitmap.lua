@@ -20,6 +20,20 @@ local text = require("lib.text")
 
 local M = {}
 
+-- The split-K epilogues' inner loop (both Slot-Filling kernels): thread's element i summed over the cluster's
+-- CTAs, read from their shared memory at base + 4 i (mapa + ld.shared::cluster) into `sum`.
+M.CLUSTER_SUM = [[
+        float sum = 0.0f;
+        #pragma unroll
+        for (int q = 0; q < SP_SPLIT; ++q) {
+            sp_u32 remote;
+            float v;
+            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(base + (sp_u32)i * 4u), "r"(q));
+            asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
+            sum += v;
+        }
+]]
+
 M.HEADER, M.MASKS = 16, 256
 M.BLOCK_MAX = M.HEADER + M.MASKS + 2 * 16 * 128   -- a dense block
 M.XROW = 128 + 8                                    -- X tile row in shared memory (elements)
@@ -345,15 +359,7 @@ ${epilogue}
     for (int i = threadIdx.x; i < SP_NT * 16 * SP_BN; i += (SP_WARPS + 1) * 32) {
         const int r = i / SP_BN, n = i % SP_BN;
         if (r % SP_SPLIT != (int)rank) continue;
-        float sum = 0.0f;
-        #pragma unroll
-        for (int q = 0; q < SP_SPLIT; ++q) {
-            sp_u32 remote;
-            float v;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(base + (sp_u32)i * 4u), "r"(q));
-            asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-            sum += v;
-        }
+]] .. M.CLUSTER_SUM .. [[
         const int row = tile0 * 16 + r, nn = n0 + n;
         if (row < M && nn < N) Y[(size_t)nn * M + row] = bad ? (unsigned short)0xffffu : sp_out16(sum);
     }

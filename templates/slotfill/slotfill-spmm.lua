@@ -449,15 +449,7 @@ ${epilogue}
     for (int i = tid; i < 16 * SP_WARPS * SP_BN; i += SP_WARPS * 32) {
         const int r = i / SP_BN, n = i % SP_BN;
         if (r % SP_SPLIT != (int)rank) continue;
-        float sum = 0.0f;
-        #pragma unroll
-        for (int q = 0; q < SP_SPLIT; ++q) {
-            sp_u32 remote;
-            float v;
-            asm volatile("mapa.shared::cluster.u32 %0, %1, %2;" : "=r"(remote) : "r"(base + (sp_u32)i * 4u), "r"(q));
-            asm volatile("ld.shared::cluster.f32 %0, [%1];" : "=f"(v) : "r"(remote) : "memory");
-            sum += v;
-        }
+]] .. bitmap.CLUSTER_SUM .. [[
         const int m = (int)blockIdx.x * SP_WARPS * 16 + r, nn = n0 + n;
         if (m < M && nn < N) Y[(size_t)nn * M + m] = sp_out16(sum);
     }
