@@ -10,16 +10,31 @@
 # measured configuration, and with filled slots) runs beside it at N = 8 on OLD_SHAPES.
 # The table (best per problem, GB/s over the bytes the kernel must read) comes last; the database in
 # $OUT holds every row (ship with scripts/ship-results.py).
-# Env: SHAPES="MxK ...", NS="1;8;16", DISTS="2 1", SPARSITIES="50", CONFIGS="cfg;cfg", RUNS, OLD_SHAPES.
+# Env: SHAPES="MxK ...", NS="1;8;16", DISTS="2 1", SPARSITIES="50", CONFIGS="cfg;cfg" (for every N), RUNS,
+# OLD_SHAPES (the three-layer kernel beside it; "" for none).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" slotfill-table
 export SPTUNE_ENERGY_MS="${SPTUNE_ENERGY_MS:-0}" # energy per call is not what this table measures
 git log -1 --format='commit %H %cd' 2>/dev/null || true
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader || true
-# The bitmap kernel: one or two tiles per warp, split-K 1 to 8 through clusters, token tiles of 8, 16, 64.
-configs="${CONFIGS:-warps=4,bn=8,split=2;warps=2,tpw=2,bn=8,split=8;warps=4,bn=16,split=2;warps=2,tpw=2,bn=16,split=8;\
-warps=4,bn=64,split=2;warps=2,tpw=2,bn=64,split=4,ring=48}"
+# The bitmap kernel per token band (bench/slotfill-sweep.sh and a first table chose them): four consumer
+# warps with split-K 2 to 8 through clusters (a 24 KB ring: seven CTAs per SM), two warps for the
+# smallest shards; token tiles of 8 (N <= 8), 16, 32 and 64 (N >= 64: X read once per 64 tokens).
+band() {
+  local bn=$1
+  case $bn in
+    8) echo "warps=4,bn=8,split=2,ring=24;warps=4,bn=8,split=4,ring=24;warps=4,bn=8,split=8,ring=24;\
+warps=4,bn=8,split=8,ring=36;warps=2,bn=8,split=8,ring=36" ;;
+    16) echo "warps=4,bn=16,split=2,ring=24;warps=4,bn=16,split=2,ring=36;warps=4,bn=16,split=4,ring=24;\
+warps=4,bn=16,split=8,ring=36;warps=2,bn=16,split=8,ring=36" ;;
+    *) echo "warps=4,bn=$bn,split=2,ring=36;warps=4,bn=$bn,split=4,ring=36;warps=4,bn=$bn,split=8,ring=36" ;;
+  esac
+}
+configs_for() {
+  if [ -n "${CONFIGS:-}" ]; then echo "$CONFIGS"; return; fi
+  if [ "$1" -le 8 ]; then band 8; elif [ "$1" -le 16 ]; then band 16; elif [ "$1" -le 32 ]; then band 32; else band 64; fi
+}
 old="decode=list,dbits=6,warps=2,bn=8,stages=2,split=4;decode=owner,fill=1,dbits=6,warps=2,bn=8,stages=2,split=4"
 : > "$out/table.txt"
 for sp in ${SPARSITIES:-50}; do
@@ -28,12 +43,14 @@ for sp in ${SPARSITIES:-50}; do
                         28672x8192 8192x28672 3584x8192 8192x3584 1792x4096 4096x1792}; do
       m=${mk%x*} k=${mk#*x} shapes=""
       ns="${NS:-1;8;16}"
-      for n in ${ns//;/ }; do shapes="${shapes:+$shapes;}M=$m,K=$k,N=$n,sparsity=$sp,fp16=0,dist=$dist"; done
       log="$out/check.$mk.$sp.$dist.log"
-      "$bin" check slotfill-spmm --gpu auto --shape "$shapes" --config "$configs" --runs "${RUNS:-20}" > "$log" 2>&1
+      for n in ${ns//;/ }; do
+        "$bin" check slotfill-spmm --gpu auto --shape "M=$m,K=$k,N=$n,sparsity=$sp,fp16=0,dist=$dist" \
+          --config "$(configs_for "$n")" --runs "${RUNS:-20}" >> "$log" 2>&1
+      done
       grep -E "^[a-z0-9-]+ +slotfill" "$log" | tee -a "$out/table.txt"
       grep -E "failed|error|wrong" "$log" | grep -v "^sptune check: .* is not valid" | head -3
-      for o in ${OLD_SHAPES:-14336x4096 4096x4096 28672x8192}; do
+      for o in ${OLD_SHAPES-14336x4096 4096x4096 28672x8192}; do
         [ "$o" = "$mk" ] && "$bin" check slotfill-spmm --gpu auto --shape "M=$m,K=$k,N=8,sparsity=$sp,fp16=0,dist=$dist" \
           --config "$old" --runs "${RUNS:-20}" 2>&1 | tee -a "$log" | grep -E "^[a-z0-9-]+ +slotfill" | sed 's/^/old: /'
       done

@@ -49,10 +49,11 @@ static const char *const wgmma_d2t_configs[] = {
     "mainloop=wgmma,bm=64,bn=128,bk=64,stages=3,wgs=1,epi=overlap,group_m=1", NULL};
 
 /* slotfill-spmm: the bitmap kernel (split-K through clusters, two tiles per warp, wide token tiles,
- * fp16, a shallow pipeline, a ring the largest chunks fill) and the three-layer kernels (both filled-slot
+ * fp16, a shallow pipeline, rings the largest chunks fill or nearly) and the three-layer kernels (both filled-slot
  * decoders, no filling, every window, narrow copies), each wherever valid for the shape and data type. */
 static const char *const slotfill_configs[] = {
-    "split=1", "split=4", "split=8,warps=2", "tpw=2", "tpw=2,warps=2,split=8", "bn=16,ring=48", "bn=32,warps=2,ring=48",
+    "split=1", "split=4", "split=8,warps=2", "tpw=2", "tpw=2,warps=2,split=8", "warps=2,split=8,ring=16",
+    "warps=2,tpw=2,split=4,ring=20", "bn=16,ring=24", "bn=16,ring=48", "bn=32,warps=2,ring=48",
     "bn=64,ring=60", "warps=8,ring=60", "dtype=f16", "dtype=f16,split=4,tpw=2", "stages=2", "stages=3,warps=8,ring=60",
     "decode=owner,fill=1,dbits=6,warps=2,stages=2,split=4", "decode=list,dbits=6,stages=2",
     "decode=owner,fill=1,window=64,dbits=7,stages=2", "decode=owner,fill=1,window=256,dbits=9,warps=2,stages=2",

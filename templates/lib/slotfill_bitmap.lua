@@ -180,15 +180,16 @@ ${name}(${params})
         if (lane == 0) book[SP_S] = ok;
         const bool xvec = (K % 8 == 0) && (((unsigned long long)X & 15ull) == 0);
         int head = 0, oldest = 0;
+        /* a lane's tile's block offsets, read one chunk ahead so that no global round trip stands
+         * between a chunk's ring space and its bulk copy (offs holds tiles x chunks + 1 entries) */
+        const int tile = tile0 + lane;
+        const bool live = ok && lane < SP_NT && tile < tiles;
+        const sp_u32 *toffs = offs + (size_t)(live ? tile : 0) * chunks + c0;
+        sp_u32 o0 = live && nch > 0 ? toffs[0] : 0u, o1 = live && nch > 0 ? toffs[1] : 0u;
         for (int it = 0; it < nch; ++it) {
             const int s = it % SP_S, c = c0 + it;
-            sp_u32 bytes = 0, o0 = 0;
-            const int tile = tile0 + lane;
-            if (ok && lane < SP_NT && tile < tiles) {
-                o0 = offs[(size_t)tile * chunks + c];
-                const sp_u32 o1 = offs[(size_t)tile * chunks + c + 1];
-                bytes = o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; /* a damaged image copies nothing */
-            }
+            const sp_u32 o2 = live && it + 1 < nch ? toffs[it + 2] : 0u;
+            const sp_u32 bytes = live && o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; /* a damaged image copies nothing */
             sp_u32 pre = bytes;                            /* inclusive scan of the blocks' sizes */
             #pragma unroll
             for (int d = 1; d < 32; d <<= 1) {
@@ -214,6 +215,8 @@ ${name}(${params})
             if (lane == 0) sp_mbar_expect_tx(full, wbytes);
             __syncwarp();
             if (bytes) sp_bulk_load(base + pos + pre - bytes, blocks + (size_t)o0 * 16, bytes, full);
+            o0 = o1;
+            o1 = o2;
             /* the X tile: bn rows of 128 columns, zero past N and K */
             const sp_u32 xs = base + pos + wbytes;
             for (int u = lane; u < SP_BN * 16; u += 32) {
@@ -238,8 +241,10 @@ ${name}(${params})
     const int mine = consumer ? min(SP_TPW, tiles - (tile0 + warp * SP_TPW)) : 0; /* this warp's tiles in M */
     ${acc_decl}
     /* the PRMT selectors of a register's bits b (0: none, 1: low half, 2: high half, 3: both), two bytes
-     * each, in registers (per thread, so that the compiler keeps them there) */
-    const sp_u32 t0 = 0x32103232u + (threadIdx.x >> 10), t1 = 0x54101032u + (threadIdx.x >> 10);
+     * each, in registers (made by asm so that the compiler keeps them rather than rebuilding them each step) */
+    sp_u32 t0, t1;
+    asm volatile("mov.b32 %0, 0x32103232;\n" : "=r"(t0));
+    asm volatile("mov.b32 %0, 0x54101032;\n" : "=r"(t1));
     sp_u32 hi[SP_TPW][4];
     #pragma unroll
     for (int t = 0; t < SP_TPW; ++t)
@@ -297,8 +302,8 @@ ${name}(${params})
                     const sp_u32 f = y & h1;                                /* bit 8 i: register i holds two values */
                     const sp_u32 P2 = (y - h1) * 0x02020200u;               /* byte i: 2 x the lane's values before register i */
                     const sp_u32 hw = st < 2 ? hb[t].x : st < 4 ? hb[t].y : st < 6 ? hb[t].z : hb[t].w;
-                    /* the step's values (clamped: a damaged block reads garbage inside the ring's guard, never past it) */
-                    const sp_u32 A = vb[t] + min((st & 1) ? hw >> 16 : hw & 0xffffu, 4096u) + 2 * sp_prmt(ew, 0u, 0x4440u + sh);
+                    /* the step's values (offsets < 4096 in a valid block; masked, a damaged block reads garbage inside the ring's guard, never past it) */
+                    const sp_u32 A = vb[t] + (((st & 1) ? hw >> 16 : hw) & 0xfffu) + 2 * sp_prmt(ew, 0u, 0x4440u + sh);
                     const sp_u32 Ai[4] = {A, A + sp_prmt(P2, 0u, 0x4441u), A + sp_prmt(P2, 0u, 0x4442u), A + (P2 >> 24)};
                     const sp_u32 sel01 = sp_prmt(t0, t1, idx), sel23 = sp_prmt(t0, t1, idx >> 16);
                     const sp_u32 sel[4] = {sel01, sel01 >> 16, sel23, sel23 >> 16};

@@ -54,8 +54,8 @@ local params = {
       .. "(bitmap); or 2:4 on sparse tensor cores with filled slots, a mask per lane each lane decoding its own "
       .. "slots after a warp prefix sum (owner), or a list of 16-bit entries decoded evenly by all lanes (list)"},
   {name = "tpw", values = {1, 2}, default = 1, doc = "bitmap: 16-row tiles per warp (they share the X fragments)"},
-  {name = "ring", values = {36, 48, 60}, default = 36,
-   doc = "bitmap: KB of the shared-memory ring the producer streams W's blocks and X's tiles through"},
+  {name = "ring", values = {36, 16, 20, 24, 28, 48, 60}, default = 36,
+   doc = "bitmap: KB of the shared-memory ring the producer streams W's blocks and X's tiles through (smaller: more CTAs per SM)"},
   {name = "ecap", values = {32, 64, 128}, default = 128,
    doc = "extras words staged per warp and 64 columns of a chunk; more are read from global memory"},
   {name = "vec", values = {16, 8}, default = 8, doc = "bytes per cp.async of the weight records"},
