@@ -21,6 +21,9 @@ BASELINE = {"gemm": "cuBLAS bf16 GEMM", "slotfill-spmm": "cuBLAS dense GEMM, sam
             "twell-gated": "cuBLAS bf16 dense gated consumer",
             "twell-ffn": "cuBLAS bf16 dense gated FFN: gate, up, relu-product, down"}
 
+# Ops whose one geometric mean mixes regimes it is fair to read apart: the group a problem falls in.
+GROUPS = {"slotfill-spmm": lambda p: f"{p['sparsity']} %, " + ("N = 1-16" if int(p["N"]) <= 16 else f"N = {p['N']}")}
+
 
 def main():
     if len(sys.argv) != 2:
@@ -42,8 +45,16 @@ def main():
     for (gpu, op), rs in ops.items():
         g = math.exp(sum(math.log(r["speedup"]) for r in rs) / len(rs))
         env = rs[0]
-        print(f"### {op} on {env['gpu_name']} ({gpu}): {len(rs)} problems, geometric mean {g:.2f}x "
+        print(f"## {op} on {env['gpu_name']} ({gpu}): {len(rs)} problems, geometric mean {g:.2f}x "
               f"the baseline ({BASELINE.get(op, 'cuBLAS')})\n")
+        if op in GROUPS:
+            groups = collections.OrderedDict()
+            for r in rs:
+                p = dict(kv.split("=", 1) for kv in r["problem"].split(","))
+                groups.setdefault(GROUPS[op](p), []).append(r["speedup"])
+            print("By group: " + "; ".join(
+                f"{k}: {math.exp(sum(map(math.log, v)) / len(v)):.2f}x over {len(v)} ({min(v):.2f}-{max(v):.2f}x)"
+                for k, v in sorted(groups.items(), key=lambda kv: (kv[0].split()[0], int(kv[0].split()[-1].split("-")[-1])))) + "\n")
         print("| problem | ms | baseline ms | speed-up | measured |")
         print("|---|---:|---:|---:|---|")
         for r in sorted(rs, key=lambda r: r["problem"]):
