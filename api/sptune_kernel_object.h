@@ -56,6 +56,11 @@ struct sptune_kernel {
     geometry geo[GEO_MAX];
 };
 
+/* The device image of Slot-Filling weights checked against kernel k (op, M, K, the encoding's parameters, the
+ * current context); SPTUNE_ERR_INVALID naming the difference (fn: the public function's name). */
+sptune_status sp_api_slotfill_weights(const sptune_kernel *k, const sptune_slotfill_gpu *w, const char *fn,
+                                      unsigned long long *image);
+
 /* Bytes of workspace argument x in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
 size_t sp_api_part_bytes(const kernel_arg *x, int at_bound);
 

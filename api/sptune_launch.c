@@ -247,3 +247,11 @@ sptune_status sptune_slotfill_spmm(sptune_kernel *k, void *stream, long long tok
     const unsigned long long t[] = {w_image, x, y};
     return family_launch(k, "slotfill-spmm", stream, tokens, t, 3, 0, 0);
 }
+
+sptune_status sptune_slotfill_apply(sptune_kernel *k, void *stream, long long tokens, const sptune_slotfill_gpu *w,
+                                    unsigned long long x, unsigned long long y)
+{
+    unsigned long long image = 0;
+    sptune_status st = sp_api_slotfill_weights(k, w, "sptune_slotfill_apply", &image);
+    return st != SPTUNE_OK ? st : sptune_slotfill_spmm(k, stream, tokens, image, x, y);
+}

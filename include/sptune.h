@@ -307,6 +307,32 @@ SPTUNE_API sptune_status sptune_slotfill_problem(const sptune_slotfill *m, long 
 SPTUNE_API sptune_status sptune_slotfill_decode(const sptune_slotfill *m, void *w);
 SPTUNE_API void sptune_slotfill_free(sptune_slotfill *m);
 
+/* Slot-Filling weights on the device, kept with what they are (M, K, data type, encoding), so that the launch
+ * helper refuses a kernel they were not encoded for: SPTUNE_ERR_INVALID naming the difference (a 4096 x 14336
+ * matrix given to a kernel got for 14336 x 4096, a bitmap image to a three-layer kernel, bf16 to fp16), never a
+ * read of the wrong layout. The raw route (sptune_slotfill_spmm with a device pointer) has only the kernel's
+ * header check, which makes the outputs NaN.
+ *
+ *     sptune_slotfill_gpu *dw;   sptune_slotfill_upload(w, &dw);     // after sptune_kernel_get as above
+ *     sptune_slotfill_apply(k, stream, tokens, dw, dX, dY);
+ *
+ * sptune_slotfill_upload copies m's image into new device memory of the CUDA context current on this thread
+ * (SPTUNE_ERR_INVALID when none is); sptune_slotfill_gpu_free frees it. sptune_slotfill_adopt wraps device
+ * memory the caller allocated and filled with m's image instead (an engine's own allocator; `bytes` its size, at
+ * least sptune_slotfill_image's); the handle does not free it. m may be freed after either. A handle is read
+ * only: any thread may launch with it. */
+typedef struct sptune_slotfill_gpu sptune_slotfill_gpu;
+SPTUNE_API sptune_status sptune_slotfill_upload(const sptune_slotfill *m, sptune_slotfill_gpu **out);
+SPTUNE_API sptune_status sptune_slotfill_adopt(const sptune_slotfill *m, unsigned long long image, size_t bytes,
+                                               sptune_slotfill_gpu **out);
+/* The device address of the image (0 for NULL): the first argument of the raw launch. */
+SPTUNE_API unsigned long long sptune_slotfill_gpu_image(const sptune_slotfill_gpu *w);
+/* Y = X W^T as sptune_slotfill_spmm, after checking w against k (M, K, and every parameter the encoding fixes)
+ * and that w's context is the current one. */
+SPTUNE_API sptune_status sptune_slotfill_apply(sptune_kernel *k, void *stream, long long tokens,
+                                               const sptune_slotfill_gpu *w, unsigned long long x, unsigned long long y);
+SPTUNE_API void sptune_slotfill_gpu_free(sptune_slotfill_gpu *w);
+
 #ifdef __cplusplus
 }
 #endif

@@ -257,12 +257,36 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
                     CHECK_MSG(nan == (long long)N * M, "slotfill-spmm with another shape's image: %lld of %d outputs NaN", nan,
                               N * M);
                     printf("  api slotfill-spmm %-28s another shape's image: %lld of %d outputs NaN\n", shape, nan, N * M);
+                    /* uploaded with its parameters, the same image is refused before anything runs */
+                    sptune_slotfill_gpu *dw = NULL;
+                    CHECK_ST(sptune_slotfill_upload(enc, &dw), SPTUNE_OK);
+                    CHECK_ST(SP_CU(cu->MemsetD16(dY, 0x1234, (size_t)N * M)), SPTUNE_OK);
+                    CHECK_ST(sptune_slotfill_apply(k, b->stream, N, dw, dX, dY), SPTUNE_ERR_INVALID);
+                    CHECK_MSG(strstr(sptune_last_error(), "the kernel was got for M="), "%s", sptune_last_error());
+                    CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
+                    CHECK_ST(SP_CU(cu->MemcpyDtoH(y, dY, 2ull * N * M)), SPTUNE_OK);
+                    long long kept = 0;
+                    for (long long i = 0; i < (long long)N * M; i++) kept += y[i] == 0x1234u;
+                    CHECK_MSG(kept == (long long)N * M, "uploaded weights of another shape: %lld of %d outputs untouched",
+                              kept, N * M);
+                    sptune_slotfill_gpu_free(dw);
                     goto next;
                 }
                 CHECK_ST(sp_verify_bf16(dY, y, ref, N, M, &rel, detail, sizeof detail), SPTUNE_OK);
                 CHECK_MSG(rel < 1e-2, "slotfill-spmm through the public API (%s): error %.3g (%s)",
                           encodings[e] ? encodings[e] : "default encoding", rel, detail);
                 printf("  api slotfill-spmm %-28s err %.2e  %s\n", shape, rel, sptune_kernel_config(k));
+                /* the same through weights uploaded with their parameters (sptune_slotfill_upload, _apply) */
+                sptune_slotfill_gpu *dw = NULL;
+                CHECK_ST(sptune_slotfill_upload(enc, &dw), SPTUNE_OK);
+                CHECK_ST(sp_poison_bf16(dY, (size_t)N * M, b->stream), SPTUNE_OK);
+                CHECK_ST(sptune_slotfill_apply(k, b->stream, N, dw, dX, dY), SPTUNE_OK);
+                CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
+                rel = 1;
+                CHECK_ST(sp_verify_bf16(dY, y, ref, N, M, &rel, detail, sizeof detail), SPTUNE_OK);
+                CHECK_MSG(rel < 1e-2, "slotfill-spmm with uploaded weights (%s): error %.3g (%s)",
+                          encodings[e] ? encodings[e] : "default encoding", rel, detail);
+                sptune_slotfill_gpu_free(dw);
             }
         }
     next:
