@@ -129,4 +129,8 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos);
 int cmd_best(cli_cmd *cmd, int npos, char **pos);
 int cmd_encode(cli_cmd *cmd, int npos, char **pos);
 
+/* --data FILE (with --tensors, --tokens, --order) of a TwELL op: the problem measured from the user's calibration
+ * batch into problem; a CLI exit code (CLI_OK, or the error already printed). */
+int cli_twell_data_problem(const cli_cmd *cmd, char *problem, size_t len);
+
 #endif

@@ -9,7 +9,20 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
 {
     (void)npos;
     const char *shape = cli_get(cmd, "shape"), *gpu = cli_get(cmd, "gpu");
-    if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=16384,D=2048,F=5632,nnz=40)");
+    char measured[256];
+    if (cli_get(cmd, "data")) {
+        if (shape) return cli_usage_error(cmd->name, "--data measures the problem: give it or --shape, not both");
+        if (strncmp(pos[0], "twell-", 6) != 0)
+            return cli_usage_error(cmd->name, "--data describes a TwELL layer's activations (twell-ffn, ...), not %s's",
+                                   pos[0]);
+        int rc = cli_twell_data_problem(cmd, measured, sizeof measured);
+        if (rc != CLI_OK) return rc;
+        shape = measured;
+        printf("measured from %s: %s\n", cli_get(cmd, "data"), shape);
+    } else if (cli_get(cmd, "tensors") || cli_get(cmd, "tokens") || cli_get(cmd, "order")) {
+        return cli_usage_error(cmd->name, "--tensors, --tokens and --order go with --data");
+    }
+    if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=16384,D=2048,F=5632,nnz=40), or --data");
     const char *db = cli_get(cmd, "no-db") ? "" : cli_get(cmd, "db");
     sptune_kernel_request req = {.op = pos[0], .problem = shape, .gpu = gpu ? gpu : "auto", .db_path = db,
                                  .cache_dir = cli_get(cmd, "cache-dir"),

@@ -62,7 +62,13 @@ static cli_opt tune_opts[] = {
     {"json", NULL, "a JSON summary instead of the table", NULL},
     {NULL, NULL, NULL, NULL}};
 static cli_opt best_opts[] = {
-    {"shape", "S", "problem, e.g. M=16384,D=2048,F=5632,nnz=40 (required)", NULL},
+    {"shape", "S", "problem, e.g. M=16384,D=2048,F=5632,nnz=40 (required but with --data)", NULL},
+    {"data", "FILE", "TwELL ops: the problem measured from the layer's own activations instead: a safetensors file "
+                     "with a calibration batch X (tokens x D) and the gate weights Wg (F x D); the gate relu(X Wg^T) "
+                     "is computed on this machine's CPUs", NULL},
+    {"tensors", "x=NAME,gate=NAME", "--data: the tensors' names in the file (default x=x,gate=w_gate)", NULL},
+    {"tokens", "M", "--data: the largest batch the kernel serves (default: the calibration batch's tokens)", NULL},
+    {"order", "0|1", "--data: 1 when the weights are laid out by sptune_twell_hot_order (default 0)", NULL},
     {"gpu", "G", "GPU profile (h100, h200, rtx-pro-6000, sm_XX) or auto (default: auto, device 0)", NULL},
     {"db", "PATH", "results to consult (default: $SPTUNE_DB or the XDG data folder)", NULL},
     {"no-db", NULL, "leave out the user's results", NULL},

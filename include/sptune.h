@@ -246,6 +246,23 @@ SPTUNE_API sptune_status sptune_twell_gated(sptune_kernel *k, void *stream, long
 SPTUNE_API sptune_status sptune_twell_count_active(const void *gate, long long tokens, int F,
                                                    unsigned long long *counts);
 SPTUNE_API sptune_status sptune_twell_hot_order(const unsigned long long *counts, int F, int *perm);
+/* What the layer's activations are like, as the problem to ask for: the TwELL ops' data dimensions measured from a
+ * calibration batch instead of left at their defaults, so that the results looked up (and the tuning that records
+ * them) describe data like the model's. active[r] (sptune_twell_count_tokens: the positive gate entries of token r,
+ * r < tokens, in the batch's order) and counts[j] (sptune_twell_count_active over the same batch) give
+ *     "M=<M>,D=<D>,F=<F>,nnz=<mean per token>,dead=<% neurons that never fired>,tail=<a: firing rates ~ rank^-a>,
+ *      dense=<% tokens far above the rest>,dense_nnz=<their mean>,at=<0 first tokens, 1 scattered, 2 token 0 and
+ *      others>,order=<order>"
+ * (the dimensions of `sptune ops`; M is the largest batch to serve, order 1 when the weights are laid out by
+ * sptune_twell_hot_order). A buffer of 160 bytes is enough. Host memory. From counts over the whole batch the dense
+ * tokens' share of each neuron's count is estimated for the tail; sptune_twell_describe_gate, given the gate
+ * activations themselves (tokens x F bf16, relu(X Wg^T)), counts the neurons over the ordinary tokens alone. */
+SPTUNE_API sptune_status sptune_twell_count_tokens(const void *gate, long long tokens, int F, unsigned *active);
+SPTUNE_API sptune_status sptune_twell_describe(long long tokens, const unsigned *active, int F,
+                                               const unsigned long long *counts, long long M, int D, int order,
+                                               char *buf, size_t len);
+SPTUNE_API sptune_status sptune_twell_describe_gate(const void *gate, long long tokens, int F, long long M, int D,
+                                                    int order, char *buf, size_t len);
 /* gemm: C = A B^T, A tokens x K, B N x K, C tokens x N, bf16. */
 SPTUNE_API sptune_status sptune_gemm(sptune_kernel *k, void *stream, long long tokens, unsigned long long a,
                                      unsigned long long b, unsigned long long c);

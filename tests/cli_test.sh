@@ -268,8 +268,48 @@ PY
   expect 2 "encode, bad config" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/x.sf" --config window=100
   expect 2 "encode, no --out" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16
   [ ! -e "$tmp/x.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a refused encode left a file"; }
+  # best --data: a TwELL layer's problem measured from its own calibration batch. The gate weights make the
+  # activations known: 40 neurons fire for every token (bias +100), 300 only for token 0 (a dense token: its
+  # feature 1 is on), 172 never (dead); the other weights are too small to change a sign.
+  python3 - "$tmp" <<'PY'
+import json, random, struct, sys
+random.seed(3)
+T, D, F = 64, 128, 512
+def bf16(v):
+    b = struct.unpack('<I', struct.pack('<f', v))[0]
+    return (b + 0x7fff + ((b >> 16) & 1)) >> 16
+x = []
+for r in range(T):
+    x += [bf16(1.0), bf16(1.0 if r == 0 else 0.0)] + [bf16(random.uniform(-1, 1)) for _ in range(D - 2)]
+w = []
+for j in range(F):
+    bias, dense = (100.0, 0.0) if j < 40 else (-100.0, 200.0) if j < 340 else (-100.0, 0.0)
+    w += [bf16(bias), bf16(dense)] + [bf16(random.uniform(-0.01, 0.01)) for _ in range(D - 2)]
+xd, wd = struct.pack('<%dH' % len(x), *x), struct.pack('<%dH' % len(w), *w)
+hdr = json.dumps({'layer.in': {'dtype': 'BF16', 'shape': [T, D], 'data_offsets': [0, len(xd)]},
+                  'mlp.gate_proj.weight': {'dtype': 'BF16', 'shape': [F, D], 'data_offsets': [len(xd), len(xd) + len(wd)]},
+                  'x': {'dtype': 'BF16', 'shape': [T, D - 1], 'data_offsets': [0, T * (D - 1) * 2]}}).encode()
+open(sys.argv[1] + '/layer.safetensors', 'wb').write(struct.pack('<Q', len(hdr)) + hdr + xd + wd)
+PY
+  names="x=layer.in,gate=mlp.gate_proj.weight"
+  expect 0 "best --data" "$bin" best twell-ffn --gpu h200 --no-db --data "$tmp/layer.safetensors" --tensors "$names"
+  has "best --data measures the problem" \
+    "measured from .*: M=64,D=128,F=512,nnz=45,dead=34,tail=0.0,dense=1.6,dense_nnz=340,at=2,order=0"
+  has "best --data serves a kernel for it" "^twell-ffn M=64,D=128,F=512,nnz=45,.*: mainloop="
+  expect 0 "best --data, batch and order" "$bin" best twell-ffn --gpu h200 --no-db --data "$tmp/layer.safetensors" \
+    --tensors "$names" --tokens 4096 --order 1
+  has "best --data --tokens --order" "measured from .*: M=4096,D=128,F=512,nnz=45,.*,order=1"
+  expect 2 "best --data and --shape" "$bin" best twell-ffn --gpu h200 --data "$tmp/layer.safetensors" --shape M=64,D=128,F=512
+  expect 2 "best --data, unknown tensor" "$bin" best twell-ffn --gpu h200 --data "$tmp/layer.safetensors"
+  has "best --data names the missing tensor" "no tensor named 'w_gate'"
+  expect 2 "best --data, D differs" "$bin" best twell-ffn --gpu h200 --data "$tmp/layer.safetensors" --tensors gate=mlp.gate_proj.weight
+  has "best --data says D differs" "must share D"
+  expect 2 "best --data, not TwELL" "$bin" best gemm --gpu h200 --data "$tmp/layer.safetensors"
+  expect 2 "best --tensors without --data" "$bin" best twell-ffn --gpu h200 --tensors "$names" --shape M=64,D=128,F=512
+  expect 2 "best --data, --order 3" "$bin" best twell-ffn --gpu h200 --data "$tmp/layer.safetensors" --tensors "$names" --order 3
+  expect 2 "best --data, missing file" "$bin" best twell-ffn --gpu h200 --data "$tmp/none.safetensors"
 else
-  echo "cli: python3 not found: the safetensors encode cases did not run"
+  echo "cli: python3 not found: the safetensors encode and best --data cases did not run"
 fi
 
 rm -rf "$tmp"

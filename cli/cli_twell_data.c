@@ -1,0 +1,122 @@
+/* The TwELL problem of a user's own layer: its input X (a calibration batch, tokens x D) and gate weights Wg (F x D)
+ * read from a safetensors file, the gate relu(X Wg^T) computed here on the CPU (every core), and its data
+ * dimensions measured by sptune_twell_describe_gate: what `best --data` looks up. */
+#include "cli.h"
+#include "sp_bench.h"
+#include "sp_status.h"
+#include "sp_tensor_file.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+typedef struct gate_job {
+    const float *x, *w;        /* tokens x D, F x D */
+    unsigned short *gate;      /* tokens x F bf16: positive entries kept, the rest 0 */
+    long long tokens;
+    int D, F, first, step;     /* this thread's neurons: first, first + step, ... */
+} gate_job;
+
+static float *to_float(const sp_tensor *t)
+{
+    float *f = malloc((size_t)(t->rows * t->cols) * sizeof *f);
+    for (size_t i = 0; f && i < (size_t)(t->rows * t->cols); i++)
+        f[i] = t->format == SP_TENSOR_F16 ? sp_f16_to_float(t->data[i]) : sp_bf16_to_float(t->data[i]);
+    return f;
+}
+
+static void *gate_rows(void *arg)
+{
+    const gate_job *j = arg;
+    for (int n = j->first; n < j->F; n += j->step) {
+        const float *w = j->w + (size_t)n * j->D;
+        for (long long r = 0; r < j->tokens; r++) {
+            const float *x = j->x + (size_t)r * j->D;
+            float a[4] = {0, 0, 0, 0};   /* four chains: the adds need not wait on each other */
+            int k = 0;
+            for (; k + 4 <= j->D; k += 4)
+                for (int q = 0; q < 4; q++) a[q] += x[k + q] * w[k + q];
+            for (; k < j->D; k++) a[0] += x[k] * w[k];
+            const float s = (a[0] + a[1]) + (a[2] + a[3]);
+            j->gate[(size_t)r * j->F + n] = s > 0 ? sp_float_to_bf16(s) : 0;
+        }
+    }
+    return NULL;
+}
+
+/* name of `role` in "x=NAME,gate=NAME" (fallback: def) into out */
+static void tensor_name(const char *spec, const char *role, const char *def, char *out, size_t len)
+{
+    snprintf(out, len, "%s", def);
+    const size_t rl = strlen(role);
+    for (const char *p = spec; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, role, rl) && p[rl] == '=') {
+            const size_t n = strcspn(p + rl + 1, ",");
+            snprintf(out, len, "%.*s", (int)n, p + rl + 1);
+        }
+}
+
+int cli_twell_data_problem(const cli_cmd *cmd, char *problem, size_t len)
+{
+    const char *path = cli_get(cmd, "data"), *spec = cli_get(cmd, "tensors"), *tok = cli_get(cmd, "tokens"),
+               *ord = cli_get(cmd, "order");
+    long long M = 0;
+    int order = 0;
+    char *end = NULL;
+    if (tok && ((M = strtoll(tok, &end, 10)) < 1 || *end || M > 2147483647LL))
+        return cli_usage_error(cmd->name, "--tokens wants the largest batch to serve, 1 to 2147483647, not '%s'", tok);
+    if (ord && strcmp(ord, "0") && strcmp(ord, "1"))
+        return cli_usage_error(cmd->name, "--order wants 0 (the neurons as the checkpoint has them) or 1 (laid out by "
+                               "sptune_twell_hot_order), not '%s'", ord);
+    order = ord && !strcmp(ord, "1");
+    char xname[256], gname[256];
+    tensor_name(spec, "x", "x", xname, sizeof xname);
+    tensor_name(spec, "gate", "w_gate", gname, sizeof gname);
+    sp_tensor x = {0}, wg = {0};
+    sp_tensor_request rx = {xname, 0, 0, SP_TENSOR_UNKNOWN}, rg = {gname, 0, 0, SP_TENSOR_UNKNOWN};
+    sptune_status st = sp_tensor_read(path, &rx, &x);
+    if (st == SPTUNE_OK) st = sp_tensor_read(path, &rg, &wg);
+    if (st != SPTUNE_OK) {
+        sp_tensor_free(&x);
+        return cli_input_error(cmd->name, st);
+    }
+    int rc = CLI_OK;
+    if (x.cols != wg.cols || wg.rows > 1000000 || x.cols > 1000000) {
+        rc = cli_input_error(cmd->name, sp_fail(SPTUNE_ERR_INVALID, "%s: X (%s) is %lld x %lld and the gate weights (%s) "
+                             "%lld x %lld: they must share D (X tokens x D, Wg F x D)", path, xname, x.rows, x.cols,
+                             gname, wg.rows, wg.cols));
+        goto out;
+    }
+    const long long T = x.rows;
+    const int D = (int)x.cols, F = (int)wg.rows;
+    float *xf = to_float(&x), *wf = to_float(&wg);
+    unsigned short *gate = malloc((size_t)T * F * 2);
+    if (!xf || !wf || !gate) {
+        rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory for the gate of %lld tokens x %d neurons",
+                                          T, F));
+    } else {
+        long n = sysconf(_SC_NPROCESSORS_ONLN);
+        int threads = n < 1 ? 1 : n > 64 ? 64 : (int)n;
+        pthread_t th[64];
+        gate_job jobs[64];
+        int running[64];
+        for (int i = 0; i < threads; i++) {
+            jobs[i] = (gate_job){xf, wf, gate, T, D, F, i, threads};
+            running[i] = pthread_create(&th[i], NULL, gate_rows, &jobs[i]) == 0;
+            if (!running[i]) gate_rows(&jobs[i]);   /* no thread: this one does its share */
+        }
+        for (int i = 0; i < threads; i++)
+            if (running[i]) pthread_join(th[i], NULL);
+        st = sptune_twell_describe_gate(gate, T, F, M ? M : T, D, order, problem, len);
+        if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
+    }
+    free(xf);
+    free(wf);
+    free(gate);
+out:
+    sp_tensor_free(&x);
+    sp_tensor_free(&wg);
+    return rc;
+}
