@@ -85,6 +85,7 @@ typedef struct cli_gpu_run {
     double timeout_s;
     int jobs;
     char exe[4096];       /* this program, executed again as the worker */
+    const char *data, *data_names; /* tune --data: the layer's own tensors (NULL: drawn data) */
 } cli_gpu_run;
 int cli_gpu_run_opts(cli_cmd *cmd, cli_gpu_run *g);
 
@@ -130,7 +131,8 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos);
 int cmd_encode(cli_cmd *cmd, int npos, char **pos);
 
 /* --data FILE (with --tensors, --tokens, --order) of a TwELL op: the problem measured from the user's calibration
- * batch into problem; a CLI exit code (CLI_OK, or the error already printed). */
-int cli_twell_data_problem(const cli_cmd *cmd, char *problem, size_t len);
+ * batch into problem (full: the up and down weights read and checked too); a CLI exit code (CLI_OK, or the error
+ * already printed). */
+int cli_twell_data_problem(const cli_cmd *cmd, int full, char *problem, size_t len);
 
 #endif

@@ -4,7 +4,7 @@
 #include "cli.h"
 #include "sp_bench.h"
 #include "sp_status.h"
-#include "sp_tensor_file.h"
+#include "sp_twell_layer.h"
 
 #include <pthread.h>
 #include <stdio.h>
@@ -19,11 +19,10 @@ typedef struct gate_job {
     int D, F, first, step;     /* this thread's neurons: first, first + step, ... */
 } gate_job;
 
-static float *to_float(const sp_tensor *t)
+static float *to_float(const unsigned short *v, size_t n)
 {
-    float *f = malloc((size_t)(t->rows * t->cols) * sizeof *f);
-    for (size_t i = 0; f && i < (size_t)(t->rows * t->cols); i++)
-        f[i] = t->format == SP_TENSOR_F16 ? sp_f16_to_float(t->data[i]) : sp_bf16_to_float(t->data[i]);
+    float *f = malloc(n * sizeof *f);
+    for (size_t i = 0; f && i < n; i++) f[i] = sp_bf16_to_float(v[i]);
     return f;
 }
 
@@ -46,52 +45,23 @@ static void *gate_rows(void *arg)
     return NULL;
 }
 
-/* name of `role` in "x=NAME,gate=NAME" (fallback: def) into out */
-static void tensor_name(const char *spec, const char *role, const char *def, char *out, size_t len)
+int cli_twell_data_problem(const cli_cmd *cmd, int full, char *problem, size_t len)
 {
-    snprintf(out, len, "%s", def);
-    const size_t rl = strlen(role);
-    for (const char *p = spec; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-        if (!strncmp(p, role, rl) && p[rl] == '=') {
-            const size_t n = strcspn(p + rl + 1, ",");
-            snprintf(out, len, "%.*s", (int)n, p + rl + 1);
-        }
-}
-
-int cli_twell_data_problem(const cli_cmd *cmd, char *problem, size_t len)
-{
-    const char *path = cli_get(cmd, "data"), *spec = cli_get(cmd, "tensors"), *tok = cli_get(cmd, "tokens"),
-               *ord = cli_get(cmd, "order");
+    const char *path = cli_get(cmd, "data"), *tok = cli_get(cmd, "tokens"), *ord = cli_get(cmd, "order");
     long long M = 0;
-    int order = 0;
     char *end = NULL;
     if (tok && ((M = strtoll(tok, &end, 10)) < 1 || *end || M > 2147483647LL))
         return cli_usage_error(cmd->name, "--tokens wants the largest batch to serve, 1 to 2147483647, not '%s'", tok);
     if (ord && strcmp(ord, "0") && strcmp(ord, "1"))
         return cli_usage_error(cmd->name, "--order wants 0 (the neurons as the checkpoint has them) or 1 (laid out by "
                                "sptune_twell_hot_order), not '%s'", ord);
-    order = ord && !strcmp(ord, "1");
-    char xname[256], gname[256];
-    tensor_name(spec, "x", "x", xname, sizeof xname);
-    tensor_name(spec, "gate", "w_gate", gname, sizeof gname);
-    sp_tensor x = {0}, wg = {0};
-    sp_tensor_request rx = {xname, 0, 0, SP_TENSOR_UNKNOWN}, rg = {gname, 0, 0, SP_TENSOR_UNKNOWN};
-    sptune_status st = sp_tensor_read(path, &rx, &x);
-    if (st == SPTUNE_OK) st = sp_tensor_read(path, &rg, &wg);
-    if (st != SPTUNE_OK) {
-        sp_tensor_free(&x);
-        return cli_input_error(cmd->name, st);
-    }
+    sp_twell_layer l;
+    sptune_status st = sp_twell_layer_read(path, cli_get(cmd, "tensors"), !full, &l);
+    if (st != SPTUNE_OK) return cli_input_error(cmd->name, st);
     int rc = CLI_OK;
-    if (x.cols != wg.cols || wg.rows > 1000000 || x.cols > 1000000) {
-        rc = cli_input_error(cmd->name, sp_fail(SPTUNE_ERR_INVALID, "%s: X (%s) is %lld x %lld and the gate weights (%s) "
-                             "%lld x %lld: they must share D (X tokens x D, Wg F x D)", path, xname, x.rows, x.cols,
-                             gname, wg.rows, wg.cols));
-        goto out;
-    }
-    const long long T = x.rows;
-    const int D = (int)x.cols, F = (int)wg.rows;
-    float *xf = to_float(&x), *wf = to_float(&wg);
+    const long long T = l.M;
+    const int D = l.D, F = l.F;
+    float *xf = to_float(l.x, (size_t)T * D), *wf = to_float(l.gate, (size_t)F * D);
     unsigned short *gate = malloc((size_t)T * F * 2);
     if (!xf || !wf || !gate) {
         rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory for the gate of %lld tokens x %d neurons",
@@ -109,14 +79,12 @@ int cli_twell_data_problem(const cli_cmd *cmd, char *problem, size_t len)
         }
         for (int i = 0; i < threads; i++)
             if (running[i]) pthread_join(th[i], NULL);
-        st = sptune_twell_describe_gate(gate, T, F, M ? M : T, D, order, problem, len);
+        st = sptune_twell_describe_gate(gate, T, F, M ? M : T, D, ord && !strcmp(ord, "1"), problem, len);
         if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
     }
     free(xf);
     free(wf);
     free(gate);
-out:
-    sp_tensor_free(&x);
-    sp_tensor_free(&wg);
+    sp_twell_layer_free(&l);
     return rc;
 }

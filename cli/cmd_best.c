@@ -15,7 +15,7 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
         if (strncmp(pos[0], "twell-", 6) != 0)
             return cli_usage_error(cmd->name, "--data describes a TwELL layer's activations (twell-ffn, ...), not %s's",
                                    pos[0]);
-        int rc = cli_twell_data_problem(cmd, measured, sizeof measured);
+        int rc = cli_twell_data_problem(cmd, 0, measured, sizeof measured);
         if (rc != CLI_OK) return rc;
         shape = measured;
         printf("measured from %s: %s\n", cli_get(cmd, "data"), shape);

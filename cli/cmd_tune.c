@@ -163,6 +163,8 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     spec.ordinal = g->ordinal;
     spec.runs = g->runs;
     snprintf(spec.cache_dir, sizeof spec.cache_dir, "%s", cache ? sp_cache_dir(cache) : "");
+    snprintf(spec.data, sizeof spec.data, "%s", g->data ? g->data : "");
+    snprintf(spec.data_names, sizeof spec.data_names, "%s", g->data_names ? g->data_names : "");
     sp_eval base;
     if ((st = sp_measure_worker(g->exe, &spec, g->timeout_s, &worker)) != SPTUNE_OK ||
         (st = sp_worker_baseline(worker, &base)) != SPTUNE_OK) {
@@ -245,7 +247,21 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     if (seed < 0) return CLI_USAGE;
     if (cli_get(cmd, "resume") && cli_get(cmd, "no-resume"))
         return cli_usage_error(cmd->name, "--resume and --no-resume contradict each other");
-    if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
+    char measured[256];
+    if (cli_get(cmd, "data")) {
+        /* the layer's own tensors: the problem measured from them (before any GPU question), then tuned on them */
+        if (shape) return cli_usage_error(cmd->name, "--data measures the problem: give it or --shape, not both");
+        if (strcmp(pos[0], "twell-ffn") != 0)
+            return cli_usage_error(cmd->name, "--data tunes twell-ffn on a layer's own tensors, not %s", pos[0]);
+        int rc = cli_twell_data_problem(cmd, 1, measured, sizeof measured);
+        if (rc != CLI_OK) return rc;
+        shape = measured;
+        if (!cli_get(cmd, "quiet") && !cli_get(cmd, "json"))
+            printf("measured from %s: %s\n", cli_get(cmd, "data"), shape);
+    } else if (cli_get(cmd, "tensors") || cli_get(cmd, "order")) {
+        return cli_usage_error(cmd->name, "--tensors and --order go with --data");
+    }
+    if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096), or --data");
     if (cli_get(cmd, "objective") && !sp_objective_parse(cli_get(cmd, "objective"), &o.objective))
         return cli_usage_error(cmd->name, "unknown objective '%s' (time, energy, edp)", cli_get(cmd, "objective"));
     o.seed = (unsigned long long)seed;
@@ -255,6 +271,8 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     int ordinal, rc;
     cli_gpu_run run;
     if ((rc = cli_gpu_run_opts(cmd, &run))) return rc;
+    run.data = cli_get(cmd, "data");
+    run.data_names = cli_get(cmd, "tensors");
     const char *g = cli_get(cmd, "gpu");
     if ((rc = cli_gpu_target(cmd->name, g ? g : "auto", 1, &gpu, &ordinal))) return rc;
     sp_template *t = NULL;

@@ -44,7 +44,14 @@ static cli_opt check_opts[] = {
     {"cache-dir", "DIR", "kernel cache folder", NULL},
     {NULL, NULL, NULL, NULL}};
 static cli_opt tune_opts[] = {
-    {"shape", "S", "problem, e.g. M=4096,N=4096,K=4096 (required)", NULL},
+    {"shape", "S", "problem, e.g. M=4096,N=4096,K=4096 (required but with --data)", NULL},
+    {"data", "FILE", "twell-ffn: tune on the layer's own tensors instead of drawn data: a safetensors file with a "
+                     "calibration batch X (M tokens x D) and the gate, up and down weights (F x D; down also D x F as "
+                     "nn.Linear keeps it), bf16; the problem (M, D, F and the data dimensions) is measured from them "
+                     "and every variant verified and timed on them", NULL},
+    {"tensors", "x=NAME,gate=NAME,up=NAME,down=NAME", "--data: the tensors' names in the file (default x, w_gate, "
+                                                      "w_up, w_down)", NULL},
+    {"order", "0|1", "--data: 1 to tune the layer with its neurons laid out by sptune_twell_hot_order (default 0)", NULL},
     {"gpu", "G", "GPU: auto (default) or a profile present on this machine", NULL},
     {"strategy", "NAME", "exhaustive, random or descent (default: descent)", NULL},
     {"objective", "NAME", "what the search minimizes: time (default), energy (joules per call, NVML) or edp (their product); the runtime API serves the fastest", NULL},

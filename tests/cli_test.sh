@@ -285,11 +285,17 @@ w = []
 for j in range(F):
     bias, dense = (100.0, 0.0) if j < 40 else (-100.0, 200.0) if j < 340 else (-100.0, 0.0)
     w += [bf16(bias), bf16(dense)] + [bf16(random.uniform(-0.01, 0.01)) for _ in range(D - 2)]
-xd, wd = struct.pack('<%dH' % len(x), *x), struct.pack('<%dH' % len(w), *w)
-hdr = json.dumps({'layer.in': {'dtype': 'BF16', 'shape': [T, D], 'data_offsets': [0, len(xd)]},
-                  'mlp.gate_proj.weight': {'dtype': 'BF16', 'shape': [F, D], 'data_offsets': [len(xd), len(xd) + len(wd)]},
-                  'x': {'dtype': 'BF16', 'shape': [T, D - 1], 'data_offsets': [0, T * (D - 1) * 2]}}).encode()
-open(sys.argv[1] + '/layer.safetensors', 'wb').write(struct.pack('<Q', len(hdr)) + hdr + xd + wd)
+up = [bf16(random.uniform(-1, 1)) for _ in range(F * D)]
+down = [bf16(random.uniform(-1, 1)) for _ in range(D * F)]   # nn.Linear's D x F
+parts, off, hdr = [], 0, {'x': {'dtype': 'BF16', 'shape': [T, D - 1], 'data_offsets': [0, T * (D - 1) * 2]}}
+for name, vals, shape in (('layer.in', x, [T, D]), ('mlp.gate_proj.weight', w, [F, D]), ('mlp.up_proj.weight', up, [F, D]),
+                          ('mlp.down_proj.weight', down, [D, F]), ('odd.down', down[:F * (D - 1)], [D - 1, F])):
+    b = struct.pack('<%dH' % len(vals), *vals)
+    hdr[name] = {'dtype': 'BF16', 'shape': shape, 'data_offsets': [off, off + len(b)]}
+    parts.append(b)
+    off += len(b)
+hdr = json.dumps(hdr).encode()
+open(sys.argv[1] + '/layer.safetensors', 'wb').write(struct.pack('<Q', len(hdr)) + hdr + b''.join(parts))
 PY
   names="x=layer.in,gate=mlp.gate_proj.weight"
   expect 0 "best --data" "$bin" best twell-ffn --gpu h200 --no-db --data "$tmp/layer.safetensors" --tensors "$names"
@@ -308,6 +314,19 @@ PY
   expect 2 "best --tensors without --data" "$bin" best twell-ffn --gpu h200 --tensors "$names" --shape M=64,D=128,F=512
   expect 2 "best --data, --order 3" "$bin" best twell-ffn --gpu h200 --data "$tmp/layer.safetensors" --tensors "$names" --order 3
   expect 2 "best --data, missing file" "$bin" best twell-ffn --gpu h200 --data "$tmp/none.safetensors"
+  # tune --data: the problem measured and every tensor checked before the GPU question
+  all="$names,up=mlp.up_proj.weight,down=mlp.down_proj.weight"
+  if [ "$gpu" = 0 ]; then
+    expect 3 "tune --data without a GPU" "$bin" tune twell-ffn --data "$tmp/layer.safetensors" --tensors "$all" --budget 2evals
+    has "tune --data measures first" "measured from .*: M=64,D=128,F=512,nnz=45,dead=34,"
+  fi
+  expect 2 "tune --data, no up weights" "$bin" tune twell-ffn --data "$tmp/layer.safetensors" --tensors "$names"
+  has "tune --data names the missing tensor" "no tensor named 'w_up'"
+  expect 2 "tune --data, down of another shape" "$bin" tune twell-ffn --data "$tmp/layer.safetensors" \
+    --tensors "$names,up=mlp.up_proj.weight,down=odd.down"
+  has "tune --data says what the down weights should be" "the down weights .* want 128 x 512 \(nn.Linear\) or 512 x 128"
+  expect 2 "tune --data and --shape" "$bin" tune twell-ffn --data "$tmp/layer.safetensors" --shape M=64,D=128,F=512
+  expect 2 "tune --data, not twell-ffn" "$bin" tune gemm --data "$tmp/layer.safetensors"
 else
   echo "cli: python3 not found: the safetensors encode and best --data cases did not run"
 fi

@@ -9,7 +9,9 @@
 #include "sp_space.h"
 #include "sp_status.h"
 #include "sp_test.h"
+#include "sp_twell_dist.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -370,6 +372,90 @@ static void run_ffn_workspace(sp_bench *b, sp_cache *cache)
 }
 
 /* Whether op is one of the comma-separated names in list. */
+/* tune --data's path: twell-ffn verified on a layer read from a safetensors file (X and the gate weights from the
+ * generator, up and down random, down as nn.Linear keeps it, D x F), named as a checkpoint names them; the problem
+ * measured from the layer (sptune_twell_describe_gate); a file that is not the problem's refused. */
+static void run_ffn_data(sp_bench *b, sp_cache *cache)
+{
+    enum { M = 300, D = 264, F = 1000 };
+    const char *names = "x=in,gate=g.weight,up=u.weight,down=d.weight";
+    char path[512];
+    snprintf(path, sizeof path, "%s/layer.safetensors", sp_test_tmpdir("test_gpu_ops_data"));
+    uint64_t rng = 0xda7a;
+    sp_twell_dist d = {.nnz = 40, .dead = 30, .tail = 0.7, .dense = 1, .dense_nnz = 400, .at = 2};
+    unsigned short *x = malloc((size_t)M * D * 2), *w = malloc((size_t)3 * F * D * 2), *g = malloc((size_t)M * F * 2);
+    FILE *f = NULL;
+    CHECK(x && w && g);
+    if (!x || !w || !g) goto done;
+    CHECK_ST(sp_twell_producer_data(&rng, M, D, F, &d, x, w), SPTUNE_OK);
+    for (size_t i = (size_t)F * D; i < (size_t)3 * F * D; i++)
+        w[i] = sp_float_to_bf16((float)(sp_rng_unit(&rng) * 2 - 1));
+    for (int r = 0; r < M; r++)      /* the gate, for the problem */
+        for (int j = 0; j < F; j++) {
+            float s = 0;
+            for (int k = 0; k < D; k++) s += sp_bf16_to_float(x[r * D + k]) * sp_bf16_to_float(w[(size_t)j * D + k]);
+            g[(size_t)r * F + j] = s > 0 ? sp_float_to_bf16(s) : 0;
+        }
+    char problem[256], hdr[1024];
+    CHECK_ST(sptune_twell_describe_gate(g, M, F, M, D, 0, problem, sizeof problem), SPTUNE_OK);
+    const size_t xb = (size_t)M * D * 2, wb = (size_t)F * D * 2;
+    int n = snprintf(hdr, sizeof hdr, "{\"in\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[0,%zu]},"
+                     "\"g.weight\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]},"
+                     "\"u.weight\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]},"
+                     "\"d.weight\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]}}",
+                     M, D, xb, F, D, xb, xb + wb, F, D, xb + wb, xb + 2 * wb, D, F, xb + 2 * wb, xb + 3 * wb);
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((unsigned long long)n >> (8 * i));
+    /* the down weights written D x F: the file's transpose of w's third block */
+    unsigned short *dt = malloc(wb);
+    CHECK(dt != NULL && (f = fopen(path, "wb")) != NULL);
+    if (!dt || !f) { free(dt); goto done; }
+    for (int j = 0; j < F; j++)
+        for (int k = 0; k < D; k++) dt[(size_t)k * F + j] = w[(size_t)2 * F * D + (size_t)j * D + k];
+    CHECK(fwrite(len8, 1, 8, f) == 8 && fwrite(hdr, 1, (size_t)n, f) == (size_t)n && fwrite(x, 1, xb, f) == xb &&
+          fwrite(w, 1, 2 * wb, f) == 2 * wb && fwrite(dt, 1, wb, f) == wb);
+    free(dt);
+    CHECK(fclose(f) == 0);
+    f = NULL;
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
+    if (!t) goto done;
+    b->data = path;
+    b->data_names = names;
+    sp_problem p;
+    sp_case cs;
+    CHECK_ST(sp_problem_parse(t, problem, &p), SPTUNE_OK);
+    if (sp_case_create(b, "twell-ffn", &p, &cs) == SPTUNE_OK) {
+        static const char *const configs[] = {"route=256", HOPPER "bn=256,route=512,warps=16,split=1,dots=8,dunroll=2,hot=1"};
+        for (size_t c = 0; c < sizeof configs / sizeof configs[0]; c++) {
+            sp_config cfg;
+            int ok = 0;
+            sp_eval e;
+            CHECK_ST(sp_config_parse(t, configs[c], &cfg), SPTUNE_OK);
+            CHECK_ST(sp_template_check(t, &cfg, &b->gpu, &p, &ok, NULL), SPTUNE_OK);
+            if (!ok) continue;
+            CHECK_ST(sp_eval_variant(&cs, t, &cfg, cache, &e), SPTUNE_OK);
+            CHECK_MSG(e.outcome == SP_OUTCOME_OK && e.timing.rel_error < 1e-2, "twell-ffn on %s (%s), %s: %s: %s (error "
+                      "%.3g)", path, problem, configs[c], sp_outcome_name(e.outcome), e.detail, e.timing.rel_error);
+            printf("  twell-ffn on a layer's own tensors: %s  %s  err %.2e\n", problem, configs[c], e.timing.rel_error);
+        }
+        sp_case_destroy(&cs);
+    } else {
+        CHECK_MSG(0, "twell-ffn on %s: %s", path, sptune_last_error());
+    }
+    /* a problem the file does not hold */
+    CHECK_ST(sp_problem_parse(t, "M=299,D=264,F=1000,nnz=40", &p), SPTUNE_OK);
+    CHECK_ST(sp_case_create(b, "twell-ffn", &p, &cs), SPTUNE_ERR_INVALID);
+    CHECK_MSG(strstr(sptune_last_error(), "holds a layer of M=300, D=264, F=1000"), "%s", sptune_last_error());
+    sp_template_free(t);
+done:
+    if (f) fclose(f);
+    b->data = b->data_names = NULL;
+    free(x);
+    free(w);
+    free(g);
+}
+
 static int listed(const char *list, const char *op)
 {
     size_t n = strlen(op);
@@ -390,7 +476,7 @@ int main(void)
         int n = 0;
         for (int o = 0; o < NOPS; o++)
             for (int s = 0; s < 8; s++) n += cases[o].shapes[s] != NULL;
-        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI + 2 + NWS, sptune_last_error());
+        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI + 2 + NWS + 3, sptune_last_error());
         return sp_test_skip("test_gpu_ops", "no GPU");
     }
     sp_bench b;
@@ -410,6 +496,7 @@ int main(void)
         if (!only || listed(only, cases[op].op)) run_op(&b, cache, &cases[op]);
         else printf("test_gpu_ops: %s not selected (SPTUNE_TEST_OPS)\n", cases[op].op);
     if (!only || listed(only, "twell-ffn") || listed(only, "workspace")) run_ffn_workspace(&b, cache);
+    if (!only || listed(only, "twell-ffn") || listed(only, "data")) run_ffn_data(&b, cache);
     if (!only || listed(only, "gemm") || listed(only, "api")) run_api(&b, sp_cache_dir(cache));
     if (!only || listed(only, "slotfill-spmm") || listed(only, "api")) run_api_slotfill(&b, sp_cache_dir(cache));
     sp_cache_close(cache);

@@ -35,6 +35,9 @@ typedef struct sp_bench {
      * overflow pool in words (-1: the template's typical size, -2: exactly what the data needs,
      * counted on the host; n >= 0: n) and twell-ffn's dense_capacity (-1: typical; n >= 0: n). */
     long long twell_pool, twell_dense;
+    /* twell-ffn's data: NULL, drawn from the problem's distribution; else a safetensors file with the layer's own
+     * X, gate, up and down weights (sp_twell_layer.h; data_names their names) */
+    const char *data, *data_names;
     struct sp_nvml_dev *nvml; /* NULL: no energy (why in energy_why) */
     char energy_why[256];
 } sp_bench;

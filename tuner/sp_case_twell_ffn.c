@@ -1,6 +1,8 @@
 /* GPU harness of twell-ffn, the whole gated FFN layer: Y = (relu(X Wg^T) (.) X Wu^T) Wd.
  * Data: X and Wg from sp_twell_producer_data (the problem's distribution: heavy-tailed neurons,
- * dead ones, dense tokens), Wu and Wd (F x D) uniform in [-1, 1). The problem's `order` says how the
+ * dead ones, dense tokens), Wu and Wd (F x D) uniform in [-1, 1); or, where the bench names a file
+ * (sp_bench.data: tune --data), the layer's own X, Wg, Wu and Wd, whose shapes must be the problem's.
+ * The problem's `order` says how the
  * application gives the neurons: 0 as drawn, 1 in the order the hot/cold split wants
  * (sptune_twell_hot_order, calibrated on every fourth token of the batch: the most frequent first),
  * for every configuration. The layer's function, and so the reference, is the same. Workspace: the template's
@@ -13,6 +15,7 @@
 #include "sp_cublas.h"
 #include "sp_cuda.h"
 #include "sp_status.h"
+#include "sp_twell_layer.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -121,14 +124,31 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_bench_alloc(b, md * 2, &g->Ybase)) || (st = sp_bench_alloc(b, mf * 4, &g->R32)) ||
         (st = sp_bench_alloc(b, fd * 4, &g->Wd32)) || (st = sp_bench_alloc(b, md * 4, &g->Yref)))
         goto fail;
-    uint64_t s = b->rng ^ 0xff7ull;
-    sp_twell_dist dist;
-    if ((st = sp_twell_dist_get(p, g->F, &dist)) ||
-        (st = sp_twell_producer_data(&s, g->M, g->D, g->F, &dist, g->hX, g->hWg)))
-        goto fail;
-    if ((st = sp_bench_upload(g->X, g->hX, md * 2)) || (st = sp_bench_upload(g->Wg, g->hWg, fd * 2)) ||
-        (st = sp_bench_random_bf16(b, g->Wu, g->hWu, fd, 1.0f)) || (st = sp_bench_random_bf16(b, g->Wd, g->hWd, fd, 1.0f)))
-        goto fail;
+    if (b->data) {
+        sp_twell_layer l;
+        if ((st = sp_twell_layer_read(b->data, b->data_names, 0, &l)) != SPTUNE_OK) goto fail;
+        if (l.M != g->M || l.D != g->D || l.F != g->F) {
+            st = sp_fail(SPTUNE_ERR_INVALID, "twell-ffn: %s holds a layer of M=%lld, D=%d, F=%d, the problem is M=%d, "
+                         "D=%d, F=%d", b->data, l.M, l.D, l.F, g->M, g->D, g->F);
+            sp_twell_layer_free(&l);
+            goto fail;
+        }
+        memcpy(g->hX, l.x, md * 2);
+        memcpy(g->hWg, l.gate, fd * 2);
+        memcpy(g->hWu, l.up, fd * 2);
+        memcpy(g->hWd, l.down, fd * 2);
+        sp_twell_layer_free(&l);
+        if ((st = sp_bench_upload(g->Wu, g->hWu, fd * 2)) || (st = sp_bench_upload(g->Wd, g->hWd, fd * 2))) goto fail;
+    } else {
+        uint64_t s = b->rng ^ 0xff7ull;
+        sp_twell_dist dist;
+        if ((st = sp_twell_dist_get(p, g->F, &dist)) ||
+            (st = sp_twell_producer_data(&s, g->M, g->D, g->F, &dist, g->hX, g->hWg)) ||
+            (st = sp_bench_random_bf16(b, g->Wu, g->hWu, fd, 1.0f)) ||
+            (st = sp_bench_random_bf16(b, g->Wd, g->hWd, fd, 1.0f)))
+            goto fail;
+    }
+    if ((st = sp_bench_upload(g->X, g->hX, md * 2)) || (st = sp_bench_upload(g->Wg, g->hWg, fd * 2))) goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream))) goto fail;
     /* gate: relu, then bf16 as the producer stores it */
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wg, g->R32, 1)) ||

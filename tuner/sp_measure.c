@@ -28,6 +28,8 @@ static sptune_status m_init(void *ud)
     if ((st = sp_problem_parse(m->t, m->spec.problem, &p)) != SPTUNE_OK) return st;
     if ((st = sp_cache_open(m->spec.cache_dir[0] ? m->spec.cache_dir : NULL, &m->cache)) != SPTUNE_OK) return st;
     if ((st = sp_bench_open(m->spec.ordinal, &o, &m->bench)) != SPTUNE_OK) return st;
+    m->bench.data = m->spec.data[0] ? m->spec.data : NULL;
+    m->bench.data_names = m->spec.data_names;
     return sp_case_create(&m->bench, m->spec.op, &p, &m->kase);
 }
 
@@ -65,7 +67,7 @@ sptune_status sp_measure_worker(const char *exe, const sp_measure_spec *spec, do
     snprintf(ordinal, sizeof ordinal, "%d", spec->ordinal);
     snprintf(runs, sizeof runs, "%d", spec->runs);
     char *argv[] = {(char *)exe, "__worker", (char *)spec->op, (char *)spec->problem, ordinal, runs,
-                    (char *)spec->cache_dir, NULL};
+                    (char *)spec->cache_dir, (char *)spec->data, (char *)spec->data_names, NULL};
     sp_worker_task task = {0};
     task.evaluate = m_evaluate; /* never called here: the executed worker has its own */
     task.argv = argv;
@@ -75,7 +77,7 @@ sptune_status sp_measure_worker(const char *exe, const sp_measure_spec *spec, do
 int sp_measure_main(int argc, char **argv)
 {
     static measure m;
-    if (argc != 5) {
+    if (argc != 7) {
         fprintf(stderr, "sptune __worker: internal command (started by sptune tune and the main job)\n");
         return 2;
     }
@@ -85,6 +87,8 @@ int sp_measure_main(int argc, char **argv)
     m.spec.ordinal = atoi(argv[2]);
     m.spec.runs = atoi(argv[3]);
     snprintf(m.spec.cache_dir, sizeof m.spec.cache_dir, "%s", argv[4]);
+    snprintf(m.spec.data, sizeof m.spec.data, "%s", argv[5]);
+    snprintf(m.spec.data_names, sizeof m.spec.data_names, "%s", argv[6]);
     sp_worker_task task = {&m, m_init, m_evaluate, m_baseline, NULL};
     int rc = sp_worker_serve(&task, SP_WORKER_FD_IN, SP_WORKER_FD_OUT);
     /* No teardown: the process ends here, and a faulted context must not be touched again. */

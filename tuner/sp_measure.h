@@ -14,6 +14,8 @@ typedef struct sp_measure_spec {
     int ordinal;            /* device */
     int runs;               /* timed runs per variant; 0: the bench default */
     char cache_dir[1024];   /* "" for the default */
+    char data[1024];        /* twell-ffn: a safetensors file with the layer's own tensors ("" none: drawn data) */
+    char data_names[1024];  /* their names (sp_twell_layer.h), "" for the defaults */
 } sp_measure_spec;
 
 /* A worker measuring spec, started as `exe __worker ...` (exe: this program's path, for

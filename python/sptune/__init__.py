@@ -109,6 +109,10 @@ def _library():
         lib.sptune_kernel_launch_ws.restype = I
         lib.sptune_kernel_free.argtypes = [P]
         lib.sptune_kernel_free.restype = None
+        lib.sptune_twell_describe.argtypes = [ctypes.c_longlong, ctypes.POINTER(ctypes.c_uint), I,
+                                              ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_longlong, I, I, P,
+                                              ctypes.c_size_t]
+        lib.sptune_twell_describe.restype = I
         _lib = lib
         return lib
 
@@ -261,6 +265,29 @@ def check_twell_ffn(x, w_gate, w_up, w_down):
     if M >= 2 ** 31 or D >= 2 ** 31 or F >= 2 ** 31:
         raise ValueError("dimensions must fit 32-bit integers")
     return M, D, F
+
+
+# ---- what a layer's activations are like ------------------------------------------------------------
+
+def describe_twell(active, counts, tokens, d, order=0):
+    """The twell-ffn problem for a layer's own activations (sptune_twell_describe): pass it to kernel() (or
+    `sptune best twell-ffn --shape ...`) so that the results looked up were measured on data like the model's.
+
+    From a calibration batch's gate g = relu(x @ w_gate.T), counted where it lives (no copy of g):
+        active = (g > 0).sum(dim=1).tolist()   # per token, in the batch's order
+        counts = (g > 0).sum(dim=0).tolist()   # per neuron
+    tokens: the largest batch the kernel will serve; d: the model width; order: 1 when the weights are laid out
+    most frequent neuron first (sptune_twell_hot_order). Returns "M=..,D=..,F=..,nnz=..,dead=..,tail=..,...".
+    """
+    active, counts = [int(v) for v in active], [int(v) for v in counts]
+    if not active or not counts:
+        raise ValueError("describe_twell needs the counts of at least one token and one neuron")
+    a = (ctypes.c_uint * len(active))(*active)
+    c = (ctypes.c_ulonglong * len(counts))(*counts)
+    buf = ctypes.create_string_buffer(256)
+    _check(_library().sptune_twell_describe(len(active), a, len(counts), c, int(tokens), int(d), int(order), buf,
+                                            len(buf)))
+    return buf.value.decode()
 
 
 # ---- ops -------------------------------------------------------------------------------------------
