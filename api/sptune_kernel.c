@@ -288,6 +288,8 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
             if (c->baseline_ms > 0) snprintf(speed, sizeof speed, " (%.2fx the baseline)", c->baseline_ms / c->median_ms);
             k->ms = c->median_ms;
             k->baseline_ms = c->baseline_ms > 0 ? c->baseline_ms : -1;
+            snprintf(k->recorded, sizeof k->recorded, "%s", c->problem);
+            snprintf(k->recorded_gpu, sizeof k->recorded_gpu, "%s", c->gpu);
             snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s", c->problem, c->gpu,
                      c->median_ms, speed, c->other_gpu ? ", a GPU of the same architecture" : "",
                      c->other_version ? ", with an earlier version of the template (stale: not re-measured)" : "",
@@ -647,6 +649,13 @@ sptune_status sptune_kernel_expected(const sptune_kernel *k, double *ms, double 
     if (ms) *ms = k->ms;
     if (baseline_ms) *baseline_ms = k->baseline_ms;
     return SPTUNE_OK;
+}
+
+const char *sptune_kernel_recorded(const sptune_kernel *k, const char **gpu)
+{
+    const int any = k && k->recorded[0];
+    if (gpu) *gpu = any ? k->recorded_gpu : NULL;
+    return any ? k->recorded : NULL;
 }
 
 int sptune_kernel_arg_count(const sptune_kernel *k) { return k ? k->nargs : 0; }

@@ -36,6 +36,7 @@ struct sptune_kernel {
     sptune_origin origin;
     char detail[1024];
     double ms, baseline_ms;   /* of the recorded result served; -1 none */
+    char recorded[512], recorded_gpu[32]; /* its problem and GPU profile; "" none (a default) */
     sp_kernel_src src;
     sp_cubin cubin;
     sp_kernel loaded;     /* loaded.module is NULL until the first launch */

@@ -137,6 +137,10 @@ SPTUNE_API sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char
  * problem (a sparse op at a large token count, say): the application should run that instead.
  * The times are those of the recorded problem, which may be the nearest one (sptune_kernel_origin). */
 SPTUNE_API sptune_status sptune_kernel_expected(const sptune_kernel *k, double *ms, double *baseline_ms);
+/* That recorded problem and its GPU profile (*gpu, when gpu is not NULL), as data: the problem asked for itself
+ * (exact), the nearest one measured (a nearby token count, other data dimensions) or another GPU's of the same
+ * architecture; NULL (and *gpu NULL) for a template default. Valid while k lives. */
+SPTUNE_API const char *sptune_kernel_recorded(const sptune_kernel *k, const char **gpu);
 /* The op's argument list, in launch order, as one line of text ("" when its template declares none). */
 SPTUNE_API const char *sptune_kernel_args(const sptune_kernel *k);
 

@@ -61,6 +61,9 @@ check(names[:5] == ["X", "Wg", "Wu", "Wd", "Y"] and "pool_capacity" in names, f"
 check(0 < f.workspace_bytes() < f.workspace_bytes(bound=True), "twell-ffn workspace typical < bound")
 cap = next(a for a in f.args if a["name"] == "dense_capacity")
 check(cap["typical"] == 32 and cap["bound"] == 1000, f"dense_capacity {cap}")
+# the measurement behind a kernel, as data: the shipped H200 result of the nearest problem
+check(f.recorded is not None and f.recorded[1] == "h200" and f.recorded[0].startswith("M=") and f.expected_ms > 0,
+      f"twell-ffn recorded {f.recorded} at {f.expected_ms} ms")
 raises(sptune.SptuneError, lambda: sptune.Kernel("no-such-op", "M=1", gpu="h200"), "no-such-op", "unknown op")
 # an unknown op is said before any question about GPUs (this machine may have none: gpu="auto" would fail there)
 raises(sptune.SptuneError, lambda: sptune.Kernel("no-such-op", "M=1", gpu="auto"), "no template 'no-such-op'",

@@ -317,6 +317,8 @@ int main(void)
     CHECK_ST(sptune_kernel_get(&shortk, &k), SPTUNE_OK);
     if (k) {
         CHECK(sptune_kernel_origin(k, NULL) == SPTUNE_ORIGIN_DEFAULT);
+        const char *gpu = "x";
+        CHECK(sptune_kernel_recorded(k, &gpu) == NULL && gpu == NULL && sptune_kernel_recorded(NULL, NULL) == NULL);
         CHECK_MSG(!strcmp(sptune_kernel_config(k), "dtype=bf16,window=64,dbits=7,fill=0,warps=4,bn=8,stages=6,split=2,"
                                                     "decode=list,tpw=1,ring=36,ecap=128,vec=8"),
                   "%s", sptune_kernel_config(k));
@@ -334,6 +336,9 @@ int main(void)
         const char *detail = NULL;
         CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT);
         CHECK_MSG(strstr(detail, "(results shipped with sptune)") && strstr(detail, "on h200"), "%s", detail);
+        const char *gpu = NULL, *rec = sptune_kernel_recorded(k, &gpu);
+        CHECK_MSG(rec && gpu && !strncmp(rec, "M=16384,D=2048,F=5632,nnz=40,", 29) && !strcmp(gpu, "h200"), "%s on %s",
+                  rec ? rec : "(none)", gpu ? gpu : "(none)");
         sptune_kernel_free(k);
     }
     shipped.gpu = "h100";
@@ -342,6 +347,8 @@ int main(void)
     if (k) {
         const char *detail = NULL;
         CHECK_MSG(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_SAME_ARCH && strstr(detail, "shipped"), "%s", detail);
+        const char *gpu = NULL;
+        CHECK(sptune_kernel_recorded(k, &gpu) != NULL && gpu && !strcmp(gpu, "h200"));
         sptune_kernel_free(k);
     }
     /* Never worse: a user's slower measurement of the problem (a short tuning run that timed a template

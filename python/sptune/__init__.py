@@ -113,6 +113,10 @@ def _library():
                                               ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_longlong, I, I, P,
                                               ctypes.c_size_t]
         lib.sptune_twell_describe.restype = I
+        lib.sptune_kernel_expected.argtypes = [P, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
+        lib.sptune_kernel_expected.restype = I
+        lib.sptune_kernel_recorded.argtypes = [P, ctypes.POINTER(S)]
+        lib.sptune_kernel_recorded.restype = S
         _lib = lib
         return lib
 
@@ -148,6 +152,13 @@ class Kernel:
         detail = ctypes.c_char_p()
         self.origin = _ORIGINS.get(lib.sptune_kernel_origin(handle, ctypes.byref(detail)), "?")
         self.detail = detail.value.decode() if detail.value else ""
+        # the measurement behind it: the recorded problem and GPU (None for a default) and its times (ms, -1 none)
+        gpu_rec = ctypes.c_char_p()
+        rec = lib.sptune_kernel_recorded(handle, ctypes.byref(gpu_rec))
+        self.recorded = (rec.decode(), gpu_rec.value.decode()) if rec else None
+        ms, base = ctypes.c_double(), ctypes.c_double()
+        _check(lib.sptune_kernel_expected(handle, ctypes.byref(ms), ctypes.byref(base)))
+        self.expected_ms, self.baseline_ms = ms.value, base.value
         self.args = []
         for i in range(lib.sptune_kernel_arg_count(handle)):
             a = _Arg()
