@@ -8,7 +8,8 @@
 # below, the best measured so far; the consumer's 16 warps fit shared memory up to d = 2048, so
 # wider layers take 8). Prints a markdown table last. Env: SWEEP=full for every M at every nnz
 # (the default sweeps nnz at M=16384 and takes nnz 40 and 72 at the other M); LAYERS="d,d_ff ..."
-# (default: both of the issue's layers).
+# (default: both of the issue's layers); DATA=",gen=1" (or any dimensions) appended to every problem, e.g. the
+# data made by the layer itself beside the first generator's.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" table
@@ -24,9 +25,9 @@ for layer in ${LAYERS:-2048,5632 4096,14336}; do
   for m in 4096 16384 65536; do
     for nnz in 30 40 72 150 300; do
       if [ "${SWEEP:-}" != full ] && [ $m != 16384 ] && [ $nnz != 40 ] && [ $nnz != 72 ]; then continue; fi
-      r=$(one twell-ffn "M=$m,D=$d,F=$f,nnz=$nnz" "$cfg")
+      r=$(one twell-ffn "M=$m,D=$d,F=$f,nnz=$nnz${DATA:-}" "$cfg")
       p="-"
-      [ $nnz = 40 ] && p=$(one twell-d2t "M=$m,D=$d,F=$f,nnz=$nnz" "$d2t")
+      [ $nnz = 40 ] && p=$(one twell-d2t "M=$m,D=$d,F=$f,nnz=$nnz${DATA:-}" "$d2t")
       rows+=("| $d | $f | $m | $nnz | ${r// / | } | ${p// / | } |")
       echo "d=$d d_ff=$f M=$m nnz=$nnz: ffn $r; producer $p"
     done

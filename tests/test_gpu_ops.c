@@ -64,7 +64,8 @@ static const char *const slotfill_configs[] = {
 
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
- * the paper's shape at ~40 nonzeros per row; 90 % sparse. twell-t2d and twell-gated: gates from
+ * the paper's shape at ~40 nonzeros per row; 90 % sparse; data made by the layer (gen=1: Gaussian tokens of
+ * spread gains, denser tokens arising from X). twell-t2d and twell-gated: gates from
  * sp_twell_gate_data (heavy-tailed neurons, 30 % dead, a dense row, denser first tokens, tiles
  * overflowing into the pool) from 90 % to 99.7 % sparse, D % 8 != 0 (element-wise paths), and
  * the benchmark layers' widths. twell-ffn: the whole layer (producer and gated consumer) at the
@@ -73,7 +74,8 @@ static const op_cases cases[] = {
     {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", "M=300,N=201,K=256",
               "M=2048,N=1536,K=1024", NULL}, {gemm_wgmma_configs, NULL, NULL}},
     {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40",
-                   "M=128,D=256,F=1000,nnz=100", NULL, NULL}, {wgmma_configs, wgmma_d2t_configs, NULL}},
+                   "M=128,D=256,F=1000,nnz=100", "M=300,D=256,F=1000,nnz=40,dense=2,dense_nnz=400,gen=1", NULL},
+     {wgmma_configs, wgmma_d2t_configs, NULL}},
     {"twell-t2d", {"M=300,F=1000,D=200,T=256,S=31,nnz=20", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                    "M=256,F=5632,D=2048,T=256,S=31,nnz=40", "M=200,F=1000,D=256,T=64,S=15,nnz=100",
                    "M=512,F=5632,D=2048,T=128,S=15,nnz=17", NULL}, {NULL, NULL, NULL}},
@@ -81,7 +83,8 @@ static const op_cases cases[] = {
                      "M=256,F=5632,D=2048,T=128,S=31,nnz=40", "M=512,F=5632,D=2048,T=256,S=15,nnz=17",
                      "M=64,F=14336,D=4096,T=128,S=31,nnz=72", NULL}, {gated_configs, NULL, NULL}},
     {"twell-ffn", {"M=300,D=200,F=1000,nnz=100", "M=77,D=61,F=130,nnz=30", "M=256,D=2048,F=5632,nnz=17",
-                   "M=128,D=4096,F=14336,nnz=72", NULL, NULL}, {wgmma_configs, gated_configs, ffn_tile_configs}},
+                   "M=128,D=4096,F=14336,nnz=72", "M=300,D=264,F=1000,nnz=40,dense=2,dense_nnz=400,gen=1,spread=0.8",
+                   NULL}, {wgmma_configs, gated_configs, ffn_tile_configs}},
     /* slotfill-spmm: tails in M and K, one token, magnitude-pruned W; K % 8 != 0 (element-wise X
      * loads) in fp16; exactly 2:4 (no filled slot, no residual); per-row pruning at 40 %; the hard
      * rows (90 % dense, empty, a dense column: residual beyond the staged words); K = 1; a

@@ -1,7 +1,8 @@
 /* The TwELL data distribution (tuner/sp_twell_dist.h): mean nonzeros per token over the batch,
  * dense tokens (how many, where, how dense), dead neurons that never fire, heavy tails, the
  * uniform case, the problem's defaults and bad values; and the producer's X and Wg, whose
- * relu(X Wg^T) must follow the same picture. */
+ * relu(X Wg^T) must follow the same picture, made either way (gen 0, and gen 1 by the layer: the same means, and
+ * ordinary tokens' counts far more spread). */
 #include "sp_bench.h"
 #include "sp_status.h"
 #include "sp_template.h"
@@ -66,7 +67,8 @@ int main(void)
     /* defaults: realistic; the key spells every dimension out */
     sp_problem p = problem(t, "M=2000,D=64,F=1000,nnz=40");
     char *key = sp_problem_format(&p);
-    CHECK_MSG(strcmp(key, "M=2000,D=64,F=1000,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2,order=0") == 0, "%s",
+    CHECK_MSG(strcmp(key, "M=2000,D=64,F=1000,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2,order=0,gen=0,"
+                          "spread=0.5") == 0, "%s",
               key);
     free(key);
     sp_twell_dist d;
@@ -121,7 +123,48 @@ int main(void)
     }
     free(G);
 
-    /* producer data: relu(X Wg^T) on the CPU follows the same counts */
+    /* producer data: relu(X Wg^T) on the CPU follows the same counts, made by either generator */
+    double spread[2] = {0, 0};
+    for (int gen = 0; gen <= 1; gen++) {
+        const int m = 600, D = 128, f = 800;
+        sp_problem q = problem(t, gen ? "M=600,D=128,F=800,nnz=30,dense_nnz=300,dense=1,gen=1,spread=0.5"
+                                      : "M=600,D=128,F=800,nnz=30,dense_nnz=300,dense=1");
+        CHECK_ST(sp_twell_dist_get(&q, f, &d), SPTUNE_OK);
+        CHECK(d.gen == gen && d.spread == 0.5);
+        unsigned short *X = malloc((size_t)m * D * 2), *W = malloc((size_t)f * D * 2), *H = malloc((size_t)m * f * 2);
+        uint64_t rng = 11, again = 11;
+        sp_twell_draw w;
+        CHECK(X && W && H);
+        if (!X || !W || !H) break;
+        CHECK_ST(sp_twell_producer_data(&rng, m, D, f, &d, X, W), SPTUNE_OK);
+        CHECK_ST(sp_twell_draw_init(&again, m, f, &d, &w), SPTUNE_OK);
+        double sum = 0, sum2 = 0;
+        int ordinary = 0;
+        for (int r = 0; r < m; r++) {
+            int n = 0;
+            for (int j = 0; j < f; j++) {
+                double acc = 0;
+                for (int k = 0; k < D; k++) acc += (double)sp_bf16_to_float(X[(size_t)r * D + k]) * sp_bf16_to_float(W[(size_t)j * D + k]);
+                H[(size_t)r * f + j] = acc > 0 ? 0x3f80 : 0;
+                n += acc > 0;
+            }
+            if (!w.dense_row[r]) { sum += n; sum2 += (double)n * n; ordinary++; }
+        }
+        stats s = measure(H, m, f, &w);
+        double batch = (s.mean_ordinary * (m - s.ndense) + s.mean_dense * s.ndense) / m;
+        spread[gen] = sqrt(sum2 / ordinary - (sum / ordinary) * (sum / ordinary)) / (sum / ordinary);
+        CHECK_MSG(s.ndense == 6, "gen %d: %d dense tokens", gen, s.ndense);
+        CHECK_MSG(fabs(batch - 30) < 4.5, "gen %d: %.1f nonzeros per token", gen, batch);
+        CHECK_MSG(fabs(s.mean_dense - 300) < 60, "gen %d: dense tokens %.0f", gen, s.mean_dense);
+        CHECK_MSG(s.dead_fired == 0, "gen %d: %d dead neurons fired", gen, s.dead_fired);
+        printf("gen %d: %.1f per token, dense %.0f, ordinary tokens' count spread (cv) %.2f\n", gen, batch, s.mean_dense,
+               spread[gen]);
+        sp_twell_draw_free(&w);
+        free(X); free(W); free(H);
+    }
+    CHECK_MSG(spread[1] > 1.5 * spread[0], "the layer's tokens differ more: cv %.2f against %.2f", spread[1], spread[0]);
+    sp_problem q0;
+    CHECK_MSG(sp_problem_parse(t, "M=600,D=128,F=800,gen=2", &q0) == SPTUNE_ERR_INVALID, "gen=2 refused");
     {
         const int m = 400, D = 256, f = 800;
         sp_problem q = problem(t, "M=400,D=256,F=800,nnz=30,dense_nnz=400,dense=1");

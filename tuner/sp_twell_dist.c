@@ -28,6 +28,13 @@ sptune_status sp_twell_dist_get(const sp_problem *p, int F, sp_twell_dist *d)
     sp_problem_get(p, "dense", &d->dense);
     sp_problem_get(p, "dense_nnz", &d->dense_nnz);
     sp_problem_get(p, "at", &at);
+    double gen = 0;
+    d->spread = 0.5;
+    sp_problem_get(p, "gen", &gen);
+    sp_problem_get(p, "spread", &d->spread);
+    if (!(gen == 0 || gen == 1)) return sp_fail(SPTUNE_ERR_INVALID, "gen=%g: 0 (rates per neuron) or 1 (made by the layer)", gen);
+    if (!(d->spread >= 0 && d->spread <= 3)) return sp_fail(SPTUNE_ERR_INVALID, "spread=%g: a log-gain sigma in [0, 3]", d->spread);
+    d->gen = (int)gen;
     if (!(d->nnz > 0 && d->nnz <= F)) return sp_fail(SPTUNE_ERR_INVALID, "nnz=%g: wants 0 < nnz <= F (%d)", d->nnz, F);
     if (!(d->dead >= 0 && d->dead < 100))
         return sp_fail(SPTUNE_ERR_INVALID, "dead=%g: a percentage below 100", d->dead);
@@ -167,12 +174,73 @@ sptune_status sp_twell_gate_data(uint64_t *rng, int M, int F, const sp_twell_dis
     return SPTUNE_OK;
 }
 
+static double normal(uint64_t *rng)
+{
+    const double u = 1.0 - sp_rng_unit(rng), v = sp_rng_unit(rng);   /* u in (0, 1] */
+    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
+}
+
+/* The mean count over live neurons of a token of gain g when neuron j fires with Phi(c z_j / g). */
+static double count_at(const sp_twell_draw *w, double c, double g)
+{
+    double s = 0;
+    for (int j = 0; j < w->F; j++)
+        if (w->z[j] > DEAD_Z) s += normal_cdf(c * w->z[j] / g);
+    return s;
+}
+
+#define GAINS 24
+#define MAX_GAIN 1000.0
+
+/* gen 1 (sp_twell_dist.h): the rates of the draw become biases c z_j, c chosen so that the ordinary tokens'
+ * mean count over their gains (log-normal, at GAINS quantiles) is what the first generator gives them. */
+static sptune_status layer_made(uint64_t *rng, int M, int D, int F, const sp_twell_dist *d, const sp_twell_draw *w,
+                                unsigned short *X, unsigned short *Wg)
+{
+    if (D < 2) return sp_fail(SPTUNE_ERR_INVALID, "gen=1 needs D >= 2 (a bias input and a token)");
+    double q[GAINS], target = 0, lo = 0.05, hi = 20;
+    for (int i = 0; i < GAINS; i++) q[i] = exp(d->spread * probit((i + 0.5) / GAINS));
+    for (int j = 0; j < F; j++) target += w->prob[j];
+    for (int it = 0; it < 50; it++) {   /* larger c, rarer firing (most z_j < 0) */
+        const double c = sqrt(lo * hi);
+        double s = 0;
+        for (int i = 0; i < GAINS; i++) s += count_at(w, c, q[i]) / GAINS;
+        if (s > target) lo = c; else hi = c;
+    }
+    const double c = sqrt(lo * hi);
+    /* dense tokens: the gain that fires dense_nnz (past about half the live neurons no gain reaches) */
+    double glo = 1, ghi = MAX_GAIN;
+    for (int it = 0; it < 50; it++) {
+        const double g = sqrt(glo * ghi);
+        if (count_at(w, c, g) < d->dense_nnz) glo = g; else ghi = g;
+    }
+    const double dense_gain = sqrt(glo * ghi);
+    for (int r = 0; r < M; r++) {
+        double g = w->dense_row[r] ? dense_gain : exp(d->spread * normal(rng));
+        if (g > MAX_GAIN) g = MAX_GAIN;
+        X[(size_t)r * D] = sp_float_to_bf16(1.0f);
+        for (int k = 1; k < D; k++) X[(size_t)r * D + k] = sp_float_to_bf16((float)(g * normal(rng)));
+    }
+    const double scale = 1.0 / sqrt((double)(D - 1));
+    for (int j = 0; j < F; j++) {
+        const int dead = w->z[j] <= DEAD_Z;
+        Wg[(size_t)j * D] = sp_float_to_bf16(dead ? DEAD_BIAS : (float)(c * w->z[j]));
+        for (int k = 1; k < D; k++) Wg[(size_t)j * D + k] = sp_float_to_bf16((float)(scale * normal(rng)));
+    }
+    return SPTUNE_OK;
+}
+
 sptune_status sp_twell_producer_data(uint64_t *rng, int M, int D, int F, const sp_twell_dist *d, unsigned short *X,
                                      unsigned short *Wg)
 {
     sp_twell_draw w;
     sptune_status st = sp_twell_draw_init(rng, M, F, d, &w);
     if (st != SPTUNE_OK) return st;
+    if (d->gen == 1) {
+        st = layer_made(rng, M, D, F, d, &w, X, Wg);
+        sp_twell_draw_free(&w);
+        return st;
+    }
     /* x = c + (u - 1/2), u uniform: an ordinary token has c = 1/2 (x in [0, 1)); x_0 = 1 (the dead
      * neurons' bias input). Wg[j] = u_j + noise
      * in [-1, 1): x.Wg[j] = u_j c D + a noise of variance D (c^2 + 1/12) / 3, so with u_j set from z_j

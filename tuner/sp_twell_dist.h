@@ -12,7 +12,9 @@
  *   dense_nnz  mean nonzeros of a dense token (2000, at most the live neurons' share of F)
  *   at         where dense tokens sit: 0 the first tokens, 1 scattered, 2 token 0 and the rest
  *              scattered (2)
- * dense=0 and tail=0 give the uniform data of the first benchmarks. */
+ * dense=0 and tail=0 give the uniform data of the first benchmarks. The ops that take X and Wg also say how
+ * their data is made (gen: 0 each neuron fires at its rate, independently, 1 the layer makes it: Gaussian tokens
+ * of per-token gains, log-normal with sigma `spread`, through weights whose biases set the rates; absent: 0). */
 #ifndef SP_TWELL_DIST_H
 #define SP_TWELL_DIST_H
 
@@ -24,6 +26,8 @@
 typedef struct sp_twell_dist {
     double nnz, dead, tail, dense, dense_nnz;
     int at;
+    int gen;          /* 0: rates drawn per neuron; 1: made by the layer (sp_twell_producer_data) */
+    double spread;    /* gen 1: sigma of the ordinary tokens' log-gain */
 } sp_twell_dist;
 
 /* Reads and checks the distribution's dimensions of problem p (F: the layer's neurons). */
@@ -44,9 +48,12 @@ void sp_twell_draw_free(sp_twell_draw *w);
 
 /* Gate activations G (M x F bf16, nonzeros in (0, 1]) drawn from the distribution. */
 sptune_status sp_twell_gate_data(uint64_t *rng, int M, int F, const sp_twell_dist *d, unsigned short *G);
-/* Producer inputs X (M x D) and Wg (F x D) such that relu(X Wg^T) follows the distribution: neuron
+/* Producer inputs X (M x D) and Wg (F x D) such that relu(X Wg^T) follows the distribution. gen 0: neuron
  * j's weights are a bias u_j plus uniform noise, token rows uniform in [0, 1) (dense tokens: shifted
- * so that the same biases fire more neurons). */
+ * so that the same biases fire more neurons). gen 1: x = (1, g z), z ~ N(0, I), the gain g log-normal for
+ * ordinary tokens (a mean count of nnz over the batch) and large for dense ones (dense_nnz, at most about half
+ * the live neurons); Wg[j] = (b_j, w_j), w_j ~ N(0, I / (D - 1)), so that neuron j fires with Phi(b_j / g); dead
+ * neurons' bias far below any gain's reach. */
 sptune_status sp_twell_producer_data(uint64_t *rng, int M, int D, int F, const sp_twell_dist *d, unsigned short *X,
                                      unsigned short *Wg);
 

@@ -21,8 +21,8 @@ return {
   description = "TwELL producer: relu(X Wg^T) on tensor cores (mma.sync or wgmma), packed to TwELL in the epilogue"
     .. " (exact, overflow pool)",
   args = ARGS,
-  dims = dist.with{"M", "D", "F"},   -- nnz and the rest: the data the op is measured on
-  ranges = dist.ranges(),
+  dims = dist.with({"M", "D", "F"}, dist.made),   -- nnz and the rest: the data the op is measured on
+  ranges = dist.ranges(dist.made_ranges),
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = produce.params,
   constraints = produce.constraints,

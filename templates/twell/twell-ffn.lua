@@ -193,8 +193,8 @@ return {
   args = ARGS,
   -- nnz and the rest: the data the op is measured on; order: 1 when the application gives the neurons
   -- most frequent first (sptune_twell_hot_order: what the hot/cold split needs), 0 as they come
-  dims = dist.with({"M", "D", "F"}, {{"order", 0}}),
-  ranges = dist.ranges({order = {0, 1, int = true}}),
+  dims = dist.with({"M", "D", "F"}, {{"order", 0}, dist.made[1], dist.made[2]}),
+  ranges = dist.ranges({order = {0, 1, int = true}, gen = dist.made_ranges.gen, spread = dist.made_ranges.spread}),
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,
