@@ -103,5 +103,7 @@ check(got == "M=64,D=32,F=8,nnz=3,dead=25,tail=0.0,dense=0,dense_nnz=2000,at=2,o
 raises(sptune.SptuneError, lambda: sptune.describe_twell([9], [1] * 8, 64, 32), "token 0 has 9 active neurons of 8",
        "describe_twell: more active than neurons")
 raises(ValueError, lambda: sptune.describe_twell([], [1], 64, 32), "at least one token", "describe_twell: no tokens")
+check(sptune.hot_order([3, 9, 0, 9, 1]) == [1, 3, 0, 4, 2], "hot_order: most frequent first, ties by index")
+raises(ValueError, lambda: sptune.hot_order([]), "at least one neuron", "hot_order: no neurons")
 print(f"python: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -113,6 +113,8 @@ def _library():
                                               ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_longlong, I, I, P,
                                               ctypes.c_size_t]
         lib.sptune_twell_describe.restype = I
+        lib.sptune_twell_hot_order.argtypes = [ctypes.POINTER(ctypes.c_ulonglong), I, ctypes.POINTER(I)]
+        lib.sptune_twell_hot_order.restype = I
         lib.sptune_kernel_expected.argtypes = [P, ctypes.POINTER(ctypes.c_double), ctypes.POINTER(ctypes.c_double)]
         lib.sptune_kernel_expected.restype = I
         lib.sptune_kernel_recorded.argtypes = [P, ctypes.POINTER(S)]
@@ -299,6 +301,20 @@ def describe_twell(active, counts, tokens, d, order=0):
     _check(_library().sptune_twell_describe(len(active), a, len(counts), c, int(tokens), int(d), int(order), buf,
                                             len(buf)))
     return buf.value.decode()
+
+
+def hot_order(counts):
+    """The neuron order twell-ffn's hot/cold split wants (sptune_twell_hot_order): perm[i] = the neuron that goes
+    to position i, the most frequent first (ties by index). counts: per neuron, over a calibration batch, counted
+    where the gate lives: (g > 0).sum(dim=0).tolist(). Apply it once to the rows of w_gate, w_up and w_down
+    (w[perm]) and call twell_ffn(..., calibrated=True): the same layer, faster."""
+    counts = [int(v) for v in counts]
+    if not counts:
+        raise ValueError("hot_order needs the counts of at least one neuron")
+    c = (ctypes.c_ulonglong * len(counts))(*counts)
+    perm = (ctypes.c_int * len(counts))()
+    _check(_library().sptune_twell_hot_order(c, len(counts), perm))
+    return list(perm)
 
 
 # ---- ops -------------------------------------------------------------------------------------------
