@@ -1,5 +1,6 @@
 #include "sp_test.h"
 #include "sp_gpu.h"
+#include "sp_template.h"
 
 #include <stdlib.h>
 #include <string.h>
@@ -37,6 +38,15 @@ int sp_test_done(const char *test_name)
 {
     printf("%s: %d checks, %d failed\n", test_name, sp_test_checks, sp_test_failures);
     return sp_test_failures ? 1 : 0;
+}
+
+void sp_test_problem_parses(const char *op, const char *problem)
+{
+    sp_template *t = NULL;
+    sp_problem p;
+    CHECK_ST(sp_template_load(op, &t), SPTUNE_OK);
+    if (t) CHECK_MSG(sp_problem_parse(t, problem, &p) == SPTUNE_OK, "%s %s: %s", op, problem, sptune_last_error());
+    sp_template_free(t);
 }
 
 int sp_test_skip(const char *test_name, const char *why)

@@ -27,5 +27,7 @@ int sp_test_done(const char *test_name);
 /* The GPU profile of that name (h100, h200, ...): a test that cannot have it exits at once, saying why. */
 struct sp_gpu_profile sp_test_profile(const char *name);
 int sp_test_skip(const char *test_name, const char *why);
+/* CHECKs that `problem` is a problem op takes (its template parses it). */
+void sp_test_problem_parses(const char *op, const char *problem);
 
 #endif

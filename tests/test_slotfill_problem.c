@@ -6,7 +6,6 @@
 #include "sp_slotfill.h"
 #include "sp_slotfill_dist.h"
 #include "sp_status.h"
-#include "sp_template.h"
 #include "sp_test.h"
 #include "sptune.h"
 
@@ -41,12 +40,7 @@ static void check_drawn(int M, int K, double sparsity, int dist, int f16, const 
         snprintf(want, sizeof want, "M=%d,K=%d,N=%lld,sparsity=%d,fp16=%d,dist=%d", M, K, tokens, measured, f16, dist);
         CHECK_MSG(strcmp(got, want) == 0, "dist %d, sparsity %.2f, %s: got '%s', want '%s'", dist, sparsity,
                   config ? config : "default encoding", got, want);
-        /* the string is a problem the op takes */
-        sp_template *t = NULL;
-        sp_problem p;
-        CHECK_ST(sp_template_load("slotfill-spmm", &t), SPTUNE_OK);
-        if (t) CHECK_MSG(sp_problem_parse(t, got, &p) == SPTUNE_OK, "%s: %s", got, sptune_last_error());
-        sp_template_free(t);
+        sp_test_problem_parses("slotfill-spmm", got);   /* the string is a problem the op takes */
     }
     sptune_slotfill_free(m);
     free(w);

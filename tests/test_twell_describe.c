@@ -5,7 +5,6 @@
  * and bad arguments are refused with a message. */
 #include "sp_rng.h"
 #include "sp_status.h"
-#include "sp_template.h"
 #include "sp_test.h"
 #include "sp_twell_dist.h"
 #include "sptune.h"
@@ -56,11 +55,7 @@ static void recover(int M, int F, sp_twell_dist d)
             CHECK_MSG(fabs(dim(got, "dense_nnz") - d.dense_nnz) <= 0.1 * d.dense_nnz, "dense_nnz: %s", got);
             CHECK_MSG(dim(got, "at") == d.at, "at: %s", got);
         }
-        sp_template *t = NULL;
-        sp_problem p;
-        CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
-        if (t) CHECK_MSG(sp_problem_parse(t, got, &p) == SPTUNE_OK, "%s: %s", got, sptune_last_error());
-        sp_template_free(t);
+        sp_test_problem_parses("twell-ffn", got);
     }
     free(G);
     free(active);
