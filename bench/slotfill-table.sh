@@ -28,7 +28,10 @@ band() {
 warps=4,bn=8,split=8,ring=36;warps=2,bn=8,split=8,ring=36" ;;
     16) echo "warps=4,bn=16,split=2,ring=24;warps=4,bn=16,split=2,ring=36;warps=4,bn=16,split=4,ring=24;\
 warps=4,bn=16,split=8,ring=36;warps=2,bn=16,split=8,ring=36" ;;
-    *) echo "warps=4,bn=$bn,split=2,ring=36;warps=4,bn=$bn,split=4,ring=36;warps=4,bn=$bn,split=8,ring=36" ;;
+    # wide token tiles: two tiles per warp share the X fragments (at bn = 64 a warp's four ldmatrix.x4 per step
+    # cost as many shared-memory wavefronts as its decode)
+    *) echo "warps=4,bn=$bn,split=2,ring=36;warps=4,bn=$bn,split=4,ring=36;warps=4,bn=$bn,split=8,ring=36;\
+warps=2,tpw=2,bn=$bn,split=4,ring=48;warps=4,tpw=2,bn=$bn,split=2,ring=60" ;;
   esac
 }
 configs_for() {
