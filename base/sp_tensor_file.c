@@ -24,6 +24,14 @@ int sp_tensor_format_parse(const char *s, sp_tensor_format *f)
     return 0;
 }
 
+void sp_tensor_role_name(const char *names, const char *role, const char *def, char *out, size_t len)
+{
+    snprintf(out, len, "%s", def);
+    const size_t rl = strlen(role);
+    for (const char *p = names; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (!strncmp(p, role, rl) && p[rl] == '=') snprintf(out, len, "%.*s", (int)strcspn(p + rl + 1, ","), p + rl + 1);
+}
+
 void sp_tensor_free(sp_tensor *t)
 {
     if (!t) return;

@@ -30,6 +30,9 @@ sptune_status sp_tensor_read(const char *path, const sp_tensor_request *req, sp_
 sptune_status sp_tensor_parse(const unsigned char *bytes, size_t size, const char *name, const sp_tensor_request *req,
                               sp_tensor *out);
 void sp_tensor_free(sp_tensor *t);
+/* The name given to `role` in "role=NAME,role=NAME" (names may be NULL), else def, into out: how the commands
+ * that read several tensors of a checkpoint (--tensors) learn what the checkpoint calls them. */
+void sp_tensor_role_name(const char *names, const char *role, const char *def, char *out, size_t len);
 const char *sp_tensor_format_name(sp_tensor_format f); /* "bf16", "fp16", "?" */
 int sp_tensor_format_parse(const char *s, sp_tensor_format *f); /* "bf16", "fp16"/"f16" */
 

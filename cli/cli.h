@@ -130,9 +130,9 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos);
 int cmd_best(cli_cmd *cmd, int npos, char **pos);
 int cmd_encode(cli_cmd *cmd, int npos, char **pos);
 
-/* --data FILE (with --tensors, --tokens, --order) of a TwELL op: the problem measured from the user's calibration
- * batch into problem (full: the up and down weights read and checked too); a CLI exit code (CLI_OK, or the error
- * already printed). */
-int cli_twell_data_problem(const cli_cmd *cmd, int full, char *problem, size_t len);
+/* --data FILE (with --tensors, --tokens, --order): op's problem measured from the user's tensors into problem: a
+ * TwELL layer's calibration batch (full: the up and down weights read and checked too), or Slot-Filling weights;
+ * a CLI exit code (CLI_OK, or the error already printed). */
+int cli_data_problem(const cli_cmd *cmd, const char *op, int full, char *problem, size_t len);
 
 #endif

@@ -12,10 +12,7 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     char measured[256];
     if (cli_get(cmd, "data")) {
         if (shape) return cli_usage_error(cmd->name, "--data measures the problem: give it or --shape, not both");
-        if (strncmp(pos[0], "twell-", 6) != 0)
-            return cli_usage_error(cmd->name, "--data describes a TwELL layer's activations (twell-ffn, ...), not %s's",
-                                   pos[0]);
-        int rc = cli_twell_data_problem(cmd, 0, measured, sizeof measured);
+        int rc = cli_data_problem(cmd, pos[0], 0, measured, sizeof measured);
         if (rc != CLI_OK) return rc;
         shape = measured;
         printf("measured from %s: %s\n", cli_get(cmd, "data"), shape);

@@ -45,12 +45,13 @@ static cli_opt check_opts[] = {
     {NULL, NULL, NULL, NULL}};
 static cli_opt tune_opts[] = {
     {"shape", "S", "problem, e.g. M=4096,N=4096,K=4096 (required but with --data)", NULL},
-    {"data", "FILE", "twell-ffn: tune on the layer's own tensors instead of drawn data: a safetensors file with a "
+    {"data", "FILE", "tune on the user's own tensors instead of drawn data (a safetensors file): twell-ffn, a "
                      "calibration batch X (M tokens x D) and the gate, up and down weights (F x D; down also D x F as "
-                     "nn.Linear keeps it), bf16; the problem (M, D, F and the data dimensions) is measured from them "
-                     "and every variant verified and timed on them", NULL},
-    {"tensors", "x=NAME,gate=NAME,up=NAME,down=NAME", "--data: the tensors' names in the file (default x, w_gate, "
-                                                      "w_up, w_down)", NULL},
+                     "nn.Linear keeps it), bf16; slotfill-spmm, the pruned weights (M x K); the problem is measured "
+                     "from them and every variant verified and timed on them", NULL},
+    {"tensors", "ROLE=NAME,...", "--data: the tensors' names in the file (twell-ffn: x, gate, up, down, default x, "
+                                 "w_gate, w_up, w_down; slotfill-spmm: w, default weight)", NULL},
+    {"tokens", "N", "--data with slotfill-spmm: the batch to tune for (default 16)", NULL},
     {"order", "0|1", "--data: 1 to tune the layer with its neurons laid out by sptune_twell_hot_order (default 0)", NULL},
     {"gpu", "G", "GPU: auto (default) or a profile present on this machine", NULL},
     {"strategy", "NAME", "exhaustive, random or descent (default: descent)", NULL},
@@ -70,11 +71,13 @@ static cli_opt tune_opts[] = {
     {NULL, NULL, NULL, NULL}};
 static cli_opt best_opts[] = {
     {"shape", "S", "problem, e.g. M=16384,D=2048,F=5632,nnz=40 (required but with --data)", NULL},
-    {"data", "FILE", "TwELL ops: the problem measured from the layer's own activations instead: a safetensors file "
-                     "with a calibration batch X (tokens x D) and the gate weights Wg (F x D); the gate relu(X Wg^T) "
-                     "is computed on this machine's CPUs", NULL},
-    {"tensors", "x=NAME,gate=NAME", "--data: the tensors' names in the file (default x=x,gate=w_gate)", NULL},
-    {"tokens", "M", "--data: the largest batch the kernel serves (default: the calibration batch's tokens)", NULL},
+    {"data", "FILE", "the problem measured from the user's own tensors instead (a safetensors file): TwELL ops, a "
+                     "calibration batch X (tokens x D) and the gate weights Wg (F x D), the gate relu(X Wg^T) computed "
+                     "on this machine's CPUs; slotfill-spmm, the pruned weights (M x K, bf16 or fp16), encoded", NULL},
+    {"tensors", "ROLE=NAME,...", "--data: the tensors' names in the file (TwELL: x=x,gate=w_gate; Slot-Filling: "
+                                 "w=weight)", NULL},
+    {"tokens", "M", "--data: the largest batch the kernel serves (default: TwELL, the calibration batch's tokens; "
+                    "Slot-Filling, 16)", NULL},
     {"order", "0|1", "--data: 1 when the weights are laid out by sptune_twell_hot_order (default 0)", NULL},
     {"gpu", "G", "GPU profile (h100, h200, rtx-pro-6000, sm_XX) or auto (default: auto, device 0)", NULL},
     {"db", "PATH", "results to consult (default: $SPTUNE_DB or the XDG data folder)", NULL},

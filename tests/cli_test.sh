@@ -327,6 +327,23 @@ PY
   has "tune --data says what the down weights should be" "the down weights .* want 128 x 512 \(nn.Linear\) or 512 x 128"
   expect 2 "tune --data and --shape" "$bin" tune twell-ffn --data "$tmp/layer.safetensors" --shape M=64,D=128,F=512
   expect 2 "tune --data, not twell-ffn" "$bin" tune gemm --data "$tmp/layer.safetensors"
+  expect 2 "tune --data twell-ffn, --tokens" "$bin" tune twell-ffn --data "$tmp/layer.safetensors" --tensors "$all" --tokens 9
+  # Slot-Filling weights of the user's: the problem from their encoding, for batches of --tokens (16)
+  expect 0 "best slotfill --data" "$bin" best slotfill-spmm --gpu h200 --no-db --data "$tmp/w.safetensors" --tensors w=mlp.up.weight
+  has "best slotfill --data measures the problem" "measured from .*: M=70,K=300,N=16,sparsity=50,fp16=0,dist=0"
+  has "best slotfill --data serves a kernel" "^slotfill-spmm M=70,K=300,N=16,.*: dtype=bf16,"
+  expect 0 "best slotfill --data --tokens" "$bin" best slotfill-spmm --gpu h200 --no-db --data "$tmp/w.safetensors" \
+    --tensors w=mlp.up.weight --tokens 4
+  has "best slotfill --data --tokens" "measured from .*: M=70,K=300,N=4,"
+  expect 2 "best slotfill --data, default name" "$bin" best slotfill-spmm --gpu h200 --data "$tmp/w.safetensors"
+  has "best slotfill --data names the tensor it looked for" "no tensor named 'weight'"
+  expect 2 "best slotfill --data --order" "$bin" best slotfill-spmm --gpu h200 --data "$tmp/w.safetensors" \
+    --tensors w=mlp.up.weight --order 1
+  if [ "$gpu" = 0 ]; then
+    expect 3 "tune slotfill --data without a GPU" "$bin" tune slotfill-spmm --data "$tmp/w.safetensors" \
+      --tensors w=mlp.up.weight --tokens 8 --budget 2evals
+    has "tune slotfill --data measures first" "measured from .*: M=70,K=300,N=8,sparsity=50,fp16=0,dist=0"
+  fi
 else
   echo "cli: python3 not found: the safetensors encode and best --data cases did not run"
 fi

@@ -9,6 +9,7 @@
 #include "sp_space.h"
 #include "sp_status.h"
 #include "sp_test.h"
+#include "sp_slotfill_dist.h"
 #include "sp_twell_dist.h"
 
 #include <stdio.h>
@@ -375,6 +376,32 @@ static void run_ffn_workspace(sp_bench *b, sp_cache *cache)
 }
 
 /* Whether op is one of the comma-separated names in list. */
+/* Writes a safetensors file of n 2-D tensors (names, rows x cols 16-bit elements of dtype, data); 1 when written. */
+static int write_safetensors(const char *path, int n, const char *const *names, const int *rows, const int *cols,
+                             const char *dtype, const unsigned short *const *data)
+{
+    char hdr[2048];
+    int len = snprintf(hdr, sizeof hdr, "{");
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t bytes = (size_t)rows[i] * cols[i] * 2;
+        len += snprintf(hdr + len, sizeof hdr - (size_t)len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%d,%d],"
+                        "\"data_offsets\":[%zu,%zu]}", i ? "," : "", names[i], dtype, rows[i], cols[i], off, off + bytes);
+        off += bytes;
+    }
+    len += snprintf(hdr + len, sizeof hdr - (size_t)len, "}");
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((unsigned long long)len >> (8 * i));
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(len8, 1, 8, f) == 8 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len;
+    for (int i = 0; ok && i < n; i++) {
+        const size_t bytes = (size_t)rows[i] * cols[i] * 2;
+        ok = fwrite(data[i], 1, bytes, f) == bytes;
+    }
+    if (f && fclose(f) != 0) ok = 0;
+    return ok;
+}
+
 /* tune --data's path: twell-ffn verified on a layer read from a safetensors file (X and the gate weights from the
  * generator, up and down random, down as nn.Linear keeps it, D x F), named as a checkpoint names them; the problem
  * measured from the layer (sptune_twell_describe_gate); a file that is not the problem's refused. */
@@ -387,9 +414,10 @@ static void run_ffn_data(sp_bench *b, sp_cache *cache)
     uint64_t rng = 0xda7a;
     sp_twell_dist d = {.nnz = 40, .dead = 30, .tail = 0.7, .dense = 1, .dense_nnz = 400, .at = 2};
     unsigned short *x = malloc((size_t)M * D * 2), *w = malloc((size_t)3 * F * D * 2), *g = malloc((size_t)M * F * 2);
-    FILE *f = NULL;
-    CHECK(x && w && g);
-    if (!x || !w || !g) goto done;
+    unsigned short *dt = malloc((size_t)F * D * 2);
+    sp_template *t = NULL;
+    CHECK(x && w && g && dt);
+    if (!x || !w || !g || !dt) goto done;
     CHECK_ST(sp_twell_producer_data(&rng, M, D, F, &d, x, w), SPTUNE_OK);
     for (size_t i = (size_t)F * D; i < (size_t)3 * F * D; i++)
         w[i] = sp_float_to_bf16((float)(sp_rng_unit(&rng) * 2 - 1));
@@ -399,28 +427,15 @@ static void run_ffn_data(sp_bench *b, sp_cache *cache)
             for (int k = 0; k < D; k++) s += sp_bf16_to_float(x[r * D + k]) * sp_bf16_to_float(w[(size_t)j * D + k]);
             g[(size_t)r * F + j] = s > 0 ? sp_float_to_bf16(s) : 0;
         }
-    char problem[256], hdr[1024];
+    char problem[256];
     CHECK_ST(sptune_twell_describe_gate(g, M, F, M, D, 0, problem, sizeof problem), SPTUNE_OK);
-    const size_t xb = (size_t)M * D * 2, wb = (size_t)F * D * 2;
-    int n = snprintf(hdr, sizeof hdr, "{\"in\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[0,%zu]},"
-                     "\"g.weight\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]},"
-                     "\"u.weight\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]},"
-                     "\"d.weight\":{\"dtype\":\"BF16\",\"shape\":[%d,%d],\"data_offsets\":[%zu,%zu]}}",
-                     M, D, xb, F, D, xb, xb + wb, F, D, xb + wb, xb + 2 * wb, D, F, xb + 2 * wb, xb + 3 * wb);
-    unsigned char len8[8];
-    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((unsigned long long)n >> (8 * i));
-    /* the down weights written D x F: the file's transpose of w's third block */
-    unsigned short *dt = malloc(wb);
-    CHECK(dt != NULL && (f = fopen(path, "wb")) != NULL);
-    if (!dt || !f) { free(dt); goto done; }
+    /* the down weights written D x F: the transpose of w's third block */
     for (int j = 0; j < F; j++)
         for (int k = 0; k < D; k++) dt[(size_t)k * F + j] = w[(size_t)2 * F * D + (size_t)j * D + k];
-    CHECK(fwrite(len8, 1, 8, f) == 8 && fwrite(hdr, 1, (size_t)n, f) == (size_t)n && fwrite(x, 1, xb, f) == xb &&
-          fwrite(w, 1, 2 * wb, f) == 2 * wb && fwrite(dt, 1, wb, f) == wb);
-    free(dt);
-    CHECK(fclose(f) == 0);
-    f = NULL;
-    sp_template *t = NULL;
+    const char *const tn[] = {"in", "g.weight", "u.weight", "d.weight"};
+    const int rows[] = {M, F, F, D}, cols[] = {D, D, D, F};
+    const unsigned short *const data[] = {x, w, w + (size_t)F * D, dt};
+    CHECK(write_safetensors(path, 4, tn, rows, cols, "BF16", data));
     CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
     if (!t) goto done;
     b->data = path;
@@ -450,13 +465,58 @@ static void run_ffn_data(sp_bench *b, sp_cache *cache)
     CHECK_ST(sp_problem_parse(t, "M=299,D=264,F=1000,nnz=40", &p), SPTUNE_OK);
     CHECK_ST(sp_case_create(b, "twell-ffn", &p, &cs), SPTUNE_ERR_INVALID);
     CHECK_MSG(strstr(sptune_last_error(), "holds a layer of M=300, D=264, F=1000"), "%s", sptune_last_error());
-    sp_template_free(t);
 done:
-    if (f) fclose(f);
+    sp_template_free(t);
     b->data = b->data_names = NULL;
     free(x);
     free(w);
     free(g);
+    free(dt);
+}
+
+/* tune --data's path for slotfill-spmm: the user's pruned weights read from a file (drawn here, magnitude-pruned)
+ * and verified through the default configuration; weights of another shape refused. */
+static void run_slotfill_data(sp_bench *b, sp_cache *cache)
+{
+    enum { M = 640, K = 1536 };
+    char path[512];
+    snprintf(path, sizeof path, "%s/w.safetensors", sp_test_tmpdir("test_gpu_ops_sfdata"));
+    uint64_t rng = 0x5f;
+    unsigned short *w = malloc((size_t)M * K * 2);
+    sp_template *t = NULL;
+    CHECK(w != NULL);
+    if (!w) return;
+    CHECK_ST(sp_slotfill_draw(&rng, M, K, 0.5, 1, 0, w), SPTUNE_OK);
+    const char *const tn[] = {"proj.weight"};
+    const int rows[] = {M}, cols[] = {K};
+    const unsigned short *const data[] = {w};
+    CHECK(write_safetensors(path, 1, tn, rows, cols, "BF16", data));
+    CHECK_ST(sp_template_load("slotfill-spmm", &t), SPTUNE_OK);
+    if (!t) goto done;
+    b->data = path;
+    b->data_names = "w=proj.weight";
+    sp_problem p;
+    sp_case cs;
+    CHECK_ST(sp_problem_parse(t, "M=640,K=1536,N=16,sparsity=50,fp16=0,dist=1", &p), SPTUNE_OK);
+    if (sp_case_create(b, "slotfill-spmm", &p, &cs) == SPTUNE_OK) {
+        sp_config cfg;
+        sp_eval e;
+        sp_config_default(t, &cfg);
+        CHECK_ST(sp_eval_variant(&cs, t, &cfg, cache, &e), SPTUNE_OK);
+        CHECK_MSG(e.outcome == SP_OUTCOME_OK && e.timing.rel_error < 1e-2, "slotfill-spmm on %s: %s: %s (error %.3g)",
+                  path, sp_outcome_name(e.outcome), e.detail, e.timing.rel_error);
+        printf("  slotfill-spmm on the user's weights: %s  err %.2e\n", path, e.timing.rel_error);
+        sp_case_destroy(&cs);
+    } else {
+        CHECK_MSG(0, "slotfill-spmm on %s: %s", path, sptune_last_error());
+    }
+    CHECK_ST(sp_problem_parse(t, "M=640,K=1024,N=16,sparsity=50,fp16=0,dist=1", &p), SPTUNE_OK);
+    CHECK_ST(sp_case_create(b, "slotfill-spmm", &p, &cs), SPTUNE_ERR_INVALID);
+    CHECK_MSG(strstr(sptune_last_error(), "not 640 x 1024 as asked"), "%s", sptune_last_error());
+done:
+    sp_template_free(t);
+    b->data = b->data_names = NULL;
+    free(w);
 }
 
 static int listed(const char *list, const char *op)
@@ -479,7 +539,7 @@ int main(void)
         int n = 0;
         for (int o = 0; o < NOPS; o++)
             for (int s = 0; s < 8; s++) n += cases[o].shapes[s] != NULL;
-        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI + 2 + NWS + 3, sptune_last_error());
+        printf("test_gpu_ops: %d GPU cases skipped: %s\n", n * PER_SHAPE + NAPI + 2 + NWS + 5, sptune_last_error());
         return sp_test_skip("test_gpu_ops", "no GPU");
     }
     sp_bench b;
@@ -500,6 +560,7 @@ int main(void)
         else printf("test_gpu_ops: %s not selected (SPTUNE_TEST_OPS)\n", cases[op].op);
     if (!only || listed(only, "twell-ffn") || listed(only, "workspace")) run_ffn_workspace(&b, cache);
     if (!only || listed(only, "twell-ffn") || listed(only, "data")) run_ffn_data(&b, cache);
+    if (!only || listed(only, "slotfill-spmm") || listed(only, "data")) run_slotfill_data(&b, cache);
     if (!only || listed(only, "gemm") || listed(only, "api")) run_api(&b, sp_cache_dir(cache));
     if (!only || listed(only, "slotfill-spmm") || listed(only, "api")) run_api_slotfill(&b, sp_cache_dir(cache));
     sp_cache_close(cache);

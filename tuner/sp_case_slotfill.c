@@ -1,7 +1,8 @@
 /* GPU harness of slotfill-spmm: Y[N x M] = X[N x K] W^T with W encoded in the Slot-Filling layers
  * (runtime/sp_slotfill.h), bf16 or fp16 (problem dimension fp16).
  *
- * W drawn as the problem's dist says (tuner/sp_slotfill_dist.h).
+ * W drawn as the problem's dist says (tuner/sp_slotfill_dist.h), or, where the bench names a file (sp_bench.data:
+ * tune --data), the user's own pruned weights read from it (M x K, bf16 or fp16 as the problem says).
  * X: N(0, 1) with 1 % of the feature columns 8x larger (activation outliers).
  * Reference: cuBLAS fp32 output from the pruned dense W (spot-checked in fp64 on the host);
  * baseline: the same dense product by cuBLAS with a 16-bit output, what an engine runs today. The
@@ -14,6 +15,7 @@
 #include "sp_slotfill.h"
 #include "sp_slotfill_dist.h"
 #include "sp_status.h"
+#include "sp_tensor_file.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,7 +28,7 @@
  * one W with several token counts and configurations in one process (which is single-threaded, as
  * the command line and the measurement worker are). */
 static struct weight_cache {
-    int M, K, f16, dist;
+    int M, K, f16, dist, file;         /* file: read from sp_bench.data, not drawn */
     double sparsity;
     uint64_t seed;
     unsigned short *hW;
@@ -57,12 +59,25 @@ static void weight_cache_clear(void)
 /* W for the problem: the cached one when it was drawn the same way, else a new one. */
 static sptune_status weights_for(sf_state *g, uint64_t seed, unsigned short **out)
 {
-    if (wc.hW && wc.M == g->M && wc.K == g->K && wc.f16 == g->f16 && wc.dist == g->dist &&
-        wc.sparsity == g->sparsity && wc.seed == seed) {
+    const int file = g->b->data != NULL;
+    if (wc.hW && wc.M == g->M && wc.K == g->K && wc.f16 == g->f16 && wc.file == file &&
+        (file || (wc.dist == g->dist && wc.sparsity == g->sparsity && wc.seed == seed))) {
         *out = wc.hW;
         return SPTUNE_OK;
     }
     weight_cache_clear();
+    if (file) {   /* the user's weights: the shape and format the problem says */
+        char name[256];
+        sp_tensor_role_name(g->b->data_names, "w", "weight", name, sizeof name);
+        sp_tensor_request rq = {name, g->M, g->K, g->f16 ? SP_TENSOR_F16 : SP_TENSOR_BF16};
+        sp_tensor t;
+        sptune_status st = sp_tensor_read(g->b->data, &rq, &t);
+        if (st != SPTUNE_OK) return st;
+        wc.hW = t.data;
+        wc.M = g->M; wc.K = g->K; wc.f16 = g->f16; wc.file = 1;
+        *out = wc.hW;
+        return SPTUNE_OK;
+    }
     wc.hW = malloc((size_t)g->M * g->K * 2);
     if (!wc.hW) return sp_fail(SPTUNE_ERR_NOMEM, "out of host memory for W (%d x %d)", g->M, g->K);
     uint64_t s = seed;

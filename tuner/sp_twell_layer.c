@@ -7,15 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-void sp_twell_layer_name(const char *names, const char *role, char *out, size_t len)
-{
-    const char *def = !strcmp(role, "x") ? "x" : !strcmp(role, "gate") ? "w_gate" : !strcmp(role, "up") ? "w_up"
-                                                                                                        : "w_down";
-    snprintf(out, len, "%s", def);
-    const size_t rl = strlen(role);
-    for (const char *p = names; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-        if (!strncmp(p, role, rl) && p[rl] == '=') snprintf(out, len, "%.*s", (int)strcspn(p + rl + 1, ","), p + rl + 1);
-}
 
 void sp_twell_layer_free(sp_twell_layer *l)
 {
@@ -30,7 +21,9 @@ void sp_twell_layer_free(sp_twell_layer *l)
 static sptune_status read_one(const char *path, const char *names, const char *role, sp_tensor *t, char *name,
                               size_t len)
 {
-    sp_twell_layer_name(names, role, name, len);
+    const char *def = !strcmp(role, "x") ? "x" : !strcmp(role, "gate") ? "w_gate" : !strcmp(role, "up") ? "w_up"
+                                                                                                        : "w_down";
+    sp_tensor_role_name(names, role, def, name, len);
     sp_tensor_request rq = {name, 0, 0, SP_TENSOR_UNKNOWN};
     sptune_status st = sp_tensor_read(path, &rq, t);
     if (st == SPTUNE_OK && t->format != SP_TENSOR_BF16) {

@@ -15,8 +15,6 @@ typedef struct sp_twell_layer {
     int D, F;
 } sp_twell_layer;
 
-/* The tensor name for role ("x", "gate", "up", "down") in names (NULL allowed), into out. */
-void sp_twell_layer_name(const char *names, const char *role, char *out, size_t len);
 /* Reads the four tensors of path and checks their shapes agree; SPTUNE_ERR_INVALID names what is wrong. With
  * want_x_only, only X and the gate weights are read (describing the data needs no more). */
 sptune_status sp_twell_layer_read(const char *path, const char *names, int want_x_only, sp_twell_layer *out);

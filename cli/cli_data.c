@@ -1,10 +1,13 @@
-/* The TwELL problem of a user's own layer: its input X (a calibration batch, tokens x D) and gate weights Wg (F x D)
- * read from a safetensors file, the gate relu(X Wg^T) computed here on the CPU (every core: a batch of a few hundred
- * tokens of a 4096 x 14336 layer takes seconds), and its data dimensions measured by sptune_twell_describe_gate:
- * what `best --data` looks up and `tune --data` records. */
+/* Problems measured from a user's own tensors (best --data, tune --data), what they look up and record.
+ * TwELL: the layer's input X (a calibration batch, tokens x D) and gate weights Wg (F x D) read from a safetensors
+ * file, the gate relu(X Wg^T) computed here on the CPU (every core: a batch of a few hundred tokens of a
+ * 4096 x 14336 layer takes seconds), and its data dimensions measured by sptune_twell_describe_gate.
+ * Slot-Filling: the pruned weight matrix, encoded, its sparsity and kind of pruning measured from the encoding
+ * (sptune_slotfill_problem) for batches of --tokens (16). */
 #include "cli.h"
 #include "sp_bench.h"
 #include "sp_status.h"
+#include "sp_tensor_file.h"
 #include "sp_twell_layer.h"
 
 #include <pthread.h>
@@ -48,13 +51,36 @@ static void *gate_rows(void *arg)
     return NULL;
 }
 
-int cli_twell_data_problem(const cli_cmd *cmd, int full, char *problem, size_t len)
+static int slotfill_problem(const cli_cmd *cmd, long long tokens, char *problem, size_t len)
+{
+    char name[256];
+    sp_tensor_role_name(cli_get(cmd, "tensors"), "w", "weight", name, sizeof name);
+    sp_tensor_request rq = {name, 0, 0, SP_TENSOR_UNKNOWN};
+    sp_tensor w;
+    sptune_status st = sp_tensor_read(cli_get(cmd, "data"), &rq, &w);
+    if (st != SPTUNE_OK) return cli_input_error(cmd->name, st);
+    sptune_slotfill *m = NULL;
+    st = sptune_slotfill_encode(w.data, w.rows, w.cols, w.format == SP_TENSOR_F16, cli_get(cmd, "fixed"), &m);
+    if (st == SPTUNE_OK) st = sptune_slotfill_problem(m, tokens ? tokens : 16, problem, len);
+    sptune_slotfill_free(m);
+    sp_tensor_free(&w);
+    return st == SPTUNE_OK ? CLI_OK : cli_input_error(cmd->name, st);
+}
+
+int cli_data_problem(const cli_cmd *cmd, const char *op, int full, char *problem, size_t len)
 {
     const char *path = cli_get(cmd, "data"), *tok = cli_get(cmd, "tokens"), *ord = cli_get(cmd, "order");
     long long M = 0;
     char *end = NULL;
     if (tok && ((M = strtoll(tok, &end, 10)) < 1 || *end || M > 2147483647LL))
         return cli_usage_error(cmd->name, "--tokens wants the largest batch to serve, 1 to 2147483647, not '%s'", tok);
+    if (!strcmp(op, "slotfill-spmm")) {
+        if (ord) return cli_usage_error(cmd->name, "--order is a TwELL layer's (the order of its neurons)");
+        return slotfill_problem(cmd, M, problem, len);
+    }
+    if (strncmp(op, "twell-", 6) != 0)
+        return cli_usage_error(cmd->name, "--data measures a TwELL layer's activations or Slot-Filling weights, not %s's",
+                               op);
     if (ord && strcmp(ord, "0") && strcmp(ord, "1"))
         return cli_usage_error(cmd->name, "--order wants 0 (the neurons as the checkpoint has them) or 1 (laid out by "
                                "sptune_twell_hot_order), not '%s'", ord);
