@@ -2,6 +2,7 @@
 #include "sp_gpu.h"
 #include "sp_template.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -38,6 +39,32 @@ int sp_test_done(const char *test_name)
 {
     printf("%s: %d checks, %d failed\n", test_name, sp_test_checks, sp_test_failures);
     return sp_test_failures ? 1 : 0;
+}
+
+/* Writes a safetensors file of n 2-D tensors (names, rows x cols 16-bit elements of dtype, data); 1 when written. */
+int sp_test_write_safetensors(const char *path, int n, const char *const *names, const int *rows, const int *cols,
+                             const char *dtype, const unsigned short *const *data)
+{
+    char hdr[2048];
+    int len = snprintf(hdr, sizeof hdr, "{");
+    size_t off = 0;
+    for (int i = 0; i < n; i++) {
+        const size_t bytes = (size_t)rows[i] * cols[i] * 2;
+        len += snprintf(hdr + len, sizeof hdr - (size_t)len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%d,%d],"
+                        "\"data_offsets\":[%zu,%zu]}", i ? "," : "", names[i], dtype, rows[i], cols[i], off, off + bytes);
+        off += bytes;
+    }
+    len += snprintf(hdr + len, sizeof hdr - (size_t)len, "}");
+    unsigned char len8[8];
+    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((unsigned long long)len >> (8 * i));
+    FILE *f = fopen(path, "wb");
+    int ok = f && fwrite(len8, 1, 8, f) == 8 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len;
+    for (int i = 0; ok && i < n; i++) {
+        const size_t bytes = (size_t)rows[i] * cols[i] * 2;
+        ok = fwrite(data[i], 1, bytes, f) == bytes;
+    }
+    if (f && fclose(f) != 0) ok = 0;
+    return ok;
 }
 
 void sp_test_problem_parses(const char *op, const char *problem)

@@ -27,6 +27,10 @@ int sp_test_done(const char *test_name);
 /* The GPU profile of that name (h100, h200, ...): a test that cannot have it exits at once, saying why. */
 struct sp_gpu_profile sp_test_profile(const char *name);
 int sp_test_skip(const char *test_name, const char *why);
+/* Writes a safetensors file of n 2-D tensors (names, rows x cols 16-bit elements of dtype "BF16"/"F16", data);
+ * 1 when written. */
+int sp_test_write_safetensors(const char *path, int n, const char *const *names, const int *rows, const int *cols,
+                              const char *dtype, const unsigned short *const *data);
 /* CHECKs that `problem` is a problem op takes (its template parses it). */
 void sp_test_problem_parses(const char *op, const char *problem);
 

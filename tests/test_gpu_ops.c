@@ -376,32 +376,6 @@ static void run_ffn_workspace(sp_bench *b, sp_cache *cache)
 }
 
 /* Whether op is one of the comma-separated names in list. */
-/* Writes a safetensors file of n 2-D tensors (names, rows x cols 16-bit elements of dtype, data); 1 when written. */
-static int write_safetensors(const char *path, int n, const char *const *names, const int *rows, const int *cols,
-                             const char *dtype, const unsigned short *const *data)
-{
-    char hdr[2048];
-    int len = snprintf(hdr, sizeof hdr, "{");
-    size_t off = 0;
-    for (int i = 0; i < n; i++) {
-        const size_t bytes = (size_t)rows[i] * cols[i] * 2;
-        len += snprintf(hdr + len, sizeof hdr - (size_t)len, "%s\"%s\":{\"dtype\":\"%s\",\"shape\":[%d,%d],"
-                        "\"data_offsets\":[%zu,%zu]}", i ? "," : "", names[i], dtype, rows[i], cols[i], off, off + bytes);
-        off += bytes;
-    }
-    len += snprintf(hdr + len, sizeof hdr - (size_t)len, "}");
-    unsigned char len8[8];
-    for (int i = 0; i < 8; i++) len8[i] = (unsigned char)((unsigned long long)len >> (8 * i));
-    FILE *f = fopen(path, "wb");
-    int ok = f && fwrite(len8, 1, 8, f) == 8 && fwrite(hdr, 1, (size_t)len, f) == (size_t)len;
-    for (int i = 0; ok && i < n; i++) {
-        const size_t bytes = (size_t)rows[i] * cols[i] * 2;
-        ok = fwrite(data[i], 1, bytes, f) == bytes;
-    }
-    if (f && fclose(f) != 0) ok = 0;
-    return ok;
-}
-
 /* tune --data's path: twell-ffn verified on a layer read from a safetensors file (X and the gate weights from the
  * generator, up and down random, down as nn.Linear keeps it, D x F), named as a checkpoint names them; the problem
  * measured from the layer (sptune_twell_describe_gate); a file that is not the problem's refused. */
@@ -435,7 +409,7 @@ static void run_ffn_data(sp_bench *b, sp_cache *cache)
     const char *const tn[] = {"in", "g.weight", "u.weight", "d.weight"};
     const int rows[] = {M, F, F, D}, cols[] = {D, D, D, F};
     const unsigned short *const data[] = {x, w, w + (size_t)F * D, dt};
-    CHECK(write_safetensors(path, 4, tn, rows, cols, "BF16", data));
+    CHECK(sp_test_write_safetensors(path, 4, tn, rows, cols, "BF16", data));
     CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
     if (!t) goto done;
     b->data = path;
@@ -490,7 +464,7 @@ static void run_slotfill_data(sp_bench *b, sp_cache *cache)
     const char *const tn[] = {"proj.weight"};
     const int rows[] = {M}, cols[] = {K};
     const unsigned short *const data[] = {w};
-    CHECK(write_safetensors(path, 1, tn, rows, cols, "BF16", data));
+    CHECK(sp_test_write_safetensors(path, 1, tn, rows, cols, "BF16", data));
     CHECK_ST(sp_template_load("slotfill-spmm", &t), SPTUNE_OK);
     if (!t) goto done;
     b->data = path;

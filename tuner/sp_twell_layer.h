@@ -15,7 +15,8 @@ typedef struct sp_twell_layer {
     int D, F;
 } sp_twell_layer;
 
-/* Reads the four tensors of path and checks their shapes agree; SPTUNE_ERR_INVALID names what is wrong. With
+/* Reads the four tensors of path and checks their shapes agree (a refusal names what is wrong: NOT_FOUND for a
+ * tensor the file lacks, INVALID for fp16 or shapes that disagree). With
  * want_x_only, only X and the gate weights are read (describing the data needs no more). */
 sptune_status sp_twell_layer_read(const char *path, const char *names, int want_x_only, sp_twell_layer *out);
 void sp_twell_layer_free(sp_twell_layer *l);
