@@ -234,26 +234,30 @@ static sptune_status scan_shipped(scan *s)
 }
 
 /* The best recorded configuration valid for the wanted problem, if any (*found). */
-static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *want,
-                            const sptune_kernel_request *req, const fixed_params *fixed, sptune_kernel *k,
-                            sp_config *cfg, int *found)
+/* The recorded candidates for want, best first (the user's database, then the shipped results; an earlier
+ * version's result shadowed where the current version has the problem), into *s (free with ranked_free). none: why
+ * no database was read ("" when one was), db_path the one read. */
+static sptune_status ranked(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *want,
+                            const sptune_kernel_request *req, const fixed_params *fixed, scan *out, char *none,
+                            size_t nlen, char *path, size_t plen)
 {
-    char path[4096], none[512] = "";
     const char *db_path = req->db_path;
     sptune_status st = SPTUNE_OK;
-    *found = 0;
     scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0, 0,
               fixed, "", 0};
+    *none = 0;
+    *out = s;   /* empty until the scan ends */
+    snprintf(path, plen, "%s", db_path ? db_path : "");
     if (db_path && !*db_path) {
-        snprintf(none, sizeof none, "no database of the user's");
+        snprintf(none, nlen, "no database of the user's");
     } else {
         if (!db_path) {
-            if ((st = sptune_default_db_path(path, sizeof path)) != SPTUNE_OK) return st;
+            if ((st = sptune_default_db_path(path, plen)) != SPTUNE_OK) return st;
             db_path = path;
         }
         struct stat sb;
         if (stat(db_path, &sb) != 0) {
-            snprintf(none, sizeof none, "no database at %.300s", db_path);
+            snprintf(none, nlen, "no database at %.300s", db_path);
         } else {
             sp_db *db;
             if ((st = sp_db_open_readonly(db_path, &db)) != SPTUNE_OK) return st;
@@ -269,18 +273,46 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
         for (size_t j = 0; j < s.n && s.c[i].other_version && !s.c[i].shadowed; j++)
             s.c[i].shadowed = !s.c[j].other_version && strcmp(s.c[j].problem, s.c[i].problem) == 0 &&
                               strcmp(s.c[j].gpu, s.c[i].gpu) == 0;
-    /* Best first; the first whose configuration the current template accepts for this problem. */
     if (s.n > 1) qsort(s.c, s.n, sizeof *s.c, by_preference);
+    *out = s;
+    return st;
+}
+
+static void ranked_free(scan *s)
+{
+    for (size_t i = 0; i < s->n; i++) { free(s->c[i].config); free(s->c[i].problem); }
+    free(s->c);
+    s->c = NULL;
+    s->n = 0;
+}
+
+/* Whether candidate c's configuration (into cfg) takes the fixed parameters and is valid for want. */
+static int usable(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *want, const fixed_params *fixed,
+                  const candidate *c, sp_config *cfg, sptune_status *st)
+{
+    int ok = 0;
+    if (sp_config_parse(t, c->config, cfg) == SPTUNE_OK && takes_fixed(cfg, fixed)) {
+        char *why = NULL;
+        *st = sp_template_check(t, cfg, gpu, want, &ok, &why);
+        free(why);
+    }
+    sp_clear_error();
+    return ok;
+}
+
+static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *want,
+                            const sptune_kernel_request *req, const fixed_params *fixed, sptune_kernel *k,
+                            sp_config *cfg, int *found)
+{
+    char path[4096], none[512];
+    scan s;
+    *found = 0;
+    sptune_status st = ranked(t, gpu, want, req, fixed, &s, none, sizeof none, path, sizeof path);
+    const char *db_path = path;
+    /* Best first; the first whose configuration the current template accepts for this problem. */
     for (size_t i = 0; st == SPTUNE_OK && !*found && i < s.n; i++) {
         const candidate *c = &s.c[i];
-        int ok = 0;
-        if (sp_config_parse(t, c->config, cfg) == SPTUNE_OK && takes_fixed(cfg, fixed)) {
-            char *why = NULL;
-            st = sp_template_check(t, cfg, gpu, want, &ok, &why);
-            free(why);
-        }
-        sp_clear_error();
-        if (ok) {
+        if (usable(t, gpu, want, fixed, c, cfg, &st)) {
             *found = 1;
             k->origin = c->distance == 0 && !c->other_gpu ? SPTUNE_ORIGIN_EXACT
                         : c->other_gpu ? SPTUNE_ORIGIN_SAME_ARCH : SPTUNE_ORIGIN_NEAREST;
@@ -296,12 +328,44 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
                      c->shipped ? " (results shipped with sptune)" : "");
         }
     }
-    for (size_t i = 0; i < s.n; i++) { free(s.c[i].config); free(s.c[i].problem); }
-    free(s.c);
+    ranked_free(&s);
     if (st == SPTUNE_OK && !*found)
         snprintf(k->detail, sizeof k->detail, "nothing usable recorded for %s on %s (%s%.300s%s): the template's "
                  "default configuration", sp_template_name(t), gpu->info.profile, *none ? none : "searched ",
                  *none ? "" : db_path, req->ignore_shipped ? "" : " and the shipped results");
+    return st;
+}
+
+sptune_status sp_api_ranked_configs(const sptune_kernel_request *req, int max, char **configs, int *n)
+{
+    *n = 0;
+    sp_gpu_profile gpu;
+    sptune_status st = strcmp(req->gpu, "auto") == 0 ? sp_gpu_profile_current(&gpu) : sp_gpu_profile_named(req->gpu, &gpu);
+    sp_template *t = NULL;
+    if (st == SPTUNE_OK) st = sp_template_load(req->op, &t);
+    sp_problem want;
+    fixed_params fixed;
+    if (st == SPTUNE_OK) st = sp_problem_parse(t, req->problem, &want);
+    if (st == SPTUNE_OK) st = parse_fixed(t, req->fixed, &fixed);
+    char path[4096], none[512];
+    scan s = {0};
+    if (st == SPTUNE_OK) st = ranked(t, &gpu, &want, req, &fixed, &s, none, sizeof none, path, sizeof path);
+    for (size_t i = 0; st == SPTUNE_OK && *n < max && i < s.n; i++) {
+        sp_config cfg;
+        if (!usable(t, &gpu, &want, &fixed, &s.c[i], &cfg, &st)) continue;
+        char *text = sp_config_format(t, &cfg);
+        if (!text) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
+        int seen = 0;
+        for (int j = 0; j < *n && !seen; j++) seen = !strcmp(configs[j], text);
+        if (seen) free(text);
+        else configs[(*n)++] = text;
+    }
+    ranked_free(&s);
+    sp_template_free(t);
+    if (st != SPTUNE_OK) {
+        for (int j = 0; j < *n; j++) free(configs[j]);
+        *n = 0;
+    }
     return st;
 }
 
@@ -523,7 +587,7 @@ static void memo_add(const char *key, const sptune_kernel *k)
 }
 
 /* The caller's request as this library's struct: what the caller's size covers, the rest 0 (the defaults). */
-static sptune_status request_copy(const sptune_kernel_request *in, sptune_kernel_request *r)
+sptune_status sp_api_request_copy(const sptune_kernel_request *in, sptune_kernel_request *r)
 {
     memset(r, 0, sizeof *r);
     if (!in) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: no request");
@@ -542,7 +606,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *caller, sptune_kern
     if (!out) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_get: no output");
     *out = NULL;
     sptune_kernel_request rq;
-    sptune_status rst = request_copy(caller, &rq);
+    sptune_status rst = sp_api_request_copy(caller, &rq);
     if (rst != SPTUNE_OK) return rst;
     const sptune_kernel_request *req = &rq;
     if (!req->op || !req->problem || !req->gpu)

@@ -62,6 +62,13 @@ struct sptune_kernel {
 sptune_status sp_api_slotfill_weights(const sptune_kernel *k, const sptune_slotfill_gpu *w, const char *fn,
                                       unsigned long long *image);
 
+/* The caller's request as this version's struct: the fields the caller's size covers, the rest 0. */
+sptune_status sp_api_request_copy(const sptune_kernel_request *in, sptune_kernel_request *r);
+
+/* Up to max configurations of req->op recorded nearest req->problem that take req->fixed and are valid for the
+ * problem, best first (the order sptune_kernel_get considers them in), distinct, as text (each to free). */
+sptune_status sp_api_ranked_configs(const sptune_kernel_request *req, int max, char **configs, int *n);
+
 /* Bytes of workspace argument x in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
 size_t sp_api_part_bytes(const kernel_arg *x, int at_bound);
 

@@ -42,7 +42,12 @@ sptune_status sptune_slotfill_upload(const sptune_slotfill *m, sptune_slotfill_g
     if (st != SPTUNE_OK) return st;
     const sp_cuda_api *cu;
     CUdeviceptr d = 0;
-    if ((st = sp_cuda_load(&cu)) != SPTUNE_OK || (st = SP_CU(cu->CtxGetCurrent(&g->ctx))) != SPTUNE_OK) goto fail;
+    if ((st = sp_cuda_load(&cu)) != SPTUNE_OK) goto fail;
+    if (!cu->CtxGetCurrent) {
+        st = sp_fail(SPTUNE_ERR_UNSUPPORTED, "sptune_slotfill_upload: the driver lacks cuCtxGetCurrent");
+        goto fail;
+    }
+    if ((st = SP_CU(cu->CtxGetCurrent(&g->ctx))) != SPTUNE_OK) goto fail;
     if (!g->ctx) {
         st = sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_upload: no CUDA context is current on this thread (make the "
                      "device's context current first: the kernels launch in it too)");
@@ -77,7 +82,7 @@ sptune_status sptune_slotfill_adopt(const sptune_slotfill *m, unsigned long long
     g->image = image;
     /* the context it lives in, where one is current (without a driver the launch will say so) */
     const sp_cuda_api *cu;
-    if (sp_cuda_load(&cu) == SPTUNE_OK && cu->CtxGetCurrent(&g->ctx) != CUDA_SUCCESS) g->ctx = NULL;
+    if (sp_cuda_load(&cu) == SPTUNE_OK && cu->CtxGetCurrent && cu->CtxGetCurrent(&g->ctx) != CUDA_SUCCESS) g->ctx = NULL;
     sp_clear_error();
     *out = g;
     return SPTUNE_OK;
@@ -131,7 +136,7 @@ sptune_status sp_api_slotfill_weights(const sptune_kernel *k, const sptune_slotf
         p += strcspn(p, ",");
         if (*p == ',') p++;
     }
-    if (w->ctx) {
+    if (w->ctx) {   /* (known only where the driver has cuCtxGetCurrent) */
         const sp_cuda_api *cu;
         CUcontext cur = NULL;
         sptune_status st = sp_cuda_load(&cu);

@@ -141,6 +141,17 @@ SPTUNE_API sptune_status sptune_kernel_expected(const sptune_kernel *k, double *
  * (exact), the nearest one measured (a nearby token count, other data dimensions) or another GPU's of the same
  * architecture; NULL (and *gpu NULL) for a template default. Valid while k lives. */
 SPTUNE_API const char *sptune_kernel_recorded(const sptune_kernel *k, const char **gpu);
+/* Autotuning on the application's own data (Triton's model): the kernel sptune_kernel_get serves for req, the
+ * configurations recorded nearest req->problem (a few) and, for twell-ffn, the dense layer (hot=8), each launched
+ * as sptune_kernel_launch_ws would on the caller's tensors, stream and workspace (one warm-up, the median of five
+ * timed runs; those that need more workspace than workspace_bytes are passed over) and the fastest returned in
+ * *out (sptune_kernel_origin's detail ends with what was timed). The outputs hold the last candidate's result
+ * afterwards: launch *out to compute. Call it once, outside CUDA graph capture (a capturing stream is refused:
+ * autotune first, then capture the kernel it returns), with a batch like those to come; every recorded result is
+ * left as it was. SPTUNE_ERR_NO_GPU without a GPU, the launch's error when a candidate fails. */
+SPTUNE_API sptune_status sptune_kernel_autotune(const sptune_kernel_request *req, void *stream, long long tokens,
+                                                const unsigned long long *tensors, unsigned long long workspace,
+                                                size_t workspace_bytes, sptune_kernel **out);
 /* The op's argument list, in launch order, as one line of text ("" when its template declares none). */
 SPTUNE_API const char *sptune_kernel_args(const sptune_kernel *k);
 

@@ -71,6 +71,7 @@ static const sp_cuda_sym sp_cuda_syms[] = {
     SYM_OPT(CtxCreate, "cuCtxCreate_v4"),
     SYM_OPT(CtxDestroy, "cuCtxDestroy_v2"),
     SYM_OPT(CtxGetCurrent, "cuCtxGetCurrent"),
+    SYM_OPT(StreamIsCapturing, "cuStreamIsCapturing"),
     SYM(GetErrorName, "cuGetErrorName"),
     SYM(GetErrorString, "cuGetErrorString"),
 };

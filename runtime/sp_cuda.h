@@ -54,6 +54,7 @@ typedef struct sp_cuda_api {
     __typeof__(cuCtxCreate_v4) *CtxCreate;
     __typeof__(cuCtxDestroy_v2) *CtxDestroy;
     __typeof__(cuCtxGetCurrent) *CtxGetCurrent;
+    __typeof__(cuStreamIsCapturing) *StreamIsCapturing;
     __typeof__(cuGetErrorName) *GetErrorName;
     __typeof__(cuGetErrorString) *GetErrorString;
 } sp_cuda_api;

@@ -3,6 +3,7 @@
  *   got for a maximum, launched for counts from 1 to it (tails, primes), through sptune_kernel_launch
  *   and the family helpers, each output verified against the harness's fp32 reference;
  * - CUDA graphs: twell-ffn captured once, replayed, its inputs then overwritten and replayed again;
+ * - autotuning on the caller's data: the fastest candidate computes exactly; refused during a capture;
  * - threads and contexts: kernel objects got and launched from several threads at once (the primary
  *   context) and from a second context of the same device, every output verified;
  * - the host cost of a cached get and of a launch (printed; performance claims live in bench/).
@@ -474,11 +475,60 @@ static void run_host_cost(sp_bench *b)
     sptune_kernel_free(k);
 }
 
+/* Autotuning on the caller's data: the fastest of the candidates is returned and computes exactly; a stream being
+ * captured into a graph is refused, and the capture goes on unharmed. */
+static void run_autotune(sp_bench *b)
+{
+    const char *problem = "M=333,D=256,F=1000,nnz=40,dense=1,dense_nnz=400";
+    sptune_kernel_request req = {.op = "twell-ffn", .problem = FFN_MAX, .gpu = b->gpu.info.profile, .db_path = "",
+                                 .cache_dir = cache_dir};
+    sptune_kernel *k = NULL, *best = NULL;
+    sp_case a;
+    CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
+    if (!k) return;
+    if (make_case(b, "twell-ffn", problem, k, &a) != SPTUNE_OK) {
+        CHECK_MSG(0, "autotune case: %s", sptune_last_error());
+        sptune_kernel_free(k);
+        return;
+    }
+    size_t ws_bytes = 0;
+    CUdeviceptr ws = 0;
+    unsigned long long t[8];
+    CHECK_ST(sptune_kernel_workspace(k, 1, &ws_bytes), SPTUNE_OK);
+    CHECK_ST(SP_CU(cu->MemAlloc(&ws, ws_bytes)), SPTUNE_OK);
+    CHECK(tensors_of(k, &a, t) == 5);
+    CHECK_ST(sptune_kernel_autotune(&req, b->stream, 333, t, ws, ws_bytes, &best), SPTUNE_OK);
+    if (best) {
+        const char *detail = NULL;
+        sptune_kernel_origin(best, &detail);
+        CHECK_MSG(strstr(detail, "autotuned: the fastest of"), "%s", detail);
+        char why[512] = "";
+        CHECK_ST(a.ops->poison(a.state, b->stream), SPTUNE_OK);
+        CHECK_ST(helper_launch(best, "twell-ffn", b, 333, t, ws, ws_bytes), SPTUNE_OK);
+        double rel = verify(b, &a, why, sizeof why);
+        CHECK_MSG(rel < a.ops->tolerance, "the autotuned kernel (%s): error %.3g (%s)", sptune_kernel_config(best), rel, why);
+        printf("  autotune twell-ffn %s: %s (%s)\n", problem, sptune_kernel_config(best), detail);
+    }
+    if (cu->StreamBeginCapture && cu->StreamEndCapture) {
+        CUgraph g = NULL;
+        sptune_kernel *none = NULL;
+        CHECK_ST(SP_CU(cu->StreamBeginCapture(b->stream, CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)), SPTUNE_OK);
+        CHECK_ST(sptune_kernel_autotune(&req, b->stream, 333, t, ws, ws_bytes, &none), SPTUNE_ERR_INVALID);
+        CHECK_MSG(none == NULL && strstr(sptune_last_error(), "captured into a CUDA graph"), "%s", sptune_last_error());
+        CHECK_ST(SP_CU(cu->StreamEndCapture(b->stream, &g)), SPTUNE_OK);
+        if (g) cu->GraphDestroy(g);
+    }
+    cu->MemFree(ws);
+    sp_case_destroy(&a);
+    sptune_kernel_free(best);
+    sptune_kernel_free(k);
+}
+
 int main(void)
 {
     int count = 0;
     if (sptune_gpu_count(&count) != SPTUNE_OK) {
-        printf("test_gpu_api: %d GPU cases skipped: %s\n", NMAX * NCOUNTS * 2 + 1 + NTHREADS + 1, sptune_last_error());
+        printf("test_gpu_api: %d GPU cases skipped: %s\n", NMAX * NCOUNTS * 2 + 1 + NTHREADS + 1 + 2, sptune_last_error());
         return sp_test_skip("test_gpu_api", "no GPU");
     }
     sp_bench b;
@@ -494,6 +544,7 @@ int main(void)
     run_graph(&b);
     run_threads(&b);
     run_host_cost(&b);
+    run_autotune(&b);
     sp_bench_close(&b);
     return sp_test_done("test_gpu_api");
 }
