@@ -104,6 +104,35 @@ raises(sptune.SptuneError, lambda: sptune.describe_twell([9], [1] * 8, 64, 32), 
        "describe_twell: more active than neurons")
 raises(ValueError, lambda: sptune.describe_twell([], [1], 64, 32), "at least one token", "describe_twell: no tokens")
 check(sptune.hot_order([3, 9, 0, 9, 1]) == [1, 3, 0, 4, 2], "hot_order: most frequent first, ties by index")
+# Slot-Filling weights: encoded from host bytes, the problem measured, checked against kernels (no GPU needed for a
+# fake device address: nothing launches where the check refuses, or for an empty batch)
+import random
+import struct
+random.seed(5)
+M, K = 64, 128
+vals = [0 if random.random() < 0.5 else (0x3f80 | random.randrange(0x7f)) ^ (0x8000 if random.random() < 0.5 else 0)
+        for _ in range(M * K)]
+w = sptune.SlotFillWeights(struct.pack("<%dH" % len(vals), *vals), M, K)
+check(w.problem(16).startswith("M=64,K=128,N=16,sparsity=50,fp16=0,dist=") and "decode=bitmap" in w.fixed,
+      f"slotfill problem {w.problem(16)} {w.fixed}")
+check(w.info["nonzeros"] == sum(1 for v in vals if v) and w.info["M"] == M, f"slotfill info {w.info}")
+img = w.image()
+raises(sptune.SptuneError, lambda: w.apply(None, 0, 0, 1), "place the weights", "apply before placing")
+raises(sptune.SptuneError, lambda: w.adopt(0x100000, len(img) - 1), "smaller than the image", "adopt too small")
+check(w.adopt(0x100000, len(img)) == 0x100000, "adopt")
+mine = sptune.kernel("slotfill-spmm", w.problem(16), gpu="h200", cache_dir=cache, fixed=w.fixed)
+other = sptune.kernel("slotfill-spmm", "M=128,K=64,N=16,sparsity=50,fp16=0,dist=2", gpu="h200", cache_dir=cache)
+raises(sptune.SptuneError, lambda: w.apply(other, 0x1000, 0x2000, 16), "the weights are 64 x 128 (M x K)",
+       "apply with a kernel of another shape")
+w.apply(mine, 0x1000, 0x2000, 0)   # an empty batch: nothing launched
+raises(ValueError, lambda: sptune.SlotFillWeights(b"\0" * 10, M, K), "bytes", "slotfill: short data")
+del w
+
+# autotune: refused before any GPU question, then (here, without a GPU) the GPU's absence said
+raises(sptune.SptuneError, lambda: sptune.autotune("twell-ffn", "M=64,D=256,F=1024,nnz=40", [1, 2, 3, 4, 5], 0, 0,
+                                                   tokens=0, gpu="h200", cache_dir=cache), "tokens=0", "autotune: 0 tokens")
+raises(sptune.SptuneError, lambda: sptune.autotune("no-such-op", "M=1", [1], 0, 0, gpu="h200"), "no-such-op",
+       "autotune: unknown op")
 raises(ValueError, lambda: sptune.hot_order([]), "at least one neuron", "hot_order: no neurons")
 print(f"python: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -15,7 +15,8 @@ import ctypes.util
 import os
 import threading
 
-__all__ = ["SptuneError", "Kernel", "kernel", "twell_ffn", "version"]
+__all__ = ["SptuneError", "Kernel", "SlotFillWeights", "autotune", "describe_twell", "hot_order", "kernel", "twell_ffn",
+           "version"]
 
 
 class SptuneError(RuntimeError):
@@ -40,6 +41,12 @@ class _Arg(ctypes.Structure):
                 ("pointer", ctypes.c_int), ("role", ctypes.c_int), ("shape", ctypes.c_char_p), ("doc", ctypes.c_char_p),
                 ("elements", ctypes.c_longlong), ("elements_bound", ctypes.c_longlong),
                 ("typical", ctypes.c_longlong), ("bound", ctypes.c_longlong)]
+
+
+class _SlotFillInfo(ctypes.Structure):
+    _fields_ = [("M", ctypes.c_longlong), ("K", ctypes.c_longlong), ("fp16", ctypes.c_int)] + [
+        (n, ctypes.c_longlong) for n in ("nonzeros", "in_tc", "in_slots", "in_residual", "bytes_tc", "bytes_slots",
+                                         "bytes_residual", "bytes_index", "bytes_dense")]
 
 
 # the library's SONAME (CMakeLists.txt: 0.x minors may change the ABI)
@@ -109,6 +116,25 @@ def _library():
         lib.sptune_kernel_launch_ws.restype = I
         lib.sptune_kernel_free.argtypes = [P]
         lib.sptune_kernel_free.restype = None
+        lib.sptune_kernel_autotune.argtypes = [ctypes.POINTER(_Request), P, ctypes.c_longlong,
+                                               ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint64, ctypes.c_size_t,
+                                               ctypes.POINTER(P)]
+        lib.sptune_kernel_autotune.restype = I
+        LL, U64, SZ = ctypes.c_longlong, ctypes.c_uint64, ctypes.c_size_t
+        for name, args, res in (
+                ("sptune_slotfill_encode", [P, LL, LL, I, S, ctypes.POINTER(P)], I),
+                ("sptune_slotfill_problem", [P, LL, P, SZ], I),
+                ("sptune_slotfill_fixed", [P], S),
+                ("sptune_slotfill_info_get", [P, ctypes.POINTER(_SlotFillInfo)], I),
+                ("sptune_slotfill_image", [P, ctypes.POINTER(SZ)], P),
+                ("sptune_slotfill_free", [P], None),
+                ("sptune_slotfill_upload", [P, ctypes.POINTER(P)], I),
+                ("sptune_slotfill_adopt", [P, U64, SZ, ctypes.POINTER(P)], I),
+                ("sptune_slotfill_gpu_image", [P], U64),
+                ("sptune_slotfill_apply", [P, P, LL, P, U64, U64], I),
+                ("sptune_slotfill_gpu_free", [P], None)):
+            getattr(lib, name).argtypes = args
+            getattr(lib, name).restype = res
         lib.sptune_twell_describe.argtypes = [ctypes.c_longlong, ctypes.POINTER(ctypes.c_uint), I,
                                               ctypes.POINTER(ctypes.c_ulonglong), ctypes.c_longlong, I, I, P,
                                               ctypes.c_size_t]
@@ -135,16 +161,22 @@ def version():
 
 # ---- kernels ---------------------------------------------------------------------------------
 
+def _request(op, problem, gpu, db_path, cache_dir, fixed):
+    enc = lambda s: None if s is None else s.encode()
+    return _Request(ctypes.sizeof(_Request), enc(op), enc(problem), enc(gpu), enc(db_path), enc(cache_dir), 0,
+                    enc(fixed))
+
+
 class Kernel:
     """A tuned kernel of an op for one problem (sptune_kernel_get)."""
 
-    def __init__(self, op, problem, gpu="auto", db_path=None, cache_dir=None, fixed=None):
+    def __init__(self, op, problem, gpu="auto", db_path=None, cache_dir=None, fixed=None, _handle=None):
         lib = _library()
-        enc = lambda s: None if s is None else s.encode()
-        req = _Request(ctypes.sizeof(_Request), enc(op), enc(problem), enc(gpu), enc(db_path), enc(cache_dir), 0,
-                       enc(fixed))
-        handle = ctypes.c_void_p()
-        _check(lib.sptune_kernel_get(ctypes.byref(req), ctypes.byref(handle)))
+        handle = _handle
+        if handle is None:
+            req = _request(op, problem, gpu, db_path, cache_dir, fixed)
+            handle = ctypes.c_void_p()
+            _check(lib.sptune_kernel_get(ctypes.byref(req), ctypes.byref(handle)))
         self._lib, self._h = lib, handle
         # one thread at a time per kernel object (include/sptune.h): a launch with a new token count
         # works out its geometry in the object's template
@@ -216,6 +248,25 @@ class Kernel:
 
     def __repr__(self):
         return f"Kernel({self.op}, {self.problem}: {self.config} ({self.origin}))"
+
+
+def autotune(op, problem, tensors, workspace, workspace_bytes, stream=0, tokens=None, gpu="auto", db_path=None,
+             cache_dir=None, fixed=None):
+    """The fastest on the caller's own data (sptune_kernel_autotune): the kernel served for (op, problem), the few
+    configurations recorded nearest it and, for twell-ffn, the dense layer, each launched on `tensors` (the inputs'
+    and outputs' device pointers in declaration order, as Kernel.launch_ws takes them), `workspace` and `stream`
+    with `tokens` tokens (default: the problem's M or N), timed, the fastest returned as a Kernel. Call it once,
+    before capturing a CUDA graph; the outputs hold the last candidate's result: launch the returned kernel."""
+    lib = _library()
+    req = _request(op, problem, gpu, db_path, cache_dir, fixed)
+    if tokens is None:
+        dims = dict(kv.split("=", 1) for kv in problem.split(",") if "=" in kv)
+        tokens = int(dims.get("M", dims.get("N", 0)))
+    ptrs = (ctypes.c_uint64 * max(len(tensors), 1))(*[int(t) for t in tensors])
+    handle = ctypes.c_void_p()
+    _check(lib.sptune_kernel_autotune(ctypes.byref(req), ctypes.c_void_p(int(stream)), int(tokens), ptrs,
+                                      int(workspace), int(workspace_bytes), ctypes.byref(handle)))
+    return Kernel(op, problem, gpu, db_path, cache_dir, fixed, _handle=handle)
 
 
 _kernels = {}
@@ -315,6 +366,90 @@ def hot_order(counts):
     perm = (ctypes.c_int * len(counts))()
     _check(_library().sptune_twell_hot_order(c, len(counts), perm))
     return list(perm)
+
+
+# ---- Slot-Filling weights -----------------------------------------------------------------------------
+
+class SlotFillWeights:
+    """A pruned weight matrix W (M x K, as nn.Linear keeps it; zeros are the pruned weights) encoded once for
+    slotfill-spmm, Y[N x M] = X[N x K] W^T (sptune_slotfill_encode). `data`: the M*K 16-bit values in host memory,
+    row-major, as a bytes-like object or anything with a data_ptr() (a contiguous CPU tensor); fp16: fp16, else bf16.
+
+        w = sptune.SlotFillWeights(weight.cpu(), M, K)
+        k = sptune.kernel("slotfill-spmm", w.problem(16), fixed=w.fixed)   # the kernel for batches up to 16
+        w.adopt(image.data_ptr(), image.numel())   # device memory holding w.image() (or w.upload())
+        w.apply(k, x.data_ptr(), y.data_ptr(), tokens, stream)   # refused if k was got for other weights
+    """
+
+    def __init__(self, data, M, K, fp16=False, config=None):
+        lib = _library()
+        M, K = int(M), int(K)
+        if hasattr(data, "data_ptr"):
+            ptr, keep = ctypes.c_void_p(int(data.data_ptr())), data
+        else:
+            buf = bytes(data)
+            if len(buf) != M * K * 2:
+                raise ValueError(f"W is {M} x {K} 16-bit values: {M * K * 2} bytes, got {len(buf)}")
+            keep = ctypes.create_string_buffer(buf, len(buf))
+            ptr = ctypes.cast(keep, ctypes.c_void_p)
+        handle = ctypes.c_void_p()
+        _check(lib.sptune_slotfill_encode(ptr, M, K, 1 if fp16 else 0, None if config is None else config.encode(),
+                                          ctypes.byref(handle)))
+        del keep
+        self._lib, self._h, self._dev = lib, handle, None
+        self.M, self.K = M, K
+        self.fixed = lib.sptune_slotfill_fixed(handle).decode()
+        info = _SlotFillInfo()
+        _check(lib.sptune_slotfill_info_get(handle, ctypes.byref(info)))
+        self.info = {name: getattr(info, name) for name, _ in _SlotFillInfo._fields_}
+
+    def problem(self, tokens):
+        """The slotfill-spmm problem for batches of up to `tokens` (sparsity and pruning measured from the encoding)."""
+        buf = ctypes.create_string_buffer(256)
+        _check(self._lib.sptune_slotfill_problem(self._h, int(tokens), buf, len(buf)))
+        return buf.value.decode()
+
+    def image(self):
+        """The encoded bytes to place on the device (bytes)."""
+        n = ctypes.c_size_t()
+        p = self._lib.sptune_slotfill_image(self._h, ctypes.byref(n))
+        return ctypes.string_at(p, n.value)
+
+    def _place(self, handle):
+        if self._dev:
+            self._lib.sptune_slotfill_gpu_free(self._dev)
+        self._dev = handle
+        return self._lib.sptune_slotfill_gpu_image(handle)
+
+    def upload(self):
+        """Copies the image into new device memory of the current CUDA context; returns its device address."""
+        h = ctypes.c_void_p()
+        _check(self._lib.sptune_slotfill_upload(self._h, ctypes.byref(h)))
+        return self._place(h)
+
+    def adopt(self, image, nbytes):
+        """Uses device memory the caller filled with image() (`nbytes` its size); returns its address."""
+        h = ctypes.c_void_p()
+        _check(self._lib.sptune_slotfill_adopt(self._h, int(image), int(nbytes), ctypes.byref(h)))
+        return self._place(h)
+
+    def apply(self, kernel, x, y, tokens, stream=0):
+        """Y = X W^T with `kernel` (a Kernel of slotfill-spmm), after checking it was got for these weights."""
+        if self._dev is None:
+            raise SptuneError("SlotFillWeights.apply: place the weights on the device first (upload or adopt)")
+        with kernel._lock:
+            _check(self._lib.sptune_slotfill_apply(kernel._h, ctypes.c_void_p(int(stream)), int(tokens), self._dev,
+                                                   int(x), int(y)))
+
+    def __del__(self):
+        lib = getattr(self, "_lib", None)
+        if lib is not None:
+            if self._dev:
+                lib.sptune_slotfill_gpu_free(self._dev)
+                self._dev = None
+            if self._h:
+                lib.sptune_slotfill_free(self._h)
+                self._h = None
 
 
 # ---- ops -------------------------------------------------------------------------------------------
