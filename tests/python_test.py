@@ -59,6 +59,7 @@ f = sptune.kernel("twell-ffn", "M=1000,D=256,F=1024,nnz=40", gpu="h200", cache_d
 names = [a["name"] for a in f.args]
 check(names[:5] == ["X", "Wg", "Wu", "Wd", "Y"] and "pool_capacity" in names, f"twell-ffn args {names}")
 check(0 < f.workspace_bytes() < f.workspace_bytes(bound=True), "twell-ffn workspace typical < bound")
+check(f.tokens_dim == "M" and f.max_tokens == 1000, f"twell-ffn tokens {f.tokens_dim} {f.max_tokens}")
 cap = next(a for a in f.args if a["name"] == "dense_capacity")
 check(cap["typical"] == 32 and cap["bound"] == 1000, f"dense_capacity {cap}")
 # the measurement behind a kernel, as data: the shipped H200 result of the nearest problem

@@ -120,6 +120,8 @@ def _library():
                                                ctypes.POINTER(ctypes.c_uint64), ctypes.c_uint64, ctypes.c_size_t,
                                                ctypes.POINTER(P)]
         lib.sptune_kernel_autotune.restype = I
+        lib.sptune_kernel_tokens.argtypes = [P, ctypes.POINTER(ctypes.c_longlong)]
+        lib.sptune_kernel_tokens.restype = S
         LL, U64, SZ = ctypes.c_longlong, ctypes.c_uint64, ctypes.c_size_t
         for name, args, res in (
                 ("sptune_slotfill_encode", [P, LL, LL, I, S, ctypes.POINTER(P)], I),
@@ -193,6 +195,10 @@ class Kernel:
         ms, base = ctypes.c_double(), ctypes.c_double()
         _check(lib.sptune_kernel_expected(handle, ctypes.byref(ms), ctypes.byref(base)))
         self.expected_ms, self.baseline_ms = ms.value, base.value
+        # the token count a launch may pass: its dimension's name and the largest (the problem's)
+        most = ctypes.c_longlong()
+        name = lib.sptune_kernel_tokens(handle, ctypes.byref(most))
+        self.tokens_dim, self.max_tokens = (name.decode() if name else None), most.value
         self.args = []
         for i in range(lib.sptune_kernel_arg_count(handle)):
             a = _Arg()
@@ -255,13 +261,12 @@ def autotune(op, problem, tensors, workspace, workspace_bytes, stream=0, tokens=
     """The fastest on the caller's own data (sptune_kernel_autotune): the kernel served for (op, problem), the few
     configurations recorded nearest it and, for twell-ffn, the dense layer, each launched on `tensors` (the inputs'
     and outputs' device pointers in declaration order, as Kernel.launch_ws takes them), `workspace` and `stream`
-    with `tokens` tokens (default: the problem's M or N), timed, the fastest returned as a Kernel. Call it once,
+    with `tokens` tokens (default: the problem's), timed, the fastest returned as a Kernel. Call it once,
     before capturing a CUDA graph; the outputs hold the last candidate's result: launch the returned kernel."""
     lib = _library()
     req = _request(op, problem, gpu, db_path, cache_dir, fixed)
-    if tokens is None:
-        dims = dict(kv.split("=", 1) for kv in problem.split(",") if "=" in kv)
-        tokens = int(dims.get("M", dims.get("N", 0)))
+    if tokens is None:   # the problem's token count (M of twell-ffn and gemm, N of slotfill-spmm)
+        tokens = kernel(op, problem, gpu, db_path=db_path, cache_dir=cache_dir, fixed=fixed).max_tokens
     ptrs = (ctypes.c_uint64 * max(len(tensors), 1))(*[int(t) for t in tensors])
     handle = ctypes.c_void_p()
     _check(lib.sptune_kernel_autotune(ctypes.byref(req), ctypes.c_void_p(int(stream)), int(tokens), ptrs,
