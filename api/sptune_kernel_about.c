@@ -1,0 +1,92 @@
+/* What a kernel object says about itself: its configuration, where it came from and the measurement behind it,
+ * its arguments, workspace and launch geometry (the accessors of include/sptune.h). */
+#include "sp_status.h"
+#include "sptune_kernel_object.h"
+
+#include <string.h>
+
+const char *sptune_kernel_config(const sptune_kernel *k) { return k ? k->config : NULL; }
+const char *sptune_kernel_args(const sptune_kernel *k) { return k ? k->args : NULL; }
+
+sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail)
+{
+    if (detail) *detail = k ? k->detail : "";
+    return k ? k->origin : SPTUNE_ORIGIN_DEFAULT;
+}
+
+sptune_status sptune_kernel_expected(const sptune_kernel *k, double *ms, double *baseline_ms)
+{
+    if (!k) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_expected: no kernel");
+    if (ms) *ms = k->ms;
+    if (baseline_ms) *baseline_ms = k->baseline_ms;
+    return SPTUNE_OK;
+}
+
+const char *sptune_kernel_recorded(const sptune_kernel *k, const char **gpu)
+{
+    const int any = k && k->recorded[0];
+    if (gpu) *gpu = any ? k->recorded_gpu : NULL;
+    return any ? k->recorded : NULL;
+}
+
+int sptune_kernel_arg_count(const sptune_kernel *k) { return k ? k->nargs : 0; }
+
+sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *out)
+{
+    if (!k || !out || index < 0 || index >= k->nargs)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_arg: no argument %d (the kernel has %d)", index, k ? k->nargs : 0);
+    const kernel_arg *x = &k->arg[index];
+    out->name = x->decl.name;
+    out->type = sp_arg_type_name(x->decl.type);
+    out->type_bytes = sp_arg_type_size(x->decl.type);
+    out->pointer = sp_arg_is_pointer(&x->decl);
+    out->role = (sptune_arg_role)x->decl.role;
+    out->shape = x->shape_text;
+    out->doc = x->decl.doc;
+    out->elements = x->elements;
+    out->elements_bound = x->elements_bound;
+    out->typical = x->typical;
+    out->bound = x->bound;
+    return SPTUNE_OK;
+}
+
+/* Bytes of workspace argument i in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
+size_t sp_api_part_bytes(const kernel_arg *x, int at_bound)
+{
+    long long n = at_bound ? x->elements_bound : x->elements;
+    return ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+}
+
+sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes)
+{
+    if (!k || !bytes) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: missing argument");
+    size_t total = 0;
+    for (int i = 0; i < k->nargs; i++) {
+        const kernel_arg *x = &k->arg[i];
+        if (x->decl.role != SP_ROLE_WORKSPACE) continue;
+        long long n = bound ? x->elements_bound : x->elements;
+        if (n < 0)
+            return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: the size of %s depends on the data "
+                           "(its template declares no %s value for a capacity it needs)", x->decl.name,
+                           bound ? "bound" : "typical");
+        size_t b = sp_api_part_bytes(x, bound);
+        if (total + b < total) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: too large");
+        total += b;
+    }
+    *bytes = total;
+    return SPTUNE_OK;
+}
+
+int sptune_kernel_count(const sptune_kernel *k) { return k ? k->src.nkernels : 0; }
+
+sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
+                                     unsigned *smem_bytes)
+{
+    if (!k || index < 0 || index >= k->src.nkernels)
+        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_geometry: no kernel %d", index);
+    const sp_kernel_stage *s = &k->src.stage[index];
+    if (grid) memcpy(grid, s->grid, sizeof s->grid);
+    if (block) memcpy(block, s->block, sizeof s->block);
+    if (smem_bytes) *smem_bytes = s->smem;
+    return SPTUNE_OK;
+}
