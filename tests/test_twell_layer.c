@@ -16,7 +16,7 @@ static int has(const char *part) { return strstr(sptune_last_error(), part) != N
 int main(void)
 {
     const char *dir = sp_test_tmpdir("test_twell_layer");
-    unsigned short x[T * D], g[F * D], u[F * D], dn[D * F], df[F * D];
+    unsigned short x[T * D], g[F * D], u[F * D], dn[D * F], df[F * D], u6[(F + 1) * D];
     for (int i = 0; i < T * D; i++) x[i] = (unsigned short)(0x1000 + i);
     for (int i = 0; i < F * D; i++) {
         g[i] = (unsigned short)(0x2000 + i);
@@ -25,6 +25,7 @@ int main(void)
     }
     for (int j = 0; j < F; j++)
         for (int k = 0; k < D; k++) dn[k * F + j] = df[j * D + k];   /* the same as nn.Linear keeps it */
+    for (int i = 0; i < (F + 1) * D; i++) u6[i] = (unsigned short)(0x5000 + i);   /* one neuron too many */
     char lin[512], rows_first[512], f16[512], odd[512];
     snprintf(lin, sizeof lin, "%s/linear.safetensors", dir);
     snprintf(rows_first, sizeof rows_first, "%s/rows.safetensors", dir);
@@ -37,7 +38,8 @@ int main(void)
     CHECK(sp_test_write_safetensors(rows_first, 4, names, r_rows, c_rows, "BF16", d_rows));
     CHECK(sp_test_write_safetensors(f16, 4, names, r_lin, c_lin, "F16", d_lin));
     const int r_odd[] = {T, F, F + 1, D}, c_odd[] = {D, D, D, F};
-    CHECK(sp_test_write_safetensors(odd, 4, names, r_odd, c_odd, "BF16", d_lin));
+    const unsigned short *const d_odd[] = {x, g, u6, dn};
+    CHECK(sp_test_write_safetensors(odd, 4, names, r_odd, c_odd, "BF16", d_odd));
     const char *spec = "x=h,gate=mlp.gate.weight,up=mlp.up.weight,down=mlp.down.weight";
 
     /* both layouts of the down weights give the layer F x D */
