@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define MAX_HEADER (100ll << 20)   /* a safetensors JSON header larger than this is refused */
 #define MAX_ELEMS (1ll << 36)
@@ -191,16 +192,22 @@ static int int_list(json *j, long long *v, int max, int *n)
     return lit(j, ']');
 }
 
-static sptune_status parse_safetensors(const unsigned char *bytes, size_t size, const char *name,
-                                       const sp_tensor_request *req, sp_tensor *out)
+/* The header length of a safetensors file of `size` bytes (its first 8 bytes at b), checked against the file. */
+static sptune_status header_length(const unsigned char *b, size_t size, const char *name, unsigned long long *hn)
 {
-    if (!req->name || !*req->name)
-        return sp_fail(SPTUNE_ERR_INVALID, "%s is a safetensors checkpoint: name the tensor to read", name);
-    unsigned long long hn = 0;
-    for (int i = 7; i >= 0; i--) hn = hn << 8 | bytes[i];
-    if (hn < 2 || hn > (unsigned long long)MAX_HEADER || hn > size - 8)
-        return sp_fail(SPTUNE_ERR_INVALID, "%s: safetensors header of %llu bytes does not fit the %zu-byte file", name, hn,
+    *hn = 0;
+    for (int i = 7; i >= 0; i--) *hn = *hn << 8 | b[i];
+    if (*hn < 2 || *hn > (unsigned long long)MAX_HEADER || *hn > size - 8)
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: safetensors header of %llu bytes does not fit the %zu-byte file", name, *hn,
                        size);
+    return SPTUNE_OK;
+}
+
+/* The entry of req->name in a safetensors header (bytes: the file's first 8 + hn bytes): where its data starts in
+ * the file (*at), its shape and format, everything checked but that the data lies inside the file. */
+static sptune_status find_entry(const unsigned char *bytes, unsigned long long hn, const char *name,
+                                const sp_tensor_request *req, size_t *at, long long shape2[2], sp_tensor_format *fmt)
+{
     json j = {(const char *)bytes + 8, (const char *)bytes + 8 + hn, 0};
     char key[512], dtype[32] = "";
     int cut, found = 0, have_shape = 0, have_off = 0, nshape = 0, noff = 0;
@@ -244,7 +251,27 @@ static sptune_status parse_safetensors(const unsigned char *bytes, size_t size, 
     if (off[1] < off[0] || (unsigned long long)(off[1] - off[0]) != (unsigned long long)shape[0] * shape[1] * 2)
         return sp_fail(SPTUNE_ERR_INVALID, "%s: tensor '%s': data_offsets [%lld, %lld) do not hold %lld x %lld elements",
                        name, req->name, off[0], off[1], shape[0], shape[1]);
-    return take(bytes, size, 8 + (size_t)hn + (size_t)off[0], shape[0], shape[1], f, name, req, out);
+    if (off[0] < 0 || (unsigned long long)off[0] > (unsigned long long)MAX_ELEMS * 8)
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: tensor '%s': data offset %lld is out of range", name, req->name, off[0]);
+    *at = 8 + (size_t)hn + (size_t)off[0];
+    shape2[0] = shape[0];
+    shape2[1] = shape[1];
+    *fmt = f;
+    return SPTUNE_OK;
+}
+
+static sptune_status parse_safetensors(const unsigned char *bytes, size_t size, const char *name,
+                                       const sp_tensor_request *req, sp_tensor *out)
+{
+    if (!req->name || !*req->name)
+        return sp_fail(SPTUNE_ERR_INVALID, "%s is a safetensors checkpoint: name the tensor to read", name);
+    unsigned long long hn;
+    size_t at;
+    long long shape[2];
+    sp_tensor_format f;
+    sptune_status st = header_length(bytes, size, name, &hn);
+    if (st == SPTUNE_OK) st = find_entry(bytes, hn, name, req, &at, shape, &f);
+    return st != SPTUNE_OK ? st : take(bytes, size, at, shape[0], shape[1], f, name, req, out);
 }
 
 /* ---- .npy --------------------------------------------------------------------------------------- */
@@ -333,9 +360,68 @@ sptune_status sp_tensor_parse(const unsigned char *bytes, size_t size, const cha
     return take(bytes, size, 0, req->rows, req->cols, SP_TENSOR_UNKNOWN, name, req, out);
 }
 
+/* A named tensor of a safetensors file read in place: the header, then only the tensor's bytes (a checkpoint is
+ * many gigabytes; one layer's weights are not). *handled 0: not a safetensors file, read it whole instead. */
+static sptune_status read_safetensors(const char *path, const sp_tensor_request *req, sp_tensor *out, int *handled)
+{
+    *handled = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return SPTUNE_OK;   /* the whole-file read says why */
+    unsigned char *head = NULL;
+    sptune_status st = SPTUNE_OK;
+    unsigned char first[9];
+    struct stat sb;
+    const size_t n = strlen(path);
+    const int named = (n >= 12 && strcmp(path + n - 12, ".safetensors") == 0) || (req && req->name && *req->name);
+    if (fstat(fileno(f), &sb) != 0 || sb.st_size < 9 || fread(first, 1, 9, f) != 9 || first[8] != '{' || !named ||
+        memcmp(first, "\x93NUMPY", 6) == 0)
+        goto done;
+    *handled = 1;
+    static const sp_tensor_request none;
+    if (!req) req = &none;
+    if (!req->name || !*req->name) {
+        st = sp_fail(SPTUNE_ERR_INVALID, "%s is a safetensors checkpoint: name the tensor to read", path);
+        goto done;
+    }
+    const size_t size = (size_t)sb.st_size;
+    unsigned long long hn;
+    size_t at;
+    long long shape[2];
+    sp_tensor_format fmt;
+    if ((st = header_length(first, size, path, &hn)) != SPTUNE_OK) goto done;
+    if (!(head = malloc(8 + (size_t)hn))) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory for %s's header", path); goto done; }
+    memcpy(head, first, 9);
+    if (fread(head + 9, 1, (size_t)hn - 1, f) != (size_t)hn - 1) {
+        st = sp_fail(SPTUNE_ERR_IO, "%s: cannot read its header", path);
+        goto done;
+    }
+    if ((st = find_entry(head, hn, path, req, &at, shape, &fmt)) != SPTUNE_OK) goto done;
+    /* take() checks the shape, the format and that the data lies inside the file: a window of the file's bytes */
+    const unsigned long long need = (unsigned long long)shape[0] * (unsigned long long)shape[1] * 2;
+    if (at > size || need > size - at) {
+        st = sp_fail(SPTUNE_ERR_INVALID, "%s: %lld x %lld elements need %llu bytes at offset %zu, the file has %zu", path,
+                     shape[0], shape[1], need, at, size);
+        goto done;
+    }
+    unsigned char *data = malloc((size_t)need ? (size_t)need : 1);
+    if (!data) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory for a %lld x %lld matrix", shape[0], shape[1]); goto done; }
+    if (fseeko(f, (off_t)at, SEEK_SET) != 0 || fread(data, 1, (size_t)need, f) != (size_t)need)
+        st = sp_fail(SPTUNE_ERR_IO, "%s: cannot read tensor '%s'", path, req->name);
+    else
+        st = take(data, (size_t)need, 0, shape[0], shape[1], fmt, path, req, out);
+    free(data);
+done:
+    free(head);
+    fclose(f);
+    return st;
+}
+
 sptune_status sp_tensor_read(const char *path, const sp_tensor_request *req, sp_tensor *out)
 {
     memset(out, 0, sizeof *out);
+    int handled = 0;
+    sptune_status wst = read_safetensors(path, req, out, &handled);
+    if (handled) return wst;
     char *data = NULL;
     size_t len = 0;
     sptune_status st = sp_read_file(path, &data, &len);

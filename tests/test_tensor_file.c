@@ -79,6 +79,28 @@ int main(void)
     for (size_t cut = 0; cut < n; cut += 3) { /* every truncation refused safely (ASan watches) */
         if (sp_tensor_parse(b, cut, "m.safetensors", &want, &t) == SPTUNE_OK) { CHECK(cut >= n); sp_tensor_free(&t); }
     }
+    /* the same as a file, read in place (header, then the tensor's bytes alone), and cut short at every length */
+    char path[600];
+    snprintf(path, sizeof path, "%s/m.safetensors", sp_test_tmpdir("test_tensor_file"));
+    for (size_t cut = n;; cut = cut >= 3 ? cut - 3 : 0) {
+        FILE *f = fopen(path, "wb");
+        CHECK(f && fwrite(b, 1, cut, f) == cut && fclose(f) == 0);
+        const sptune_status st = sp_tensor_read(path, &want, &t);
+        if (cut == n) {
+            CHECK_ST(st, SPTUNE_OK);
+            CHECK(t.rows == R && t.cols == C && t.data && memcmp(t.data, data + 8, R * C * 2) == 0);
+        } else {
+            CHECK_MSG(st != SPTUNE_OK, "a file cut to %zu of %zu bytes read", cut, n);
+        }
+        sp_tensor_free(&t);
+        if (cut == 0) break;
+    }
+    FILE *short_file = fopen(path, "wb");
+    CHECK(short_file && fwrite(b, 1, n - 1, short_file) == n - 1 && fclose(short_file) == 0);
+    CHECK_ST(sp_tensor_read(path, &want, &t), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "need 30 bytes at offset"), "%s", sptune_last_error());
+    CHECK_ST(sp_tensor_read(path, &unnamed, &t), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "name the tensor to read"), "%s", sptune_last_error());
     free(b);
     static const char *const bad[][2] = {
         {"{\"model.up\":{\"dtype\":\"BF16\",\"shape\":[3,5,1],\"data_offsets\":[0,30]}}", "has 3 dimensions"},
