@@ -127,6 +127,28 @@ raises(sptune.SptuneError, lambda: w.apply(other, 0x1000, 0x2000, 16), "the weig
        "apply with a kernel of another shape")
 w.apply(mine, 0x1000, 0x2000, 0)   # an empty batch: nothing launched
 raises(ValueError, lambda: sptune.SlotFillWeights(b"\0" * 10, M, K), "bytes", "slotfill: short data")
+
+
+class HostTensor(Fake):   # what SlotFillWeights reads of a tensor
+    def __init__(self, shape, device=Dev("cpu"), contiguous=True, esize=2):
+        super().__init__(shape, device=device, contiguous=contiguous)
+        self.esize = esize
+
+    def numel(self):
+        n = 1
+        for v in self.shape:
+            n *= v
+        return n
+
+    def element_size(self):
+        return self.esize
+
+
+raises(ValueError, lambda: sptune.SlotFillWeights(HostTensor((M, K), device=Dev("cuda")), M, K), "host memory",
+       "slotfill: W on the GPU")
+raises(ValueError, lambda: sptune.SlotFillWeights(HostTensor((M, K), esize=4), M, K), "16-bit", "slotfill: fp32 W")
+raises(ValueError, lambda: sptune.SlotFillWeights(HostTensor((M, K + 1)), M, K), "contiguous tensor of 64 x 128",
+       "slotfill: W of another shape")
 del w
 
 # autotune: refused before any GPU question, then (here, without a GPU) the GPU's absence said

@@ -389,7 +389,13 @@ class SlotFillWeights:
     def __init__(self, data, M, K, fp16=False, config=None):
         lib = _library()
         M, K = int(M), int(K)
-        if hasattr(data, "data_ptr"):
+        if hasattr(data, "data_ptr"):   # a tensor: host memory, contiguous, M*K 16-bit values (read in place)
+            device = getattr(data, "device", "cpu")
+            if getattr(device, "type", str(device)) != "cpu":
+                raise ValueError(f"W must be in host memory (call .cpu() first), got {device}")
+            if not data.is_contiguous() or data.numel() != M * K or data.element_size() != 2:
+                raise ValueError(f"W must be a contiguous tensor of {M} x {K} 16-bit values, got {tuple(data.shape)} of "
+                                 f"{data.element_size()}-byte elements")
             ptr, keep = ctypes.c_void_p(int(data.data_ptr())), data
         else:
             buf = bytes(data)
