@@ -20,11 +20,14 @@ typedef struct kernel_arg {
     long long dim;        /* a dimension's value in the problem the kernel was got for */
 } kernel_arg;
 
-/* The geometry of a launch with fewer tokens than the problem's, as the template works it out. */
+/* The geometry of a launch with fewer tokens than the problem's, as the template works it out, and the arguments'
+ * sizes at that count: each pointer's elements and each scalar's value at the typical sizes [0] and at the bounds
+ * [1] (-1 where undeclared), what a workspace cut for that batch alone holds. */
 #define GEO_MAX 16
 typedef struct geometry {
     long long tokens;
     sp_kernel_stage stage[SP_MAX_KERNELS];
+    long long elements[2][SP_MAX_ARGS], scalar[2][SP_MAX_ARGS];
 } geometry;
 
 struct sptune_kernel {

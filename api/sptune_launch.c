@@ -4,18 +4,47 @@
 #include "sp_status.h"
 #include "sptune_kernel_object.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* The largest token count a launch may pass: the problem's (-1: the op has none). */
 static long long max_tokens(const sptune_kernel *k) { return k->tokens_arg >= 0 ? k->arg[k->tokens_arg].dim : -1; }
 
+/* The arguments' sizes for problem p (the kernel's with fewer tokens) into g, as the template declares them. The
+ * source never sees the token count (the template emits one source for every batch), so the kernels index their
+ * workspace by the launched count, and these sizes are what a launch with that count touches. */
+static void sizes_at(const sptune_kernel *k, const sp_problem *p, geometry *g)
+{
+    sp_vars vars;
+    sp_config_vars(k->t, &k->cfg, p, &vars);
+    sp_vars v[2] = {vars, vars};
+    for (int i = 0; i < k->nargs; i++) {
+        const sp_arg *a = sp_template_arg(k->t, i);
+        for (int b = 0; b < 2; b++) {
+            long long n = -1;
+            if (a->role == SP_ROLE_SCALAR && sp_config_scalar_size(k->t, &k->cfg, p, a->name, b, &n) == SPTUNE_OK &&
+                n >= 0)
+                sp_vars_set(&v[b], a->name, (double)n);
+            g->scalar[b][i] = a->role == SP_ROLE_SCALAR ? n : -1;
+        }
+    }
+    for (int i = 0; i < k->nargs; i++)
+        for (int b = 0; b < 2; b++) {
+            const sp_arg *a = sp_template_arg(k->t, i);
+            long long n = -1;
+            if (!sp_arg_is_pointer(a) || sp_arg_elements(a, &v[b], &n) != SPTUNE_OK) n = -1;
+            g->elements[b][i] = n;
+        }
+    sp_clear_error();
+}
+
 /* The geometry of a launch with `tokens` tokens (fewer than the problem's): worked out by the template
  * at its first use and kept (the last GEO_MAX). */
-static sptune_status geometry_for(sptune_kernel *k, long long tokens, const sp_kernel_stage **out)
+static sptune_status geometry_at(sptune_kernel *k, long long tokens, const geometry **out)
 {
     for (int i = 0; i < k->ngeo; i++)
         if (k->geo[i].tokens == tokens) {
-            *out = k->geo[i].stage;
+            *out = &k->geo[i];
             return SPTUNE_OK;
         }
     sptune_status st;
@@ -38,8 +67,28 @@ static sptune_status geometry_for(sptune_kernel *k, long long tokens, const sp_k
     if (k->ngeo == GEO_MAX) k->geo_next = (slot + 1) % GEO_MAX;
     k->geo[slot].tokens = tokens;
     memcpy(k->geo[slot].stage, src.stage, sizeof src.stage);
-    *out = k->geo[slot].stage;
+    sizes_at(k, &p, &k->geo[slot]);
+    *out = &k->geo[slot];
     return SPTUNE_OK;
+}
+
+/* Bytes of a workspace part of n elements of argument x: 256-byte parts (as sp_api_part_bytes). */
+static size_t part_of(const kernel_arg *x, long long n)
+{
+    return ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+}
+
+/* The workspace a launch of g's token count needs (bound: every capacity at its bound); 0 when a part's size
+ * needs the data. */
+static size_t total_at(const sptune_kernel *k, const geometry *g, int bound)
+{
+    size_t total = 0;
+    for (int i = 0; i < k->nargs; i++) {
+        if (k->arg[i].decl.role != SP_ROLE_WORKSPACE) continue;
+        if (g->elements[bound][i] < 0) return 0;
+        total += part_of(&k->arg[i], g->elements[bound][i]);
+    }
+    return total;
 }
 
 /* The launch once the arguments are known to fit the kernel: tokens from 1 to the problem's, or -1 (a
@@ -49,9 +98,9 @@ static sptune_status launch_checked(sptune_kernel *k, void *stream, void **args,
     sptune_status st;
     if (!k->loaded.module && (st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
     if (tokens < 0 || tokens == max_tokens(k)) return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
-    const sp_kernel_stage *stages;
-    if ((st = geometry_for(k, tokens, &stages)) != SPTUNE_OK) return st;
-    return sp_kernel_launch_stages(&k->loaded, stages, (CUstream)stream, args);
+    const geometry *g;
+    if ((st = geometry_at(k, tokens, &g)) != SPTUNE_OK) return st;
+    return sp_kernel_launch_stages(&k->loaded, g->stage, (CUstream)stream, args);
 }
 
 sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
@@ -132,8 +181,25 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
     if (tokens < SPTUNE_ALL_TOKENS || (k->tokens_arg >= 0 && tokens > max_tokens(k)))
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %lld tokens, but the kernel serves 0 to %lld "
                        "(SPTUNE_ALL_TOKENS: the problem's)", tokens, max_tokens(k));
+    if (k->tokens_arg >= 0 && tokens == SPTUNE_ALL_TOKENS) tokens = max_tokens(k);
     int at_bound = 0;
+    const geometry *cut = NULL;   /* a workspace for this batch alone: cut at its token count */
     sptune_status st = workspace_mode(k, "sptune_kernel_launch_ws", workspace_bytes, &at_bound);
+    if (st != SPTUNE_OK && tokens > 0 && tokens < max_tokens(k)) {
+        char why[512];
+        snprintf(why, sizeof why, "%s", sptune_last_error());
+        const geometry *g = NULL;
+        size_t need = 0;
+        if (geometry_at(k, tokens, &g) == SPTUNE_OK && (need = total_at(k, g, 0)) > 0 && workspace_bytes >= need) {
+            cut = g;
+            const size_t bound = total_at(k, g, 1);
+            at_bound = bound > 0 && workspace_bytes >= bound;
+            st = SPTUNE_OK;
+            sp_clear_error();
+        } else {
+            return sp_fail(st, "%s, or %zu for a batch of %lld (sptune_kernel_workspace_for)", why, need, tokens);
+        }
+    }
     if (st != SPTUNE_OK) return st;
     if (workspace_bytes > 0 && !workspace)
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %zu bytes of workspace at address 0", workspace_bytes);
@@ -143,7 +209,6 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: the workspace at 0x%llx is not 256-byte aligned "
                        "(cudaMalloc's allocations are)", workspace);
     if (tokens == 0) return SPTUNE_OK; /* an empty batch (an expert that got no tokens): nothing to launch */
-    if (k->tokens_arg >= 0 && tokens == SPTUNE_ALL_TOKENS) tokens = max_tokens(k);
     unsigned long long ptr[SP_MAX_ARGS];
     long long num[SP_MAX_ARGS];
     int i32[SP_MAX_ARGS];
@@ -160,11 +225,11 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
             break;
         case SP_ROLE_WORKSPACE:
             ptr[i] = workspace + offset;
-            offset += sp_api_part_bytes(x, at_bound);
+            offset += cut ? part_of(x, cut->elements[at_bound][i]) : sp_api_part_bytes(x, at_bound);
             args[i] = &ptr[i];
             break;
-        default: {   /* a dimension: the problem's; a scalar: its declared size */
-            long long v = x->decl.role == SP_ROLE_SCALAR ? (at_bound ? x->bound : x->typical)
+        default: {   /* a dimension: the problem's; a scalar: its declared size (at the batch's count when cut) */
+            long long v = x->decl.role == SP_ROLE_SCALAR ? (cut ? cut->scalar[at_bound][i] : at_bound ? x->bound : x->typical)
                           : i == k->tokens_arg ? tokens : x->dim;
             if (x->decl.type != SP_ARG_I32 && x->decl.type != SP_ARG_U32 && x->decl.type != SP_ARG_U64) v = -1;
             if (v < 0)
@@ -182,6 +247,24 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
     return launch_checked(k, stream, args, k->tokens_arg < 0 ? -1 : tokens);
 }
 
+
+sptune_status sptune_kernel_workspace_for(sptune_kernel *k, long long tokens, int bound, size_t *bytes)
+{
+    static const char fn[] = "sptune_kernel_workspace_for";
+    if (!k || !bytes) return sp_fail(SPTUNE_ERR_INVALID, "%s: missing argument", fn);
+    if (k->tokens_arg < 0 || tokens == SPTUNE_ALL_TOKENS || tokens == max_tokens(k))
+        return sptune_kernel_workspace(k, bound, bytes);
+    if (tokens < 1 || tokens > max_tokens(k))
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: %lld tokens, but the kernel serves 1 to %lld", fn, tokens, max_tokens(k));
+    const geometry *g;
+    sptune_status st = geometry_at(k, tokens, &g);
+    if (st != SPTUNE_OK) return st;
+    const size_t total = total_at(k, g, bound ? 1 : 0);
+    /* none: no workspace, or a part the data sizes (the whole problem's answer says which) */
+    if (total == 0) return sptune_kernel_workspace(k, bound, bytes);
+    *bytes = total;
+    return SPTUNE_OK;
+}
 
 const char *sptune_kernel_tokens(const sptune_kernel *k, long long *max)
 {

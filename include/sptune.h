@@ -191,6 +191,10 @@ SPTUNE_API sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sp
  * allocation cut in declaration order keeps every part aligned): with the scalars at their typical
  * values (bound = 0) or at their bounds (bound = 1). */
 SPTUNE_API sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes);
+/* The same for launches of `tokens` tokens at most (1 to the problem's; SPTUNE_ALL_TOKENS: the problem's): a
+ * kernel got for a large batch launched with a small one needs only that batch's workspace, and
+ * sptune_kernel_launch_ws cuts a workspace that holds this much (but not the problem's) at the launched count. */
+SPTUNE_API sptune_status sptune_kernel_workspace_for(sptune_kernel *k, long long tokens, int bound, size_t *bytes);
 /* Where sptune_kernel_launch_ws puts workspace argument `name` in a workspace of workspace_bytes (the cut
  * depends on whether it holds the bounds): its byte offset and its bytes. */
 SPTUNE_API sptune_status sptune_kernel_workspace_part(const sptune_kernel *k, const char *name,

@@ -60,6 +60,9 @@ names = [a["name"] for a in f.args]
 check(names[:5] == ["X", "Wg", "Wu", "Wd", "Y"] and "pool_capacity" in names, f"twell-ffn args {names}")
 check(0 < f.workspace_bytes() < f.workspace_bytes(bound=True), "twell-ffn workspace typical < bound")
 check(f.tokens_dim == "M" and f.max_tokens == 1000, f"twell-ffn tokens {f.tokens_dim} {f.max_tokens}")
+check(0 < f.workspace_bytes(tokens=16) < f.workspace_bytes() == f.workspace_bytes(tokens=1000),
+      "twell-ffn: a batch of 16 needs less workspace than the problem")
+raises(sptune.SptuneError, lambda: f.workspace_bytes(tokens=1001), "1001 tokens", "workspace for too many tokens")
 cap = next(a for a in f.args if a["name"] == "dense_capacity")
 check(cap["typical"] == 32 and cap["bound"] == 1000, f"dense_capacity {cap}")
 # the measurement behind a kernel, as data: the shipped H200 result of the nearest problem

@@ -136,23 +136,29 @@ static void run_token_range(sp_bench *b)
                 with_count(problem, "dense", 0, fewer, sizeof fewer);
                 memcpy(problem, fewer, sizeof problem);
             }
-            for (int how = 0; how < 2; how++) {
+            /* the argument list; the helper with the whole problem's workspace; the helper with a workspace for this
+             * batch alone (sptune_kernel_workspace_for: the library cuts it at the count) */
+            for (int how = 0; how < 3; how++) {
                 sp_case cs;
                 sptune_status st = make_case(b, op, problem, k, &cs);
                 CHECK_MSG(st == SPTUNE_OK, "%s %s: %s", op, problem, sptune_last_error());
                 if (st != SPTUNE_OK) continue;
                 unsigned long long t[8];
+                size_t ws_n = ws_bytes;
+                if (how == 2) CHECK_ST(sptune_kernel_workspace_for(k, n, 0, &ws_n), SPTUNE_OK);
                 if (how == 0) st = sptune_kernel_launch(k, b->stream, cs.argv);
-                else st = tensors_of(k, &cs, t) < 0 ? SPTUNE_ERR_INVALID : helper_launch(k, op, b, n, t, ws, ws_bytes);
+                else st = tensors_of(k, &cs, t) < 0 ? SPTUNE_ERR_INVALID : helper_launch(k, op, b, n, t, ws, ws_n);
                 CHECK_MSG(st == SPTUNE_OK, "%s %s: %s", op, problem, sptune_last_error());
                 char detail[512] = "";
                 double rel = st == SPTUNE_OK ? verify(b, &cs, detail, sizeof detail) : 1;
                 CHECK_MSG(rel < cs.ops->tolerance, "%s got for %s, launched for %s=%lld (%s): error %.3g (%s)", op,
-                          maxima[m].problem, dim, n, how ? "helper" : "argument list", rel, detail);
+                          maxima[m].problem, dim, n, how == 2 ? "helper, the batch's workspace" : how ? "helper"
+                          : "argument list", rel, detail);
                 sp_case_destroy(&cs);
             }
         }
-        printf("  tokens %-14s got for %-50s %s = 1, 7, 61, 128, 333, %lld, %lld: list and helper ok (%s)\n", op,
+        printf("  tokens %-14s got for %-50s %s = 1, 7, 61, 128, 333, %lld, %lld: list, helper, helper with the batch's "
+               "workspace ok (%s)\n", op,
                maxima[m].problem, dim, max - 1, max, sptune_kernel_config(k));
         /* an empty batch: OK and nothing launched (the poisoned output stays as it was), by both routes */
         {
@@ -528,7 +534,7 @@ int main(void)
 {
     int count = 0;
     if (sptune_gpu_count(&count) != SPTUNE_OK) {
-        printf("test_gpu_api: %d GPU cases skipped: %s\n", NMAX * NCOUNTS * 2 + 1 + NTHREADS + 1 + 2, sptune_last_error());
+        printf("test_gpu_api: %d GPU cases skipped: %s\n", NMAX * NCOUNTS * 3 + 1 + NTHREADS + 1 + 2, sptune_last_error());
         return sp_test_skip("test_gpu_api", "no GPU");
     }
     sp_bench b;

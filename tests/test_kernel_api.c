@@ -468,21 +468,49 @@ int main(void)
             CHECK_ST(sptune_kernel_workspace(a, 0, &need), SPTUNE_OK);
             CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, tensors, 0x10000, need - 1), SPTUNE_ERR_INVALID);
             CHECK_MSG(strstr(sptune_last_error(), "the kernel needs"), "%s", sptune_last_error());
-            CHECK_ST(sptune_twell_ffn(a, NULL, 999, 1, 2, 3, 4, 5, 0x10000, need - 1), SPTUNE_ERR_INVALID);
+            /* a batch needs only its own workspace: cut at its count; one byte less is refused, naming both sizes */
+            size_t need999 = 0, need1 = 0, bound1 = 0;
+            CHECK_ST(sptune_kernel_workspace_for(a, 999, 0, &need999), SPTUNE_OK);
+            CHECK_ST(sptune_kernel_workspace_for(a, 1, 0, &need1), SPTUNE_OK);
+            CHECK_ST(sptune_kernel_workspace_for(a, 1, 1, &bound1), SPTUNE_OK);
+            CHECK_MSG(need1 < need999 && need999 < need && bound1 > 0, "%zu %zu %zu (bound %zu)", need1, need999,
+                      need, bound1);
+            size_t all = 0;
+            CHECK_ST(sptune_kernel_workspace_for(a, SPTUNE_ALL_TOKENS, 0, &all), SPTUNE_OK);
+            CHECK(all == need);
+            CHECK_ST(sptune_kernel_workspace_for(a, 1001, 0, &all), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_kernel_workspace_for(a, 0, 0, &all), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_twell_ffn(a, NULL, 999, 1, 2, 3, 4, 5, 0x10000, need999 - 1), SPTUNE_ERR_INVALID);
+            CHECK_MSG(strstr(sptune_last_error(), "for a batch of 999 (sptune_kernel_workspace_for)"), "%s",
+                      sptune_last_error());
             CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, NULL, 0x10000, need), SPTUNE_ERR_INVALID);
             CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1001, tensors, 0x10000, need), SPTUNE_ERR_INVALID);
             CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1000, tensors, 0x10010, need), SPTUNE_ERR_INVALID);
             CHECK_MSG(strstr(sptune_last_error(), "not 256-byte aligned"), "%s", sptune_last_error());
             CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, tensors, 0x10000, need), SPTUNE_OK); /* empty: nothing runs */
             int gpus = 0;
-            if (sptune_gpu_count(&gpus) != SPTUNE_OK)
+            if (sptune_gpu_count(&gpus) != SPTUNE_OK) {
                 for (int tokens = -1; tokens <= 1000; tokens += tokens < 0 ? 334 : 333)   /* past the checks, to the driver */
                     CHECK(sptune_kernel_launch_ws(a, NULL, tokens, tensors, 0x10000, need) != SPTUNE_OK &&
                           !strstr(sptune_last_error(), "workspace") && !strstr(sptune_last_error(), "tokens"));
+                CHECK_ST(sptune_kernel_launch_ws(a, NULL, 999, tensors, 0x10000, need999), SPTUNE_ERR_NO_GPU);
+                CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1, tensors, 0x10000, need1), SPTUNE_ERR_NO_GPU);
+            }
         }
         sptune_kernel_free(a);
     }
 
+    /* the case: a kernel got for 65536 tokens launched with one wants that token's workspace, not 136 MB */
+    {
+        sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=65536,D=2048,F=5632,nnz=40", .gpu = "h200",
+                                    .db_path = "", .cache_dir = cache};
+        sptune_kernel *a = NULL;
+        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+        size_t all = 0, one = 0;
+        if (a && sptune_kernel_workspace(a, 0, &all) == SPTUNE_OK && sptune_kernel_workspace_for(a, 1, 0, &one) == SPTUNE_OK)
+            CHECK_MSG(one > 0 && one * 100 < all, "workspace for one token %zu bytes, for 65536 %zu", one, all);
+        sptune_kernel_free(a);
+    }
     test_threads(cache);
     test_parts(cache);
     /* the sparsity hint is optional: without nnz the TwELL ops take 40 (what the shipped results measured) */

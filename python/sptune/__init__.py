@@ -122,6 +122,8 @@ def _library():
         lib.sptune_kernel_autotune.restype = I
         lib.sptune_kernel_tokens.argtypes = [P, ctypes.POINTER(ctypes.c_longlong)]
         lib.sptune_kernel_tokens.restype = S
+        lib.sptune_kernel_workspace_for.argtypes = [P, ctypes.c_longlong, I, ctypes.POINTER(ctypes.c_size_t)]
+        lib.sptune_kernel_workspace_for.restype = I
         LL, U64, SZ = ctypes.c_longlong, ctypes.c_uint64, ctypes.c_size_t
         for name, args, res in (
                 ("sptune_slotfill_encode", [P, LL, LL, I, S, ctypes.POINTER(P)], I),
@@ -214,10 +216,15 @@ class Kernel:
         except SptuneError:   # an op whose workspace the data sizes (no typical size declared)
             self.workspace = None
 
-    def workspace_bytes(self, bound=False):
-        """Bytes of the workspace arguments together (each part rounded up to 256 bytes)."""
+    def workspace_bytes(self, bound=False, tokens=None):
+        """Bytes of the workspace arguments together (each part rounded up to 256 bytes); with `tokens`, what a
+        launch of that many tokens needs (sptune_kernel_workspace_for: launch_ws cuts such a workspace itself)."""
         n = ctypes.c_size_t()
-        _check(self._lib.sptune_kernel_workspace(self._h, 1 if bound else 0, ctypes.byref(n)))
+        if tokens is None:
+            _check(self._lib.sptune_kernel_workspace(self._h, 1 if bound else 0, ctypes.byref(n)))
+        else:
+            with self._lock:
+                _check(self._lib.sptune_kernel_workspace_for(self._h, int(tokens), 1 if bound else 0, ctypes.byref(n)))
         return n.value
 
     def launch(self, values, stream=0):
