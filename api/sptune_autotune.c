@@ -43,13 +43,9 @@ static sptune_status time_kernel(const sp_cuda_api *cu, sptune_kernel *k, CUstre
 /* The configuration text with parameter `name` set to `value` (NULL when the configuration has no such parameter). */
 static char *with_param(const char *config, const char *name, const char *value)
 {
-    const size_t nl = strlen(name);
-    for (const char *p = config; *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : p + strlen(p))
-        if (!strncmp(p, name, nl) && p[nl] == '=') {
-            const char *end = p + nl + 1 + strcspn(p + nl + 1, ",");
-            return sp_asprintf("%.*s%s=%s%s", (int)(p - config), config, name, value, end);
-        }
-    return NULL;
+    size_t n = 0;
+    const char *v = sp_kv_find(config, name, strlen(name), &n);
+    return v ? sp_asprintf("%.*s%s%s", (int)(v - config), config, value, v + n) : NULL;
 }
 
 sptune_status sptune_kernel_autotune(const sptune_kernel_request *caller, void *stream, long long tokens,

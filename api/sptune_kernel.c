@@ -201,10 +201,16 @@ static int visit(const sp_result *r, void *ud)
     c.distance = distance(s->t, &p, s->want);
     if (!isfinite(c.distance)) return 0;
     /* A key written before the op had some of its dimensions (data dimensions with defaults added
-     * later) was measured on other data than the defaults say: near, never the same problem. */
-    int named = 1;
-    for (const char *q = r->problem_key; *q; q++) named += *q == ',';
-    if (named < sp_template_ndims(s->t)) c.distance += 1.0;
+     * later) was measured on other data than the defaults say: near, never the same problem, unless the
+     * dimension's default is that earlier data (as_before). */
+    for (int d = 0; d < sp_template_ndims(s->t); d++) {
+        size_t n;
+        const char *name = sp_template_dim(s->t, d);
+        if (!sp_template_dim_as_before(s->t, d) && !sp_kv_find(r->problem_key, name, strlen(name), &n)) {
+            c.distance += 1.0;
+            break;
+        }
+    }
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         candidate *m = realloc(s->c, cap * sizeof *m);

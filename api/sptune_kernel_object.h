@@ -27,6 +27,7 @@ typedef struct kernel_arg {
 typedef struct geometry {
     long long tokens;
     sp_kernel_stage stage[SP_MAX_KERNELS];
+    int sized;   /* the sizes below worked out (at the first workspace cut for this count) */
     long long elements[2][SP_MAX_ARGS], scalar[2][SP_MAX_ARGS];
 } geometry;
 

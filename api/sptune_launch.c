@@ -15,6 +15,7 @@ static long long max_tokens(const sptune_kernel *k) { return k->tokens_arg >= 0 
  * workspace by the launched count, and these sizes are what a launch with that count touches. */
 static void sizes_at(const sptune_kernel *k, const sp_problem *p, geometry *g)
 {
+    g->sized = 1;
     sp_vars vars;
     sp_config_vars(k->t, &k->cfg, p, &vars);
     sp_vars v[2] = {vars, vars};
@@ -40,7 +41,7 @@ static void sizes_at(const sptune_kernel *k, const sp_problem *p, geometry *g)
 
 /* The geometry of a launch with `tokens` tokens (fewer than the problem's): worked out by the template
  * at its first use and kept (the last GEO_MAX). */
-static sptune_status geometry_at(sptune_kernel *k, long long tokens, const geometry **out)
+static sptune_status geometry_at(sptune_kernel *k, long long tokens, geometry **out)
 {
     for (int i = 0; i < k->ngeo; i++)
         if (k->geo[i].tokens == tokens) {
@@ -66,9 +67,24 @@ static sptune_status geometry_at(sptune_kernel *k, long long tokens, const geome
     int slot = k->ngeo < GEO_MAX ? k->ngeo++ : k->geo_next;
     if (k->ngeo == GEO_MAX) k->geo_next = (slot + 1) % GEO_MAX;
     k->geo[slot].tokens = tokens;
+    k->geo[slot].sized = 0;
     memcpy(k->geo[slot].stage, src.stage, sizeof src.stage);
-    sizes_at(k, &p, &k->geo[slot]);
     *out = &k->geo[slot];
+    return SPTUNE_OK;
+}
+
+/* The geometry of `tokens` with its arguments' sizes (worked out once, only where a workspace is cut for it). */
+static sptune_status sized_at(sptune_kernel *k, long long tokens, const geometry **out)
+{
+    geometry *g;
+    sptune_status st = geometry_at(k, tokens, &g);
+    if (st != SPTUNE_OK) return st;
+    if (!g->sized) {
+        sp_problem p = k->want;
+        p.v[k->tokens_dim] = (double)tokens;
+        sizes_at(k, &p, g);
+    }
+    *out = g;
     return SPTUNE_OK;
 }
 
@@ -98,7 +114,7 @@ static sptune_status launch_checked(sptune_kernel *k, void *stream, void **args,
     sptune_status st;
     if (!k->loaded.module && (st = sp_kernel_load(&k->cubin, &k->src, &k->loaded)) != SPTUNE_OK) return st;
     if (tokens < 0 || tokens == max_tokens(k)) return sp_kernel_launch(&k->loaded, (CUstream)stream, args);
-    const geometry *g;
+    geometry *g;
     if ((st = geometry_at(k, tokens, &g)) != SPTUNE_OK) return st;
     return sp_kernel_launch_stages(&k->loaded, g->stage, (CUstream)stream, args);
 }
@@ -190,7 +206,7 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
         snprintf(why, sizeof why, "%s", sptune_last_error());
         const geometry *g = NULL;
         size_t need = 0;
-        if (geometry_at(k, tokens, &g) == SPTUNE_OK && (need = total_at(k, g, 0)) > 0 && workspace_bytes >= need) {
+        if (sized_at(k, tokens, &g) == SPTUNE_OK && (need = total_at(k, g, 0)) > 0 && workspace_bytes >= need) {
             cut = g;
             const size_t bound = total_at(k, g, 1);
             at_bound = bound > 0 && workspace_bytes >= bound;
@@ -257,7 +273,7 @@ sptune_status sptune_kernel_workspace_for(sptune_kernel *k, long long tokens, in
     if (tokens < 1 || tokens > max_tokens(k))
         return sp_fail(SPTUNE_ERR_INVALID, "%s: %lld tokens, but the kernel serves 1 to %lld", fn, tokens, max_tokens(k));
     const geometry *g;
-    sptune_status st = geometry_at(k, tokens, &g);
+    sptune_status st = sized_at(k, tokens, &g);
     if (st != SPTUNE_OK) return st;
     const size_t total = total_at(k, g, bound ? 1 : 0);
     /* none: no workspace, or a part the data sizes (the whole problem's answer says which) */

@@ -3,6 +3,7 @@
  * route has only the kernel's device-side header check, which turns a foreign image into NaN outputs. */
 #include "sp_cuda.h"
 #include "sp_status.h"
+#include "sp_str.h"
 #include "sptune_kernel_object.h"
 
 #include <stdlib.h>
@@ -10,7 +11,6 @@
 
 struct sptune_slotfill_gpu {
     unsigned long long image;   /* device address of the image */
-    size_t bytes;               /* the image's size */
     long long M, K;
     char fixed[160];            /* sptune_slotfill_fixed: the configuration parameters the encoding takes */
     CUcontext ctx;              /* the context current when the image was placed (NULL: none was) */
@@ -28,7 +28,6 @@ static sptune_status make(const sptune_slotfill *m, const char *fn, sptune_slotf
     sptune_status st = sptune_slotfill_info_get(m, &info);
     if (st != SPTUNE_OK) return st;
     if (!(*g = calloc(1, sizeof **g))) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
-    sptune_slotfill_image(m, &(*g)->bytes);
     (*g)->M = info.M;
     (*g)->K = info.K;
     strncpy((*g)->fixed, sptune_slotfill_fixed(m), sizeof (*g)->fixed - 1);
@@ -42,6 +41,8 @@ sptune_status sptune_slotfill_upload(const sptune_slotfill *m, sptune_slotfill_g
     if (st != SPTUNE_OK) return st;
     const sp_cuda_api *cu;
     CUdeviceptr d = 0;
+    size_t bytes = 0;
+    const void *img = sptune_slotfill_image(m, &bytes);
     if ((st = sp_cuda_load(&cu)) != SPTUNE_OK) goto fail;
     if (!cu->CtxGetCurrent) {
         st = sp_fail(SPTUNE_ERR_UNSUPPORTED, "sptune_slotfill_upload: the driver lacks cuCtxGetCurrent");
@@ -53,8 +54,8 @@ sptune_status sptune_slotfill_upload(const sptune_slotfill *m, sptune_slotfill_g
                      "device's context current first: the kernels launch in it too)");
         goto fail;
     }
-    if ((st = SP_CU(cu->MemAlloc(&d, g->bytes))) != SPTUNE_OK) goto fail;
-    if ((st = SP_CU(cu->MemcpyHtoD(d, sptune_slotfill_image(m, NULL), g->bytes))) != SPTUNE_OK) {
+    if ((st = SP_CU(cu->MemAlloc(&d, bytes))) != SPTUNE_OK) goto fail;
+    if ((st = SP_CU(cu->MemcpyHtoD(d, img, bytes))) != SPTUNE_OK) {
         cu->MemFree(d);
         goto fail;
     }
@@ -73,9 +74,11 @@ sptune_status sptune_slotfill_adopt(const sptune_slotfill *m, unsigned long long
     sptune_slotfill_gpu *g;
     sptune_status st = make(m, "sptune_slotfill_adopt", out, &g);
     if (st != SPTUNE_OK) return st;
-    if (!image || bytes < g->bytes) {
+    size_t need = 0;
+    sptune_slotfill_image(m, &need);
+    if (!image || bytes < need) {
         st = sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_adopt: %s (the image takes %zu bytes)",
-                     !image ? "no device memory" : "the device memory is smaller than the image", g->bytes);
+                     !image ? "no device memory" : "the device memory is smaller than the image", need);
         free(g);
         return st;
     }
@@ -98,19 +101,6 @@ void sptune_slotfill_gpu_free(sptune_slotfill_gpu *g)
     free(g);
 }
 
-/* The value of key in a "k=v,k=v" text (its length in *n), or NULL. */
-static const char *value_of(const char *text, const char *key, size_t klen, size_t *n)
-{
-    for (const char *p = text; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL) {
-        if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
-            const char *v = p + klen + 1;
-            *n = strcspn(v, ",");
-            return v;
-        }
-    }
-    return NULL;
-}
-
 sptune_status sp_api_slotfill_weights(const sptune_kernel *k, const sptune_slotfill_gpu *w, const char *fn,
                                       unsigned long long *image)
 {
@@ -128,7 +118,7 @@ sptune_status sp_api_slotfill_weights(const sptune_kernel *k, const sptune_slotf
     for (const char *p = w->fixed; *p;) {
         const size_t klen = strcspn(p, "=");
         size_t nw = 0, nk = 0;
-        const char *vw = value_of(w->fixed, p, klen, &nw), *vk = value_of(k->config, p, klen, &nk);
+        const char *vw = sp_kv_find(w->fixed, p, klen, &nw), *vk = sp_kv_find(k->config, p, klen, &nk);
         if (vw && (!vk || nw != nk || strncmp(vw, vk, nw) != 0))
             return sp_fail(SPTUNE_ERR_INVALID, "%s: the weights were encoded with %.*s=%.*s, the kernel reads %.*s=%.*s "
                            "(get the kernel with sptune_slotfill_fixed(m) as the request's fixed)", fn, (int)klen, p,

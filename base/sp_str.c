@@ -76,3 +76,13 @@ void sp_strv_free(char **v)
     for (char **p = v; *p; p++) free(*p);
     free(v);
 }
+
+const char *sp_kv_find(const char *list, const char *key, size_t klen, size_t *n)
+{
+    for (const char *p = list; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
+        if (strncmp(p, key, klen) == 0 && p[klen] == '=') {
+            *n = strcspn(p + klen + 1, ",");
+            return p + klen + 1;
+        }
+    return NULL;
+}

@@ -23,4 +23,8 @@ void sp_buf_free(sp_buf *b);
 /* Frees a NULL-terminated array of malloc'd strings (NULL is fine). */
 void sp_strv_free(char **v);
 
+/* The value of key (its first klen characters) in a "k=v,k=v" list (NULL allowed): a pointer into the list and its
+ * length in *n, or NULL when the list does not name it. */
+const char *sp_kv_find(const char *list, const char *key, size_t klen, size_t *n);
+
 #endif

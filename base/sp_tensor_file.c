@@ -2,6 +2,7 @@
 #include "sp_tensor_file.h"
 #include "sp_file.h"
 #include "sp_status.h"
+#include "sp_str.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -27,10 +28,10 @@ int sp_tensor_format_parse(const char *s, sp_tensor_format *f)
 
 void sp_tensor_role_name(const char *names, const char *role, const char *def, char *out, size_t len)
 {
-    snprintf(out, len, "%s", def);
-    const size_t rl = strlen(role);
-    for (const char *p = names; p && *p; p = strchr(p, ',') ? strchr(p, ',') + 1 : NULL)
-        if (!strncmp(p, role, rl) && p[rl] == '=') snprintf(out, len, "%.*s", (int)strcspn(p + rl + 1, ","), p + rl + 1);
+    size_t n = 0;
+    const char *v = sp_kv_find(names, role, strlen(role), &n);
+    if (v) snprintf(out, len, "%.*s", (int)n, v);
+    else snprintf(out, len, "%s", def);
 }
 
 void sp_tensor_free(sp_tensor *t)

@@ -130,9 +130,10 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos);
 int cmd_best(cli_cmd *cmd, int npos, char **pos);
 int cmd_encode(cli_cmd *cmd, int npos, char **pos);
 
-/* --data FILE (with --tensors, --tokens, --order): op's problem measured from the user's tensors into problem: a
- * TwELL layer's calibration batch (full: the up and down weights read and checked too), or Slot-Filling weights;
- * a CLI exit code (CLI_OK, or the error already printed). */
-int cli_data_problem(const cli_cmd *cmd, const char *op, int full, char *problem, size_t len);
+/* best and tune: with --data FILE (and --tensors, --tokens, --order), *shape becomes op's problem measured from the
+ * user's tensors (into buf, said on stdout unless quiet): a TwELL layer's calibration batch (full: the up and down
+ * weights read and checked too), or Slot-Filling weights. --data with --shape, or --tensors/--tokens/--order without
+ * --data, is a usage error. A CLI exit code (CLI_OK, or the error already printed). */
+int cli_data_shape(const cli_cmd *cmd, const char *op, int full, int quiet, const char **shape, char *buf, size_t len);
 
 #endif

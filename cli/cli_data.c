@@ -67,7 +67,8 @@ static int slotfill_problem(const cli_cmd *cmd, long long tokens, char *problem,
     return st == SPTUNE_OK ? CLI_OK : cli_input_error(cmd->name, st);
 }
 
-int cli_data_problem(const cli_cmd *cmd, const char *op, int full, char *problem, size_t len)
+/* op's problem measured from the user's tensors into problem (cli_data_shape). */
+static int data_problem(const cli_cmd *cmd, const char *op, int full, char *problem, size_t len)
 {
     const char *path = cli_get(cmd, "data"), *tok = cli_get(cmd, "tokens"), *ord = cli_get(cmd, "order");
     long long M = 0;
@@ -117,4 +118,19 @@ int cli_data_problem(const cli_cmd *cmd, const char *op, int full, char *problem
     free(gate);
     sp_twell_layer_free(&l);
     return rc;
+}
+
+int cli_data_shape(const cli_cmd *cmd, const char *op, int full, int quiet, const char **shape, char *buf, size_t len)
+{
+    if (!cli_get(cmd, "data")) {
+        if (cli_get(cmd, "tensors") || cli_get(cmd, "tokens") || cli_get(cmd, "order"))
+            return cli_usage_error(cmd->name, "--tensors, --tokens and --order go with --data");
+        return CLI_OK;
+    }
+    if (*shape) return cli_usage_error(cmd->name, "--data measures the problem: give it or --shape, not both");
+    int rc = data_problem(cmd, op, full, buf, len);
+    if (rc != CLI_OK) return rc;
+    *shape = buf;
+    if (!quiet) printf("measured from %s: %s\n", cli_get(cmd, "data"), buf);
+    return CLI_OK;
 }

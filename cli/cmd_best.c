@@ -10,15 +10,8 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     (void)npos;
     const char *shape = cli_get(cmd, "shape"), *gpu = cli_get(cmd, "gpu");
     char measured[256];
-    if (cli_get(cmd, "data")) {
-        if (shape) return cli_usage_error(cmd->name, "--data measures the problem: give it or --shape, not both");
-        int rc = cli_data_problem(cmd, pos[0], 0, measured, sizeof measured);
-        if (rc != CLI_OK) return rc;
-        shape = measured;
-        printf("measured from %s: %s\n", cli_get(cmd, "data"), shape);
-    } else if (cli_get(cmd, "tensors") || cli_get(cmd, "tokens") || cli_get(cmd, "order")) {
-        return cli_usage_error(cmd->name, "--tensors, --tokens and --order go with --data");
-    }
+    int rc = cli_data_shape(cmd, pos[0], 0, 0, &shape, measured, sizeof measured);
+    if (rc != CLI_OK) return rc;
     if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=16384,D=2048,F=5632,nnz=40), or --data");
     const char *db = cli_get(cmd, "no-db") ? "" : cli_get(cmd, "db");
     sptune_kernel_request req = {.op = pos[0], .problem = shape, .gpu = gpu ? gpu : "auto", .db_path = db,
@@ -28,7 +21,7 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     sptune_kernel *k = NULL;
     sptune_status st = sptune_kernel_get(&req, &k);
     if (st != SPTUNE_OK) {
-        int rc = cli_error(cmd->name, st);
+        rc = cli_error(cmd->name, st);
         if (st == SPTUNE_ERR_NOT_FOUND || st == SPTUNE_ERR_INVALID) return CLI_USAGE;
         return st == SPTUNE_ERR_NO_GPU ? CLI_NO_GPU : rc;
     }

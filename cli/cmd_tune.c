@@ -247,23 +247,16 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     if (seed < 0) return CLI_USAGE;
     if (cli_get(cmd, "resume") && cli_get(cmd, "no-resume"))
         return cli_usage_error(cmd->name, "--resume and --no-resume contradict each other");
+    /* the user's own tensors: the problem measured from them (before any GPU question), then tuned on them */
     char measured[256];
-    if (cli_get(cmd, "data")) {
-        /* the layer's own tensors: the problem measured from them (before any GPU question), then tuned on them */
-        if (shape) return cli_usage_error(cmd->name, "--data measures the problem: give it or --shape, not both");
-        if (strcmp(pos[0], "twell-ffn") != 0 && strcmp(pos[0], "slotfill-spmm") != 0)
-            return cli_usage_error(cmd->name, "--data tunes twell-ffn on a layer's own tensors, or slotfill-spmm on its "
-                                   "own weights, not %s", pos[0]);
-        if (!strcmp(pos[0], "twell-ffn") && cli_get(cmd, "tokens"))
-            return cli_usage_error(cmd->name, "--data tunes twell-ffn on the batch the file holds: M is its tokens");
-        int rc = cli_data_problem(cmd, pos[0], 1, measured, sizeof measured);
-        if (rc != CLI_OK) return rc;
-        shape = measured;
-        if (!cli_get(cmd, "quiet") && !cli_get(cmd, "json"))
-            printf("measured from %s: %s\n", cli_get(cmd, "data"), shape);
-    } else if (cli_get(cmd, "tensors") || cli_get(cmd, "order") || cli_get(cmd, "tokens")) {
-        return cli_usage_error(cmd->name, "--tensors, --order and --tokens go with --data");
-    }
+    if (cli_get(cmd, "data") && strcmp(pos[0], "twell-ffn") != 0 && strcmp(pos[0], "slotfill-spmm") != 0)
+        return cli_usage_error(cmd->name, "--data tunes twell-ffn on a layer's own tensors, or slotfill-spmm on its "
+                               "own weights, not %s", pos[0]);
+    if (cli_get(cmd, "data") && !strcmp(pos[0], "twell-ffn") && cli_get(cmd, "tokens"))
+        return cli_usage_error(cmd->name, "--data tunes twell-ffn on the batch the file holds: M is its tokens");
+    int drc = cli_data_shape(cmd, pos[0], 1, cli_get(cmd, "quiet") || cli_get(cmd, "json"), &shape, measured,
+                             sizeof measured);
+    if (drc != CLI_OK) return drc;
     if (!shape) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096), or --data");
     if (cli_get(cmd, "objective") && !sp_objective_parse(cli_get(cmd, "objective"), &o.objective))
         return cli_usage_error(cmd->name, "unknown objective '%s' (time, energy, edp)", cli_get(cmd, "objective"));

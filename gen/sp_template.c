@@ -206,6 +206,11 @@ const char *sp_template_dim(const sp_template *t, int i)
 
 const char *sp_template_tokens(const sp_template *t) { return t->tokens >= 0 ? t->dims[t->tokens] : NULL; }
 
+int sp_template_dim_as_before(const sp_template *t, int i)
+{
+    return t && i >= 0 && i < t->ndims && t->dim_as_before[i];
+}
+
 int sp_template_dim_category(const sp_template *t, int i)
 {
     return t && i >= 0 && i < t->ndims && t->dim_category[i];

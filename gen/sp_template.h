@@ -82,6 +82,9 @@ int sp_template_dim_default(const sp_template *t, int i, double *v);
 /* 1 when dimension i numbers kinds, not sizes (ranges' category = true: how the data was made, say): values
  * are equal or different, never nearer by their numbers. */
 int sp_template_dim_category(const sp_template *t, int i);
+/* 1 when dimension i was added with a default that is the data problems had before it existed (ranges'
+ * as_before = true): a recorded key without it names the same problem, not a nearby one. */
+int sp_template_dim_as_before(const sp_template *t, int i);
 
 /* The dimension a launch may lower below the problem's (the token count: "M", "N"), NULL when none.
  * The source does not depend on it (emit is not given it), so one kernel serves every value up to the

@@ -318,6 +318,7 @@ static void read_ranges(lua_State *L, sp_template *t, int m)
         t->dim_max[d] = HUGE_VAL;
         t->dim_int[d] = 0;
         t->dim_category[d] = 0;
+        t->dim_as_before[d] = 0;
         for (int a = 0; a < t->nargs; a++)
             if (t->args[a].role == SP_ROLE_DIM && strcmp(t->args[a].name, t->dims[d]) == 0 &&
                 (t->args[a].type == SP_ARG_I32 || t->args[a].type == SP_ARG_U32)) {
@@ -345,7 +346,11 @@ static void read_ranges(lua_State *L, sp_template *t, int m)
             t->dim_category[d] = lua_toboolean(L, -1);
             if (t->dim_category[d] && !t->dim_int[d])
                 vfail(L, t, "ranges.%s: a category is numbered by integers (int = true)", t->dims[d]);
-            lua_pop(L, 4);
+            rawfield(L, x, "as_before");
+            t->dim_as_before[d] = lua_toboolean(L, -1);
+            if (t->dim_as_before[d] && !t->dim_optional[d])
+                vfail(L, t, "ranges.%s: as_before needs a default (the data of the keys without it)", t->dims[d]);
+            lua_pop(L, 5);
         }
         lua_pop(L, 1);
     }

@@ -237,16 +237,16 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
         return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: bad shape %lld x %lld (row stride %lld)", M, K, ld);
     if (!w) return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: no matrix");
     if (dtype != SP_SF_BF16 && dtype != SP_SF_F16) return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: bad dtype %d", dtype);
-    if (p->layout == SP_SF_BITMAP) return sp_sf_encode_bitmap(w, M, K, ld, dtype, p, out);
-    const int W = p->window, S = W / 2, steps = W / 32, list = p->layout == SP_SF_LIST;
-    const size_t rb = sp_sf_record_bytes(p);
-    static pthread_once_t once = PTHREAD_ONCE_INIT;
-    pthread_once(&once, init_patterns);
     out->dtype = dtype;
     out->params = *p;
     out->M = M;
     out->K = K;
     sp_sf_sections(out, 0);
+    if (p->layout == SP_SF_BITMAP) return sp_sf_encode_bitmap(w, ld, out);
+    const int W = p->window, S = W / 2, steps = W / 32, list = p->layout == SP_SF_LIST;
+    const size_t rb = sp_sf_record_bytes(p);
+    static pthread_once_t once = PTHREAD_ONCE_INIT;
+    pthread_once(&once, init_patterns);
     const long long nrec = out->tiles * out->chunks;
     /* extras are built in a growing buffer (words), then copied behind the records */
     size_t xcap = 1 << 16, xlen = 0; /* words */

@@ -19,14 +19,9 @@ static void bit_position(int l, int r, int h, int *row, int *col)
 /* Bytes of a block with nnz values: header, bitmap, values, padded to 16. */
 static size_t block_bytes(long long nnz) { return ((size_t)(SP_SF_BM_HEADER + SP_SF_BM_MASKS + 2 * nnz) + 15) & ~(size_t)15; }
 
-sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long M, long long K, long long ld, sp_sf_dtype dtype,
-                                  const sp_sf_params *p, sp_slotfill *out)
+sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long ld, sp_slotfill *out)
 {
-    out->dtype = dtype;
-    out->params = *p;
-    out->M = M;
-    out->K = K;
-    sp_sf_sections(out, 0);
+    const long long M = out->M, K = out->K;
     const long long nblk = out->tiles * out->chunks;
     /* first pass: each block's values (its size), so that the image is allocated once */
     uint32_t *units = malloc((size_t)(nblk + 1) * sizeof *units);

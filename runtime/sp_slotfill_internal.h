@@ -10,9 +10,9 @@ void sp_sf_sections(sp_slotfill *m, unsigned long long extra_units);
 /* Writes the header from m's fields and seals the image (the encoders' last step). */
 void sp_sf_write_header(sp_slotfill *m);
 
-/* The bitmap layout (parameters and arguments already checked by sp_sf_encode / sp_sf_decode). */
-sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long M, long long K, long long ld, sp_sf_dtype dtype,
-                                  const sp_sf_params *p, sp_slotfill *out);
+/* The bitmap layout (parameters and arguments already checked by sp_sf_encode / sp_sf_decode; out's dtype,
+ * parameters, shape and sections already set by sp_sf_encode). */
+sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long ld, sp_slotfill *out);
 sptune_status sp_sf_decode_bitmap(const sp_slotfill *m, uint16_t *w, long long ld);
 /* Every value of a bitmap image, block by block (a 16-row tile's 128-column chunks in turn), each field checked
  * as sp_sf_decode does; visit gets its row, column and bits. */

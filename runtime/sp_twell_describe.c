@@ -70,30 +70,29 @@ static double tail_of(const unsigned long long *counts, int F, double floor, dou
 }
 
 /* The dense tokens of a batch: those far above the ordinary ones (eight times the median, and a 32nd of the layer);
- * their number, their active total, and how many lead the batch. */
+ * their number, their active total, and how many lead the batch; and the batch's active total (all). */
 typedef struct dense_tokens {
-    double cut, total;
+    double cut, total, all;
     long long n, leading;
 } dense_tokens;
 
-static sptune_status find_dense(const char *fn, long long tokens, const unsigned *active, int F, double *total,
-                                dense_tokens *d)
+static sptune_status find_dense(const char *fn, long long tokens, const unsigned *active, int F, dense_tokens *d)
 {
     unsigned *sorted = malloc((size_t)tokens * sizeof *sorted);
     if (!sorted) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory describing %lld tokens", tokens);
-    *total = 0;
+    double all = 0;
     for (long long r = 0; r < tokens; r++) {
         if (active[r] > (unsigned)F) {
             free(sorted);
             return sp_fail(SPTUNE_ERR_INVALID, "%s: token %lld has %u active neurons of %d", fn, r, active[r], F);
         }
         sorted[r] = active[r];
-        *total += active[r];
+        all += active[r];
     }
     qsort(sorted, (size_t)tokens, sizeof *sorted, desc_u);
     const double median = sorted[tokens / 2];
     free(sorted);
-    *d = (dense_tokens){.cut = fmax(8.0 * fmax(median, 1.0), F / 32.0)};
+    *d = (dense_tokens){.cut = fmax(8.0 * fmax(median, 1.0), F / 32.0), .all = all};
     for (long long r = 0; r < tokens; r++)
         if (active[r] > d->cut) {
             d->n++;
@@ -112,17 +111,14 @@ static sptune_status check_args(const char *fn, long long tokens, int F, long lo
 }
 
 /* counts: per neuron over every token (ordinary = 0: the dense tokens' share is estimated and taken off for the
- * tail) or over the ordinary tokens alone (1). */
-static sptune_status describe(const char *fn, long long tokens, const unsigned *active, int F,
+ * tail) or over the ordinary tokens alone (1); dt: the batch's dense tokens (find_dense). */
+static sptune_status describe(const char *fn, long long tokens, const dense_tokens *dt, int F,
                               const unsigned long long *counts, int ordinary, long long M, int D, int order, char *buf,
                               size_t len)
 {
-    double total;
-    dense_tokens dt;
-    sptune_status st = find_dense(fn, tokens, active, F, &total, &dt);
-    if (st != SPTUNE_OK) return st;
-    const long long ndense = dt.n, leading = dt.leading;
-    const double dense_total = dt.total;
+    sptune_status st = SPTUNE_OK;
+    const long long ndense = dt->n, leading = dt->leading;
+    const double dense_total = dt->total, total = dt->all;
     long long dead = 0;
     for (int j = 0; j < F; j++) dead += counts[j] == 0;
     const double live = (double)(F - dead), dense_nnz = ndense ? dense_total / (double)ndense : 2000.0;
@@ -151,8 +147,10 @@ sptune_status sptune_twell_describe(long long tokens, const unsigned *active, in
     const char *fn = "sptune_twell_describe";
     if (buf && len) buf[0] = 0;
     if (!active || !counts || !buf) return sp_fail(SPTUNE_ERR_INVALID, "%s: no counts or buffer", fn);
+    dense_tokens dt;
     sptune_status st = check_args(fn, tokens, F, M, D, order);
-    return st != SPTUNE_OK ? st : describe(fn, tokens, active, F, counts, 0, M, D, order, buf, len);
+    if (st == SPTUNE_OK) st = find_dense(fn, tokens, active, F, &dt);
+    return st != SPTUNE_OK ? st : describe(fn, tokens, &dt, F, counts, 0, M, D, order, buf, len);
 }
 
 sptune_status sptune_twell_describe_gate(const void *gate, long long tokens, int F, long long M, int D, int order,
@@ -165,11 +163,10 @@ sptune_status sptune_twell_describe_gate(const void *gate, long long tokens, int
     if (st != SPTUNE_OK) return st;
     unsigned *active = malloc((size_t)tokens * sizeof *active);
     unsigned long long *counts = calloc((size_t)F, sizeof *counts);
-    double total;
     dense_tokens dt;
     if (!active || !counts) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory describing %lld tokens of %d neurons", tokens, F);
     if (st == SPTUNE_OK) st = sptune_twell_count_tokens(gate, tokens, F, active);
-    if (st == SPTUNE_OK) st = find_dense(fn, tokens, active, F, &total, &dt);
+    if (st == SPTUNE_OK) st = find_dense(fn, tokens, active, F, &dt);
     /* the neurons' counts over the ordinary tokens alone: the tail as those see it */
     for (long long r = 0; st == SPTUNE_OK && r < tokens; r++)
         if (active[r] <= dt.cut) st = sptune_twell_count_active((const unsigned short *)gate + (size_t)r * F, 1, F, counts);
@@ -180,7 +177,7 @@ sptune_status sptune_twell_describe_gate(const void *gate, long long tokens, int
                 const unsigned short v = ((const unsigned short *)gate)[(size_t)r * F + j];
                 if (!counts[j] && !(v & 0x8000u) && (v & 0x7fffu)) counts[j] = 1;
             }
-    if (st == SPTUNE_OK) st = describe(fn, tokens, active, F, counts, 1, M, D, order, buf, len);
+    if (st == SPTUNE_OK) st = describe(fn, tokens, &dt, F, counts, 1, M, D, order, buf, len);
     free(active);
     free(counts);
     return st;

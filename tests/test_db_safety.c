@@ -31,6 +31,18 @@ static void check_refused(const char *path, const char *want)
     free(after);
 }
 
+/* A database `name` in the test's folder holding one result: its path (to free). */
+static char *with_one_result(const char *name)
+{
+    char *path = path_in(name);
+    sp_db *db = NULL;
+    sp_result r = ok_result(&ENV_H200, HASH_A, PROBLEM, "bm=128,bn=128", 1.0);
+    CHECK_ST(sp_db_open(path, 1, &db), SPTUNE_OK);
+    if (db) CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
+    sp_db_close(db);
+    return path;
+}
+
 static void test_refusals(void)
 {
     char want[2048];
@@ -64,12 +76,8 @@ static void test_refusals(void)
     check_refused(foreign_wal, want);
 
     /* A database of a newer sptune. */
-    char *future = path_in("future.db");
+    char *future = with_one_result("future.db");
     sp_db *db = NULL;
-    CHECK_ST(sp_db_open(future, 1, &db), SPTUNE_OK);
-    sp_result r = ok_result(&ENV_H200, HASH_A, PROBLEM, "bm=128,bn=128", 1.0);
-    CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
-    sp_db_close(db);
     CHECK(raw_exec(future, "PRAGMA user_version = 99") == SQLITE_OK);
     CHECK(!side_file_exists(future, "-wal"));
     snprintf(want, sizeof want,
@@ -112,12 +120,8 @@ static void test_migrations(void)
     CHECK(nreal == SP_DB_SCHEMA_VERSION && real != NULL);
 
     /* A v1 database with a result in it. */
-    char *path = path_in("migrate.db");
+    char *path = with_one_result("migrate.db");
     sp_db *db = NULL;
-    CHECK_ST(sp_db_open(path, 1, &db), SPTUNE_OK);
-    sp_result r = ok_result(&ENV_H200, HASH_A, PROBLEM, "bm=128,bn=128", 1.0);
-    CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
-    sp_db_close(db);
 
     /* Two more steps: current -> current + 2. */
     enum { NR = SP_DB_SCHEMA_VERSION };
@@ -153,10 +157,7 @@ static void test_migrations(void)
     CHECK(raw_int(path, "PRAGMA user_version") == NR + 2);
 
     /* A failing step rolls back every step of the run, and the version. */
-    char *path2 = path_in("migrate-fail.db");
-    CHECK_ST(sp_db_open(path2, 1, &db), SPTUNE_OK);
-    CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
-    sp_db_close(db);
+    char *path2 = with_one_result("migrate-fail.db");
     sp_db_step bad[NR + 3];
     for (int i = 0; i < NR; i++) bad[i] = real[i];
     bad[NR] = (sp_db_step){"add a notes table", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"};

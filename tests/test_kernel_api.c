@@ -17,24 +17,16 @@
 static const sp_env H100 = {"NVIDIA H100 80GB HBM3", "h100", 9, 0, 132, "13.0", "13.0", "0.1.0"};
 static const sp_env H200 = {"NVIDIA H200", "h200", 9, 0, 132, "13.0", "13.0", "0.1.0"};
 
-/* A result timed at ms against a baseline timed at baseline_ms in the same run. */
-static void put_timed(sp_db *db, const sp_env *env, const char *op, const char *problem, const char *config, double ms,
-                      double baseline_ms, sp_outcome outcome)
+/* A result recorded under `key` as it is, timed at ms against a baseline timed at baseline_ms in the same run. */
+static void record_key(sp_db *db, const sp_env *env, const sp_template *t, const char *key, const char *config,
+                       double ms, double baseline_ms, sp_outcome outcome)
 {
-    sp_template *t = NULL;
-    CHECK_ST(sp_template_load(op, &t), SPTUNE_OK);
-    if (!t) return;
     sp_result r;
     memset(&r, 0, sizeof r);
-    /* as the tuner records it: every dimension spelled out */
-    sp_problem pp;
-    char *key = NULL;
-    CHECK_ST(sp_problem_parse(t, problem, &pp), SPTUNE_OK);
-    CHECK((key = sp_problem_format(&pp)) != NULL);
     r.env = env;
-    r.template_name = op;
+    r.template_name = sp_template_name(t);
     r.template_hash = sp_template_hash(t);
-    r.problem_key = key ? key : problem;
+    r.problem_key = key;
     r.config = config;
     r.outcome = outcome;
     r.detail = outcome == SP_OUTCOME_OK ? NULL : "simulated";
@@ -45,6 +37,20 @@ static void put_timed(sp_db *db, const sp_env *env, const char *op, const char *
     r.timing.method = "simulated";
     r.registers = r.smem_bytes = r.spill_bytes = -1;
     CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
+}
+
+/* The same for problem, as the tuner records it: every dimension spelled out. */
+static void put_timed(sp_db *db, const sp_env *env, const char *op, const char *problem, const char *config, double ms,
+                      double baseline_ms, sp_outcome outcome)
+{
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load(op, &t), SPTUNE_OK);
+    if (!t) return;
+    sp_problem pp;
+    char *key = NULL;
+    CHECK_ST(sp_problem_parse(t, problem, &pp), SPTUNE_OK);
+    CHECK((key = sp_problem_format(&pp)) != NULL);
+    record_key(db, env, t, key ? key : problem, config, ms, baseline_ms, outcome);
     free(key);
     sp_template_free(t);
 }
@@ -381,6 +387,26 @@ int main(void)
         CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT && same_config("twell-ffn", sptune_kernel_config(k), FFN8));
         CHECK_MSG(!strstr(detail, "shipped") && strstr(detail, "at 9.0000 ms"), "%s", detail);
         sptune_kernel_free(k);
+    }
+
+    /* A key recorded before twell-ffn had gen and spread (their defaults are that earlier data: as_before) names
+     * the same problem: the user's result stays exact and ahead of the shipped one. */
+    {
+        const char *old_key = "M=12288,D=2048,F=5632,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2,order=0";
+        sp_template *ffn = NULL;
+        CHECK_ST(sp_template_load("twell-ffn", &ffn), SPTUNE_OK);
+        CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
+        if (ffn && db) record_key(db, &H200, ffn, old_key, FFN8, 0.5, 5.0, SP_OUTCOME_OK);
+        sp_db_close(db);
+        sp_template_free(ffn);
+        sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=12288,D=2048,F=5632,nnz=40", .gpu = "h200",
+                                    .db_path = db_path, .cache_dir = cache};
+        sptune_kernel *a = NULL;
+        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+        const char *detail = NULL;
+        if (a) CHECK_MSG(sptune_kernel_origin(a, &detail) == SPTUNE_ORIGIN_EXACT && strstr(detail, "at 0.5000 ms"),
+                         "%s", detail);
+        sptune_kernel_free(a);
     }
 
     /* Repeated gets come from the in-process copy, the same kernel; a result recorded meanwhile in the
