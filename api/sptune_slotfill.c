@@ -46,6 +46,9 @@ sptune_status sptune_slotfill_encode(const void *w, long long M, long long K, in
     sp_sf_params p;
     sptune_status st = params_of(config, &p);
     if (st != SPTUNE_OK) return st;
+    /* no configuration named: weights pruned 2:4 get the layout the sparse tensor cores read directly */
+    if (!config && w && M > 0 && K > 0 && sp_sf_two_four(w, M, K, K, NULL, NULL, NULL))
+        p = (sp_sf_params){64, sp_sf_list_dbits(64), 0, SP_SF_SP24};
     sptune_slotfill *s = calloc(1, sizeof *s);
     if (!s) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     if ((st = sp_sf_encode(w, M, K, K, fp16 ? SP_SF_F16 : SP_SF_BF16, &p, &s->m)) != SPTUNE_OK) {
@@ -107,7 +110,8 @@ sptune_status sptune_slotfill_problem(const sptune_slotfill *m, long long tokens
     long long sparsity = llround(100.0 * (1.0 - (double)p.nonzeros / ((double)m->m.M * (double)m->m.K)));
     if (sparsity > 99) sparsity = 99;
     int n = snprintf(buf, len, "M=%lld,K=%lld,N=%lld,sparsity=%lld,fp16=%d,dist=%d", m->m.M, m->m.K, tokens, sparsity,
-                     m->m.dtype == SP_SF_F16, sp_sf_profile_dist(&p, m->m.K));
+                     m->m.dtype == SP_SF_F16,
+                     m->m.params.layout == SP_SF_SP24 ? 3 : sp_sf_profile_dist(&p, m->m.K)); /* sp24: 2:4 by construction */
     if (n < 0 || (size_t)n >= len) {
         if (len) buf[0] = 0;
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_problem: the problem takes %d bytes, the buffer %zu", n + 1,

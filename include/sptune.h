@@ -309,8 +309,11 @@ SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
 typedef struct sptune_slotfill sptune_slotfill;
 
 /* Encodes w (M x K 16-bit floats, row-major; fp16 != 0: fp16, else bf16). config: NULL for the
- * default encoding (decode=bitmap), or a configuration of slotfill-spmm (only its window, dbits, fill
- * and decode are read). On one core, a 28672 x 8192 matrix takes about a second. */
+ * default encoding: decode=sp24 when w is 2:4 sparse (at most 2 nonzeros in every aligned group of 4 along
+ * K, as 2:4 pruning leaves it: the sparse tensor cores read it as it is), else decode=bitmap; or a
+ * configuration of slotfill-spmm (only its window, dbits, fill and decode are read; decode=sp24 refuses
+ * weights that are not 2:4, naming the first group of 4 that holds more). On one core, a 28672 x 8192
+ * matrix takes about a second. */
 SPTUNE_API sptune_status sptune_slotfill_encode(const void *w, long long M, long long K, int fp16, const char *config,
                                      sptune_slotfill **out);
 /* Reads and checks (magic, version, shape, offsets, checksum) an encoded matrix file. */

@@ -39,8 +39,11 @@ sptune_status sp_sf_params_check(const sp_sf_params *p)
         return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: dbits %d (3 to %d for a window of %d)", p->dbits, lg + 1,
                        p->window);
     if (p->fill != 0 && p->fill != 1) return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: fill %d (0 or 1)", p->fill);
-    if (p->layout != SP_SF_MASK && p->layout != SP_SF_LIST && p->layout != SP_SF_BITMAP)
-        return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: layout %d (0 mask, 1 list, 2 bitmap)", p->layout);
+    if (p->layout != SP_SF_MASK && p->layout != SP_SF_LIST && p->layout != SP_SF_BITMAP && p->layout != SP_SF_SP24)
+        return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: layout %d (0 mask, 1 list, 2 bitmap, 3 sp24)", p->layout);
+    if (p->layout == SP_SF_SP24 && (p->window != 64 || p->dbits != sp_sf_list_dbits(64) || p->fill != 0))
+        return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: the sp24 layout takes window 64, dbits %d and fill 0 (got %d, %d, "
+                       "%d)", sp_sf_list_dbits(64), p->window, p->dbits, p->fill);
     if (p->layout == SP_SF_BITMAP && (p->window != 128 || p->dbits != 5 || p->fill != 0))
         return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: the bitmap layout takes window 128, dbits 5 and fill 0 (got %d, %d, "
                        "%d)", p->window, p->dbits, p->fill);
@@ -108,8 +111,9 @@ static void byte_stats(sp_slotfill *m)
     s->bytes_dense = m->M * m->K * 2;
     /* masks and distances (or list entries and their counts); the rest of the extras is residual
      * words and padding */
-    long long dist = m->params.layout == SP_SF_LIST ? s->filled * 2 + recs * 4 : (s->filled * m->params.dbits + 7) / 8;
-    s->bytes_fill = (m->params.layout == SP_SF_LIST ? 0 : recs * w) + dist;
+    const int list = m->params.layout != SP_SF_MASK;
+    long long dist = list ? s->filled * 2 + recs * 4 : (s->filled * m->params.dbits + 7) / 8;
+    s->bytes_fill = (list ? 0 : recs * w) + dist;
     s->bytes_residual = (long long)m->extra_bytes - dist;
 }
 
@@ -243,7 +247,15 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     out->K = K;
     sp_sf_sections(out, 0);
     if (p->layout == SP_SF_BITMAP) return sp_sf_encode_bitmap(w, ld, out);
-    const int W = p->window, S = W / 2, steps = W / 32, list = p->layout == SP_SF_LIST;
+    if (p->layout == SP_SF_SP24) {
+        long long row, col;
+        int n;
+        if (!sp_sf_two_four(w, M, K, ld, &row, &col, &n))
+            return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: W is not 2:4 sparse (row %lld, columns %lld..%lld hold %d "
+                           "nonzeros; the sp24 layout keeps at most 2 of every 4): encode it with the bitmap layout",
+                           row, col, col + 3 < K ? col + 3 : K - 1, n);
+    }
+    const int W = p->window, S = W / 2, steps = W / 32, list = p->layout != SP_SF_MASK;
     const size_t rb = sp_sf_record_bytes(p);
     static pthread_once_t once = PTHREAD_ONCE_INIT;
     pthread_once(&once, init_patterns);
@@ -406,7 +418,7 @@ sptune_status sp_sf_decode(const sp_slotfill *m, uint16_t *w, long long ld)
     if (!m || !m->image || !w || ld < m->K) return sp_fail(SPTUNE_ERR_INVALID, "sp_sf_decode: bad arguments");
     if (m->params.layout == SP_SF_BITMAP) return sp_sf_decode_bitmap(m, w, ld);
     const int W = m->params.window, steps = W / 32, dbits = m->params.dbits, R = 1 << (dbits - 1);
-    const int list = m->params.layout == SP_SF_LIST;
+    const int list = m->params.layout != SP_SF_MASK;
     const size_t rb = sp_sf_record_bytes(&m->params);
     const uint32_t *xoff = (const uint32_t *)(m->image + m->xoff_off);
     const uint32_t *xw = (const uint32_t *)(m->image + m->extra_off);
@@ -429,6 +441,11 @@ sptune_status sp_sf_decode(const sp_slotfill *m, uint16_t *w, long long ld)
             if (list) {
                 npos = nwords > 0 ? ex[0] : 0;
                 dwords = 1 + (npos + 1) / 2;
+                /* the sp24 kernel reads the records alone: anything in the extras would be dropped */
+                for (long long e = 0; m->params.layout == SP_SF_SP24 && e < nwords; e++)
+                    if (ex[e])
+                        return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling tile %lld chunk %lld: an sp24 image with filled "
+                                       "slots or residual values (it holds exactly 2:4 weights only)", i, c);
                 if (npos > 8 * W || dwords > nwords)
                     return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling tile %lld chunk %lld: a list of %lld entries does "
                                    "not fit the chunk's %lld words", i, c, npos, nwords);
@@ -610,4 +627,20 @@ sptune_status sp_sf_write(const sp_slotfill *m, const char *path)
 {
     if (!m || !m->image) return sp_fail(SPTUNE_ERR_INVALID, "sp_sf_write: no matrix");
     return sp_write_file_atomic(path, m->image, m->size); /* a file already there survives a failed write */
+}
+
+int sp_sf_two_four(const uint16_t *w, long long M, long long K, long long ld, long long *row, long long *col, int *n)
+{
+    for (long long r = 0; r < M; r++)
+        for (long long q = 0; q < K; q += 4) {
+            int c = 0;
+            for (long long e = q; e < q + 4 && e < K; e++) c += w[r * ld + e] != 0;
+            if (c > 2) {
+                if (row) *row = r;
+                if (col) *col = q;
+                if (n) *n = c;
+                return 0;
+            }
+        }
+    return 1;
 }

@@ -18,6 +18,11 @@
  *    dense bytes at 50 % (one bit per element, two bytes per value) whatever the pattern: a warp
  *    decodes its fragments from shared memory without a residual or a limit on a row's density.
  *    window 128 only; dbits and fill unused (5 and 0).
+ *  - sp24: W exactly 2:4 (every aligned group of 4 along K holds at most 2 nonzeros, as 2:4 pruning leaves it):
+ *    the list layout's records with window 64 and nothing else in use (no filled slots, no residual: the
+ *    extras hold each chunk's zero count), 0.5625 of dense bytes plus 1 %; slotfill-spmm streams the records
+ *    straight into mma.sp fragments without decoding anything. The encoder refuses any other pattern, naming
+ *    the first group of 4 with more than 2 values; sptune_slotfill_encode picks it by itself for such weights.
  *  - owner and list (the first design, kept readable and tested): every group of 4 columns of a row
  *    keeps up to 2 values in a Sparse-TC layer in mma.sp register order (values: per k32 step, lane l
  *    holds 4 words: row g = l / 4 (+8 for words 1 and 3), groups t = l % 4 (+4 for words 2 and 3) of the
@@ -66,7 +71,9 @@ typedef enum sp_sf_layout {
                        lane's first): fewest bytes */
     SP_SF_LIST = 1, /* a list of 16-bit entries per chunk (count word first): the value's half-word index in the
                        record's values, then the distance in the remaining bits: decoded evenly by every lane */
-    SP_SF_BITMAP = 2 /* a bit per element in mma fragment order and the values: fewest bytes at ~50 %, any pattern */
+    SP_SF_BITMAP = 2, /* a bit per element in mma fragment order and the values: fewest bytes at ~50 %, any pattern */
+    SP_SF_SP24 = 3    /* W exactly 2:4 (at most 2 of every 4 along K): the list layout's records alone (window 64,
+                         no filling, no residual), streamed straight into mma.sp fragments */
 } sp_sf_layout;
 
 /* bitmap blocks: header, bitmap, and the most values a 16 x 128 block holds */
@@ -87,12 +94,13 @@ typedef struct sp_sf_params {
  * "list"), and back. */
 static inline const char *sp_sf_layout_name(int layout)
 {
-    return layout == SP_SF_BITMAP ? "bitmap" : layout == SP_SF_LIST ? "list" : "owner";
+    return layout == SP_SF_BITMAP ? "bitmap" : layout == SP_SF_LIST ? "list" : layout == SP_SF_SP24 ? "sp24" : "owner";
 }
 static inline int sp_sf_layout_named(const char *decode)
 {
     return decode && strcmp(decode, "bitmap") == 0 ? SP_SF_BITMAP
-           : decode && strcmp(decode, "list") == 0 ? SP_SF_LIST : SP_SF_MASK;
+           : decode && strcmp(decode, "list") == 0 ? SP_SF_LIST
+           : decode && strcmp(decode, "sp24") == 0 ? SP_SF_SP24 : SP_SF_MASK;
 }
 
 /* The distance bits a list entry leaves next to its slot index: 16 - log2(8 * window). */
@@ -134,6 +142,10 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
 sptune_status sp_sf_decode(const sp_slotfill *m, uint16_t *w, long long ld);
 void sp_sf_free(sp_slotfill *m);
 
+/* Whether every aligned group of 4 along K of W (M x K, row stride ld) holds at most 2 nonzeros (bits != 0);
+ * if not, the first group that holds more (row, first column, count; each may be NULL). */
+int sp_sf_two_four(const uint16_t *w, long long M, long long K, long long ld, long long *row, long long *col, int *n);
+
 /* W as the encoding shows it: nonzeros in all and per row (smallest, largest, mean, variance), and whether
  * every aligned group of 4 along K holds exactly 2 (2:4). The bitmap layout is read in place; the first
  * design's layouts are decoded whole (M x K x 2 bytes for the call). */
@@ -162,7 +174,7 @@ void sp_sf_seal(unsigned char *image, size_t size);
 /* Bytes of one record: values and metadata, and the masks in the mask layout (the bitmap layout has none). */
 static inline size_t sp_sf_record_bytes(const sp_sf_params *p)
 {
-    return p->layout == SP_SF_BITMAP ? 0 : (size_t)(p->layout == SP_SF_LIST ? 18 : 19) * (size_t)p->window;
+    return p->layout == SP_SF_BITMAP ? 0 : (size_t)(p->layout == SP_SF_MASK ? 19 : 18) * (size_t)p->window;
 }
 
 #endif

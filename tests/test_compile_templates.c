@@ -148,10 +148,40 @@ static void check_tile_consumer(void)
         }
 }
 
+/* Paths a sample may miss that both targets must compile (sm_120 included: mma.sp and plain loads only):
+ * slotfill-spmm's sp24 kernel (2:4 weights, dist=3) in both data types, one and two tiles per warp. */
+static void check_named_paths(void)
+{
+    static const struct { const char *op, *shape, *config; } named[] = {
+        {"slotfill-spmm", "M=1000,K=1037,N=40,sparsity=50,fp16=0,dist=3", "decode=sp24,window=64,dbits=7,split=1,stages=8"},
+        {"slotfill-spmm", "M=1000,K=1037,N=40,sparsity=50,fp16=1,dist=3",
+         "decode=sp24,window=64,dbits=7,split=1,stages=2,tpw=2,bn=32,dtype=f16"},
+    };
+    static const char *targets[] = {"h100", "rtx-pro-6000"};
+    for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
+        for (size_t g = 0; g < sizeof targets / sizeof targets[0]; g++) {
+            sp_template *t = NULL;
+            sp_gpu_profile gpu;
+            sp_problem p;
+            sp_config c;
+            int ok = 0;
+            CHECK_ST(sp_gpu_profile_named(targets[g], &gpu), SPTUNE_OK);
+            CHECK_ST(sp_template_load(named[i].op, &t), SPTUNE_OK);
+            if (!t) continue;
+            CHECK_ST(sp_problem_parse(t, named[i].shape, &p), SPTUNE_OK);
+            CHECK_ST(sp_config_parse(t, named[i].config, &c), SPTUNE_OK);
+            CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
+            CHECK_MSG(ok, "%s %s not valid on %s", named[i].op, named[i].config, targets[g]);
+            if (ok) compile_one(t, &c, &gpu, &p);
+            sp_template_free(t);
+        }
+}
+
 int main(void)
 {
     CHECK_ST(sp_cache_open(sp_test_cache_dir("test_compile_templates"), &cache), SPTUNE_OK);
     check_hopper_paths();
+    check_named_paths();
     check_tile_consumer();
     static const char *targets[] = {"h100", "rtx-pro-6000"};
     char **ops = NULL;

@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct op_cases { const char *op; const char *shapes[8]; const char *const *always[3]; } op_cases;
+typedef struct op_cases { const char *op; const char *shapes[10]; const char *const *always[3]; } op_cases;
 
 /* The producer's wgmma main loop (sm_90a), checked at every shape wherever it is valid: a sample
  * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
@@ -61,7 +61,12 @@ static const char *const slotfill_configs[] = {
     "decode=owner,fill=1,dbits=6,warps=2,stages=2,split=4", "decode=list,dbits=6,stages=2",
     "decode=owner,fill=1,window=64,dbits=7,stages=2", "decode=owner,fill=1,window=256,dbits=9,warps=2,stages=2",
     "decode=list,window=64,dbits=7,ecap=32,stages=2", "decode=owner,fill=0,stages=2",
-    "decode=owner,fill=1,dtype=f16,dbits=6,stages=3", NULL};
+    "decode=owner,fill=1,dtype=f16,dbits=6,stages=3",
+    /* sp24 (2:4 weights only: the dist=3 shapes): both batch depths, two tiles, every token tile, fp16 */
+    "decode=sp24,window=64,dbits=7,split=1,stages=4", "decode=sp24,window=64,dbits=7,split=1,stages=8,warps=8",
+    "decode=sp24,window=64,dbits=7,split=1,stages=4,tpw=2,warps=2", "decode=sp24,window=64,dbits=7,split=1,stages=2,tpw=2",
+    "decode=sp24,window=64,dbits=7,split=1,stages=4,bn=16,dtype=f16", "decode=sp24,window=64,dbits=7,split=1,stages=2,bn=32",
+    "decode=sp24,window=64,dbits=7,split=1,stages=4,bn=16,tpw=2,warps=8", NULL};
 
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
@@ -89,11 +94,13 @@ static const op_cases cases[] = {
     /* slotfill-spmm: tails in M and K, one token, magnitude-pruned W; K % 8 != 0 (element-wise X
      * loads) in fp16; exactly 2:4 (no filled slot, no residual); per-row pruning at 40 %; the hard
      * rows (90 % dense, empty, a dense column: residual beyond the staged words); K = 1; a
-     * Llama-sized square at 50 % with 8 tokens; 70 % sparse, 333 tokens. */
+     * Llama-sized square at 50 % with 8 tokens; 70 % sparse, 333 tokens; 2:4 with tails in M, K and N
+     * (K odd: 16-bit X loads; K % 64 != 0: the last chunk's guarded loads), fp16. */
     {"slotfill-spmm", {"M=1000,K=1000,N=1,sparsity=50,fp16=0,dist=1", "M=77,K=61,N=13,sparsity=70,fp16=1,dist=0",
                        "M=256,K=4096,N=16,sparsity=50,fp16=0,dist=3", "M=512,K=2048,N=64,sparsity=40,fp16=0,dist=2",
                        "M=300,K=1500,N=24,sparsity=50,fp16=0,dist=4", "M=96,K=1,N=5,sparsity=50,fp16=1,dist=0",
-                       "M=4096,K=4096,N=8,sparsity=50,fp16=0,dist=1", "M=640,K=768,N=333,sparsity=70,fp16=0,dist=1"},
+                       "M=4096,K=4096,N=8,sparsity=50,fp16=0,dist=1", "M=640,K=768,N=333,sparsity=70,fp16=0,dist=1",
+                       "M=77,K=61,N=13,sparsity=50,fp16=1,dist=3", "M=1000,K=1000,N=40,sparsity=50,fp16=0,dist=3"},
      {slotfill_configs, NULL, NULL}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
@@ -195,25 +202,38 @@ static void run_api(sp_bench *b, const char *cache_dir)
 static void run_api_slotfill(sp_bench *b, const char *cache_dir)
 {
     const int M = 1000, K = 520, N = 5;
-    const char *const encodings[] = {NULL, "window=64,dbits=7,fill=0,decode=list", "wrong image"};
+    const char *const encodings[] = {NULL, "window=64,dbits=7,fill=0,decode=list", "wrong image", "2:4", "2:4 bitmap image"};
     uint64_t rng = 0x5107f111;
     unsigned short *w = malloc(sizeof *w * M * K), *x = malloc(sizeof *x * N * K), *y = malloc(sizeof *y * N * M);
-    float *ref = malloc(sizeof *ref * N * M);
+    unsigned short *w24 = malloc(sizeof *w24 * M * K);
+    float *ref = malloc(sizeof *ref * N * M), *ref24 = malloc(sizeof *ref24 * N * M);
     const sp_cuda_api *cu = NULL;
     CHECK_ST(sp_cuda_load(&cu), SPTUNE_OK);
-    if (!w || !x || !y || !ref || !cu) goto done;
+    if (!w || !x || !y || !ref || !w24 || !ref24 || !cu) goto done;
     /* ~55% zeros, more in some rows (a magnitude-pruned layer is not uniform) */
     for (long long i = 0; i < (long long)M * K; i++) {
         double keep = (i / K) % 7 == 0 ? 0.2 : 0.5;
         w[i] = sp_rng_unit(&rng) < keep ? sp_float_to_bf16((float)(sp_rng_unit(&rng) * 2 - 1)) : 0;
     }
     for (long long i = 0; i < (long long)N * K; i++) x[i] = sp_float_to_bf16((float)(sp_rng_unit(&rng) * 2 - 1));
+    /* the same weights pruned 2:4 further: each group of 4 keeps its first two nonzeros */
+    for (long long r = 0; r < M; r++)
+        for (long long q = 0; q < K; q += 4)
+            for (int e = 0, kept = 0; e < 4 && q + e < K; e++) {
+                const unsigned short v = w[r * K + q + e];
+                w24[r * K + q + e] = v && kept < 2 ? v : 0;
+                kept += v != 0;
+            }
     for (int n = 0; n < N; n++)
         for (int m = 0; m < M; m++) {
-            double acc = 0;
-            for (int k = 0; k < K; k++) acc += (double)sp_bf16_to_float(x[(size_t)n * K + k]) *
-                                               sp_bf16_to_float(w[(size_t)m * K + k]);
+            double acc = 0, acc24 = 0;
+            for (int k = 0; k < K; k++) {
+                const double xv = sp_bf16_to_float(x[(size_t)n * K + k]);
+                acc += xv * sp_bf16_to_float(w[(size_t)m * K + k]);
+                acc24 += xv * sp_bf16_to_float(w24[(size_t)m * K + k]);
+            }
             ref[(size_t)n * M + m] = (float)acc;
+            ref24[(size_t)n * M + m] = (float)acc24;
         }
     for (size_t e = 0; e < sizeof encodings / sizeof encodings[0]; e++) {
         sptune_slotfill *enc = NULL;
@@ -221,18 +241,34 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
         CUdeviceptr dW = 0, dX = 0, dY = 0;
         /* the last: an image of another shape (K x M) given to the kernel of this one, as a raw device
          * pointer allows: the kernel's header check makes every output NaN and reads nothing past it */
-        const int wrong = encodings[e] && !strcmp(encodings[e], "wrong image");
-        CHECK_ST(wrong ? sptune_slotfill_encode(w, K, M, 0, NULL, &enc) : sptune_slotfill_encode(w, M, K, 0, encodings[e], &enc),
-                 SPTUNE_OK);
-        if (!enc) continue;
+        /* the 2:4 cases: the default encoding of 2:4 weights is sp24 (the problem says dist=3); the last gives
+         * the sp24 kernel the same weights' bitmap image: every output NaN, nothing past the header read */
+        const int two4 = encodings[e] && !strncmp(encodings[e], "2:4", 3);
+        const int foreign = two4 && strstr(encodings[e], "bitmap") != NULL;
+        const int wrong = (encodings[e] && !strcmp(encodings[e], "wrong image")) || foreign;
+        const float *want = two4 ? ref24 : ref;
+        sptune_slotfill *other = NULL; /* the image launched when it is not enc's */
+        CHECK_ST(wrong && !two4 ? sptune_slotfill_encode(w, K, M, 0, NULL, &enc)
+                 : sptune_slotfill_encode(two4 ? w24 : w, M, K, 0, two4 ? NULL : encodings[e], &enc), SPTUNE_OK);
+        if (foreign) CHECK_ST(sptune_slotfill_encode(w24, M, K, 0, "decode=bitmap", &other), SPTUNE_OK);
+        if (!enc || (foreign && !other)) { sptune_slotfill_free(enc); sptune_slotfill_free(other); continue; }
         char shape[96];
-        snprintf(shape, sizeof shape, "M=%d,K=%d,N=%d,sparsity=55,fp16=0,dist=1", M, K, N);
+        if (two4) {
+            CHECK_MSG(strstr(sptune_slotfill_fixed(enc), "decode=sp24") != NULL, "2:4 weights encoded as %s",
+                      sptune_slotfill_fixed(enc));
+            CHECK_ST(sptune_slotfill_problem(enc, N, shape, sizeof shape), SPTUNE_OK);
+            CHECK_MSG(strstr(shape, ",dist=3") != NULL, "2:4 weights: %s", shape);
+        } else {
+            snprintf(shape, sizeof shape, "M=%d,K=%d,N=%d,sparsity=55,fp16=0,dist=1", M, K, N);
+        }
         sptune_kernel_request req = {.op = "slotfill-spmm", .problem = shape, .gpu = b->gpu.info.profile,
                                      .db_path = "", .cache_dir = cache_dir, .ignore_shipped = 1,
                                      .fixed = sptune_slotfill_fixed(enc)};
         CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
+        CHECK_MSG(!two4 || (k && strstr(sptune_kernel_config(k), "decode=sp24")), "2:4 weights served %s",
+                  k ? sptune_kernel_config(k) : "nothing");
         size_t bytes = 0;
-        const void *img = sptune_slotfill_image(enc, &bytes);
+        const void *img = sptune_slotfill_image(foreign ? other : enc, &bytes);
         CHECK(img != NULL && bytes > 0);
         if (k && img && SP_CU(cu->MemAlloc(&dW, bytes)) == SPTUNE_OK && SP_CU(cu->MemAlloc(&dX, 2ull * N * K)) ==
             SPTUNE_OK && SP_CU(cu->MemAlloc(&dY, 2ull * N * M)) == SPTUNE_OK) {
@@ -262,13 +298,15 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
                     for (long long i = 0; i < (long long)N * M; i++) nan += y[i] == 0xffffu;
                     CHECK_MSG(nan == (long long)N * M, "slotfill-spmm with another shape's image: %lld of %d outputs NaN", nan,
                               N * M);
-                    printf("  api slotfill-spmm %-28s another shape's image: %lld of %d outputs NaN\n", shape, nan, N * M);
+                    printf("  api slotfill-spmm %-28s %s: %lld of %d outputs NaN\n", shape,
+                           foreign ? "a bitmap image into the sp24 kernel" : "another shape's image", nan, N * M);
                     /* uploaded with its parameters, the same image is refused before anything runs */
                     sptune_slotfill_gpu *dw = NULL;
-                    CHECK_ST(sptune_slotfill_upload(enc, &dw), SPTUNE_OK);
+                    CHECK_ST(sptune_slotfill_upload(foreign ? other : enc, &dw), SPTUNE_OK);
                     CHECK_ST(SP_CU(cu->MemsetD16(dY, 0x1234, (size_t)N * M)), SPTUNE_OK);
                     CHECK_ST(sptune_slotfill_apply(k, b->stream, N, dw, dX, dY), SPTUNE_ERR_INVALID);
-                    CHECK_MSG(strstr(sptune_last_error(), "the kernel was got for M="), "%s", sptune_last_error());
+                    CHECK_MSG(strstr(sptune_last_error(), foreign ? "the weights were encoded with" : "the kernel was got for M="), "%s",
+                              sptune_last_error());
                     CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
                     CHECK_ST(SP_CU(cu->MemcpyDtoH(y, dY, 2ull * N * M)), SPTUNE_OK);
                     long long kept = 0;
@@ -278,7 +316,7 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
                     sptune_slotfill_gpu_free(dw);
                     goto next;
                 }
-                CHECK_ST(sp_verify_bf16(dY, y, ref, N, M, &rel, detail, sizeof detail), SPTUNE_OK);
+                CHECK_ST(sp_verify_bf16(dY, y, want, N, M, &rel, detail, sizeof detail), SPTUNE_OK);
                 CHECK_MSG(rel < 1e-2, "slotfill-spmm through the public API (%s): error %.3g (%s)",
                           encodings[e] ? encodings[e] : "default encoding", rel, detail);
                 printf("  api slotfill-spmm %-28s err %.2e  %s\n", shape, rel, sptune_kernel_config(k));
@@ -289,7 +327,7 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
                 CHECK_ST(sptune_slotfill_apply(k, b->stream, N, dw, dX, dY), SPTUNE_OK);
                 CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
                 rel = 1;
-                CHECK_ST(sp_verify_bf16(dY, y, ref, N, M, &rel, detail, sizeof detail), SPTUNE_OK);
+                CHECK_ST(sp_verify_bf16(dY, y, want, N, M, &rel, detail, sizeof detail), SPTUNE_OK);
                 CHECK_MSG(rel < 1e-2, "slotfill-spmm with uploaded weights (%s): error %.3g (%s)",
                           encodings[e] ? encodings[e] : "default encoding", rel, detail);
                 sptune_slotfill_gpu_free(dw);
@@ -301,9 +339,12 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
         if (dY) cu->MemFree(dY);
         sptune_kernel_free(k);
         sptune_slotfill_free(enc);
+        sptune_slotfill_free(other);
     }
 done:
     free(w);
+    free(w24);
+    free(ref24);
     free(x);
     free(y);
     free(ref);

@@ -293,8 +293,62 @@ static void test_bitmap(void)
     free(w);
 }
 
+/* The sp24 layout: exactly-2:4 weights (two of every four, and at most two with tails in both
+ * dimensions) round-trip; anything else is refused naming its first group of more than 2; an image whose
+ * extras hold anything is refused; the default encoding picks sp24 for 2:4 weights, bitmap otherwise. */
+static void test_sp24(void)
+{
+    const sp_sf_params p = {64, 7, 0, SP_SF_SP24};
+    uint16_t *w = make(TWO_FOUR, 48, 256, 0);
+    if (w) round_trip("sp24, exactly 2:4", w, 48, 256, &p);
+    free(w);
+    const long long M = 37, K = 201; /* at most 2 of every 4, tails in M, K and the last group */
+    w = calloc((size_t)(M * K), 2);
+    if (!w) { CHECK(0); return; }
+    for (long long r = 0; r < M; r++)
+        for (long long q = 0; q < K; q += 4) {
+            int keep = (int)sp_rng_below(&rng, 3);
+            for (int e = 0; e < 4 && q + e < K && keep; e++)
+                if (sp_rng_below(&rng, 2) || 4 - e <= keep) { w[r * K + q + e] = value(); keep--; }
+        }
+    round_trip("sp24, at most 2 of 4 with tails", w, M, K, &p);
+    sp_slotfill m;
+    CHECK_ST(sp_sf_encode(w, M, K, K, SP_SF_BF16, &p, &m), SPTUNE_OK);
+    if (m.image) {
+        /* chunk 0's extras hold a word: a filled slot or residual the sp24 kernel would drop */
+        const uint32_t *xoff = (const uint32_t *)(m.image + m.xoff_off);
+        uint32_t *ex = (uint32_t *)(m.image + m.extra_off) + (size_t)xoff[0] * 4;
+        ex[0] = 1;
+        uint16_t *back = malloc((size_t)(M * K) * 2);
+        CHECK_ST(sp_sf_decode(&m, back, K), SPTUNE_ERR_INVALID);
+        CHECK_MSG(has(sptune_last_error(), "sp24 image with filled slots or residual"), "%s", sptune_last_error());
+        free(back);
+        sp_sf_free(&m);
+    }
+    /* a group of three: refused, named */
+    w[5 * K + 8] = w[5 * K + 9] = w[5 * K + 10] = 0x3f80;
+    CHECK_ST(sp_sf_encode(w, M, K, K, SP_SF_BF16, &p, &m), SPTUNE_ERR_INVALID);
+    CHECK_MSG(has(sptune_last_error(), "not 2:4 sparse (row 5, columns 8..11 hold 3 nonzeros"), "%s", sptune_last_error());
+    CHECK(m.image == NULL);
+    /* the default encoding: sp24 for 2:4 weights, the bitmap for others, dist=3 in the problem */
+    sptune_slotfill *e = NULL;
+    char prob[128];
+    CHECK_ST(sptune_slotfill_encode(w, M, K, 0, NULL, &e), SPTUNE_OK);
+    CHECK_MSG(e && has(sptune_slotfill_fixed(e), "decode=bitmap"), "%s", e ? sptune_slotfill_fixed(e) : "");
+    sptune_slotfill_free(e);
+    w[5 * K + 10] = 0;
+    CHECK_ST(sptune_slotfill_encode(w, M, K, 0, NULL, &e), SPTUNE_OK);
+    CHECK_MSG(e && has(sptune_slotfill_fixed(e), "window=64,dbits=7,fill=0,decode=sp24"), "%s",
+              e ? sptune_slotfill_fixed(e) : "");
+    CHECK_ST(sptune_slotfill_problem(e, 8, prob, sizeof prob), SPTUNE_OK);
+    CHECK_MSG(has(prob, ",dist=3"), "%s", prob);
+    sptune_slotfill_free(e);
+    free(w);
+}
+
 int main(void)
 {
+    test_sp24();
     test_bitmap();
     test_round_trips();
     test_layers();

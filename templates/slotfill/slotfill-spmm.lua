@@ -1,12 +1,16 @@
 -- slotfill-spmm: Y[N x M] = X[N x K] * W^T for a weight matrix W (M x K, nn.Linear's layout) at
 -- moderate unstructured sparsity, in an encoded image (runtime/sp_slotfill.h: the format, its encoders
 -- and CPU decoders). X and Y are token-major (N tokens of K and of M features), as inference engines
--- keep activations; fp32 accumulation; bf16 or fp16. Two kernels, by the image's layout (`decode`):
+-- keep activations; fp32 accumulation; bf16 or fp16. Three kernels, by the image's layout (`decode`):
 --
 -- bitmap (the default; lib/slotfill_bitmap.lua): a bit per element in mma fragment order and the
 -- values (0.5625 of dense bytes at 50 %, any pattern), streamed through a byte ring by a producer warp
 -- (bulk copies, mbarriers), decoded by each warp straight into mma.m16n8k16 A fragments. It beats the
 -- three-layer kernel below on every measured shape (bench/RESULTS.md): fewer bytes and no correction pass.
+--
+-- sp24 (lib/slotfill_sp24.lua): W exactly 2:4 (2:4-pruned weights; problems with dist=3): the list
+-- layout's records alone (window 64), loaded from global memory straight into mma.sp fragments, a CTA's
+-- warps splitting K. No decode at all: it streams at what HBM gives (sm_80+).
 --
 -- owner / list (the three-layer design: 2:4 on sparse tensor cores, filled slots and a residual):
 -- a CTA takes `warps` 16-row tiles of W (one per warp) and `bn` tokens; its K range (all of it, or
@@ -31,6 +35,7 @@ local text = require("lib.text")
 local args = require("lib.args")
 local cuda = require("lib.cuda")
 local bitmap = require("lib.slotfill_bitmap")
+local sp24 = require("lib.slotfill_sp24")
 
 -- Defaults: the best measured on an H200 at decode sizes (bench/RESULTS.md, slotfill table).
 local params = {
@@ -42,18 +47,22 @@ local params = {
    doc = "encoding: bits of a filler's distance (reach +-2^(dbits-1) columns): fewer bits, more residual"},
   {name = "fill", values = {1, 0}, default = 0,
    doc = "encoding: overflow nonzeros go into free 2:4 slots (1) or all to the residual (0)"},
-  {name = "warps", values = {2, 4, 8}, default = 4,
-   doc = "warps per CTA (bitmap: consumer warps, plus one producer), a 16-row tile each (x tpw)"},
+  {name = "warps", values = {2, 4, 8, 16}, default = 4,
+   doc = "warps per CTA (bitmap: consumer warps, plus one producer), a 16-row tile each (x tpw); sp24: "
+      .. "slices of K over the CTA's tiles (16: sp24 only)"},
   {name = "bn", values = {8, 16, 32, 64}, default = 8, doc = "block tile N: tokens per CTA"},
   {name = "stages", values = {2, 3, 4, 6, 8}, default = 8,
-   doc = "cp.async pipeline depth (bitmap: chunks in flight at most, one mbarrier pair each)"},
+   doc = "cp.async pipeline depth (bitmap: chunks in flight at most, one mbarrier pair each; sp24: k32 steps "
+      .. "a register batch loads, two batches in flight)"},
   {name = "split", values = {1, 2, 4, 8}, default = 2,
    doc = "split-K over a thread-block cluster, reduced through distributed shared memory (sm_90+)"},
-  {name = "decode", values = {"bitmap", "owner", "list"}, default = "bitmap",
+  {name = "decode", values = {"bitmap", "owner", "list", "sp24"}, default = "bitmap",
    doc = "encoding and its decoder: a bit per element and the values, decoded into tensor-core fragments "
       .. "(bitmap); or 2:4 on sparse tensor cores with filled slots, a mask per lane each lane decoding its own "
-      .. "slots after a warp prefix sum (owner), or a list of 16-bit entries decoded evenly by all lanes (list)"},
-  {name = "tpw", values = {1, 2}, default = 1, doc = "bitmap: 16-row tiles per warp (they share the X fragments)"},
+      .. "slots after a warp prefix sum (owner), or a list of 16-bit entries decoded evenly by all lanes (list); "
+      .. "or W exactly 2:4, streamed into mma.sp fragments as it is (sp24: 2:4-pruned weights only)"},
+  {name = "tpw", values = {1, 2}, default = 1,
+   doc = "bitmap, sp24: 16-row tiles per warp (they share the X fragments)"},
   {name = "ring", values = {36, 16, 20, 24, 28, 48, 60}, default = 36,
    doc = "bitmap: KB of the shared-memory ring the producer streams W's blocks and X's tiles through (smaller: more CTAs per SM)"},
   {name = "ecap", values = {32, 64, 128}, default = 128,
@@ -104,7 +113,9 @@ local constraints = {
   {why = "the distance fits the window (dbits <= log2(window) + 1)",
    check = function(c) return c.dbits <= log2(c.window) + 1 end},
   {why = "without filling the distance width is unused (dbits stays 5, or the list's own)",
-   check = function(c) return c.fill == 1 or c.dbits == (c.decode == "list" and list_dbits(c.window) or 5) end},
+   check = function(c)
+     return c.fill == 1 or c.dbits == ((c.decode == "list" or c.decode == "sp24") and list_dbits(c.window) or 5)
+   end},
   {why = "a list entry holds the slot and the distance in 16 bits: dbits = 16 - log2(8 window)",
    check = function(c) return c.decode ~= "list" or c.dbits == list_dbits(c.window) end},
   {why = "sparse tensor cores (mma.sp) and cp.async: sm_80 or newer",
@@ -119,10 +130,24 @@ local constraints = {
    check = function(c) return c.decode ~= "bitmap" or (c.window == 128 and c.fill == 0 and c.dbits == 5) end},
   {why = "the bitmap kernel stages no records or extras (ecap and vec at their defaults)",
    check = function(c) return c.decode ~= "bitmap" or (c.ecap == 128 and c.vec == 8) end},
-  {why = "tpw and ring are the bitmap kernel's (1 and 36 for the others)",
-   check = function(c) return c.decode == "bitmap" or (c.tpw == 1 and c.ring == 36) end},
+  {why = "tpw is the bitmap and sp24 kernels' (1 for the others), ring the bitmap kernel's (36 for the others)",
+   check = function(c) return (c.decode == "bitmap" or c.decode == "sp24" or c.tpw == 1) and (c.decode == "bitmap" or c.ring == 36) end},
   {why = "the three-layer kernels pipeline at most 6 stages",
-   check = function(c) return c.decode == "bitmap" or c.stages <= 6 end},
+   check = function(c) return c.decode == "bitmap" or c.decode == "sp24" or c.stages <= 6 end},
+  {why = "sp24 reads exactly 2:4 weights (dist=3): the list layout's records alone, window 64, no filling (dbits 7)",
+   check = function(c, gpu, p)
+     if c.decode ~= "sp24" then return true end
+     return c.window == 64 and c.fill == 0 and c.dbits == list_dbits(64) and (p == nil or p.dist == 3)
+   end},
+  {why = "sp24: its warps split K inside the CTA (split 1), a batch of 2, 4 or 8 k32 steps, no staging (ecap, vec at defaults)",
+   check = function(c)
+     return c.decode ~= "sp24" or (c.split == 1 and (c.stages == 2 or c.stages == 4 or c.stages == 8) and c.ecap == 128 and c.vec == 8)
+   end},
+  {why = "sp24: two register batches fit without spilling (k32 steps x (tiles + token tiles of 8) at most 16; "
+      .. "at most 8 with 16 warps, 128 registers a thread)",
+   check = function(c) return c.decode ~= "sp24" or c.stages * (c.tpw + c.bn // 8) <= (c.warps == 16 and 8 or 16) end},
+  {why = "16 warps a CTA: the sp24 kernel's K slices only",
+   check = function(c) return c.warps ~= 16 or c.decode == "sp24" end},
   {why = "bitmap: bulk copies and mbarrier transactions, sm_90 or newer",
    check = function(c, gpu) return c.decode ~= "bitmap" or gpu.tma end},
   {why = "bitmap: the ring holds the largest chunk (every block dense) and the split-K partial tiles",
@@ -136,7 +161,8 @@ local constraints = {
    end},
   {why = "shared memory fits",
    check = function(c, gpu, p)
-     local need = c.decode == "bitmap" and bitmap.layout(c).total or layout(c, p and p.K).total
+     local need = c.decode == "bitmap" and bitmap.layout(c).total or c.decode == "sp24" and sp24.layout(c).red
+                  or layout(c, p and p.K).total
      if need > gpu.smem_per_block then return false, string.format("%d bytes > %d", need, gpu.smem_per_block) end
      return true
    end},
@@ -477,6 +503,10 @@ return {
       return {grid = {(tiles + nt - 1) // nt, (p.N + c.bn - 1) // c.bn, c.split},
               block = {32 * (c.warps + 1), 1, 1}, smem = bitmap.layout(c).total, cluster = {1, 1, c.split}}
     end
+    if c.decode == "sp24" then
+      return {grid = {(tiles + c.tpw - 1) // c.tpw, (p.N + c.bn - 1) // c.bn, 1},
+              block = {32 * c.warps, 1, 1}, smem = sp24.layout(c).red, cluster = {1, 1, 1}}
+    end
     local l = layout(c, p.K)
     return {grid = {(tiles + c.warps - 1) // c.warps, (p.N + c.bn - 1) // c.bn, c.split},
             block = {32 * c.warps, 1, 1}, smem = l.total, cluster = {1, 1, c.split}}
@@ -485,6 +515,9 @@ return {
   emit = function(c, p, gpu)
     if c.decode == "bitmap" then
       return cuda.prelude .. "\n" .. bitmap.emit(c, kernel_name(c), args.params(ARGS), c.dtype == "f16")
+    end
+    if c.decode == "sp24" then
+      return cuda.prelude .. "\n" .. sp24.emit(c, kernel_name(c), args.params(ARGS), c.dtype == "f16")
     end
     local l = layout(c, nil)
     return text.fill([[
