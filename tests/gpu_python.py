@@ -1,7 +1,9 @@
 """GPU test of the Python package (needs torch with CUDA and libsptune; exits 77, skipped, otherwise):
 sptune.twell_ffn against a torch reference of the gated FFN on realistic-ish activations, through the
 eager call, torch.compile and a captured CUDA graph replayed with new inputs; then the time of a call
-against the C launch it wraps (the Python overhead) and the torch dense layer.
+against the C launch it wraps (the Python overhead) and the torch dense layer. sptune.slotfill_linear
+(2:4-pruned and 50 % unstructured weights, with a bias) against torch's linear the same three ways, a
+3-D input, the dense route for large batches with keep_dense, and the host time of a call.
 
     SPTUNE_LIB=build/libsptune.so.0.3 PYTHONPATH=python python3 tests/gpu_python.py"""
 import sys
@@ -104,5 +106,60 @@ direct = host_us(lambda: k16.launch_ws(ptrs, ws.data_ptr(), ws.numel(), stream))
 op = host_us(lambda: sptune.twell_ffn(x16, wg, wu, wd))
 print(f"host time per call at M=16: Kernel.launch_ws (ctypes) {direct:.1f} us, sptune.twell_ffn (checks, output and "
       f"workspace allocation, custom op) {op:.1f} us: the Python op adds {op - direct:.1f} us")
+
+# ---- sptune.slotfill_linear ---------------------------------------------------------------------------
+Mo, Ki = 4096, 4096
+w = (torch.randn(Mo, Ki, device=dev) * 0.05).to(torch.bfloat16)
+w24 = w.view(Mo, Ki // 4, 4).clone()
+keep = w24.float().abs().topk(2, dim=-1).indices          # 2:4: the two largest of every four
+w24 = torch.zeros_like(w24).scatter_(-1, keep, w24.gather(-1, keep)).view(Mo, Ki)
+wun = torch.where(torch.rand(Mo, Ki, device=dev) < 0.5, w, torch.zeros_like(w))   # 50 % unstructured
+b = (torch.randn(Mo, device=dev) * 0.1).to(torch.bfloat16)
+for name, W in (("2:4", w24), ("50% unstructured", wun)):
+    lin = sptune.slotfill_linear(W, b)   # every batch sparse: the kernels themselves are checked
+    for n in (1, 8, 13):
+        xs = torch.randn(n, Ki, device=dev).to(torch.bfloat16)
+        e = rel(lin(xs), torch.nn.functional.linear(xs, W, b))
+        print(f"slotfill_linear {name} ({lin.weights.fixed}) N={n}: rel. err {e:.2e}")
+        failed += e > 1e-2
+    x3 = torch.randn(2, 5, Ki, device=dev).to(torch.bfloat16)
+    y3 = lin(x3)
+    e = rel(y3, torch.nn.functional.linear(x3, W, b))
+    print(f"slotfill_linear {name} (2, 5, K) input: shape {tuple(y3.shape)}, rel. err {e:.2e}")
+    failed += e > 1e-2 or tuple(y3.shape) != (2, 5, Mo)
+    comp = torch.compile(lambda a: lin(a))
+    xs = torch.randn(8, Ki, device=dev).to(torch.bfloat16)
+    e = rel(comp(xs), torch.nn.functional.linear(xs, W, b))
+    print(f"slotfill_linear {name} torch.compile: rel. err {e:.2e}")
+    failed += e > 1e-2
+    xg = torch.randn(8, Ki, device=dev).to(torch.bfloat16)
+    lin(xg)   # kernels got outside the capture
+    g = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(g):
+        yg = lin(xg)
+    for _ in range(2):
+        xg.copy_(torch.randn(8, Ki, device=dev).to(torch.bfloat16))
+        g.replay()
+        torch.cuda.synchronize()
+        e = rel(yg, torch.nn.functional.linear(xg, W, b))
+        print(f"slotfill_linear {name} CUDA graph replay: rel. err {e:.2e}")
+        failed += e > 1e-2
+    lind = sptune.slotfill_linear(W, b, keep_dense=True)   # batches the records say dense is faster for: dense
+    k64, dense64 = lind.kernel_for(64)
+    xs = torch.randn(64, Ki, device=dev).to(torch.bfloat16)
+    e = rel(lind(xs), torch.nn.functional.linear(xs, W, b))
+    print(f"slotfill_linear {name} N=64: {'dense' if dense64 else 'sparse'} (expected {k64.expected_ms:.4f} ms, "
+          f"dense {k64.baseline_ms:.4f} ms), rel. err {e:.2e}")
+    failed += e > 1e-2
+    x8 = torch.randn(8, Ki, device=dev).to(torch.bfloat16)
+    k8 = lin.kernel_for(8)[0]
+    y8 = torch.empty(8, Mo, dtype=torch.bfloat16, device=dev)
+    s = torch.cuda.current_stream().cuda_stream
+    raw = host_us(lambda: lin.weights.apply(k8, x8.data_ptr(), y8.data_ptr(), 8, s))
+    call = host_us(lambda: lin(x8))
+    gpu_ms = timed(lambda: lin(x8), 200)
+    dense_ms = timed(lambda: torch.nn.functional.linear(x8, W, b), 200)
+    print(f"slotfill_linear {name} N=8: host {call:.1f} us a call (raw apply {raw:.1f} us); wall {gpu_ms:.4f} ms a call "
+          f"against torch linear {dense_ms:.4f} ms")
 print(f"gpu_python: {'FAILED' if failed else 'passed'}")
 sys.exit(1 if failed else 0)

@@ -8,15 +8,21 @@ The library is found through $SPTUNE_LIB (a path to libsptune.so.0.3), then the 
 packages beside this file, then the library `cmake --install` put in the same prefix (sptune/_installed.py,
 written at install time), then the source tree's build folder, then the system's library path. Kernels run on the
 current CUDA stream. With torch available, ``torch.ops.sptune.twell_ffn`` is registered as a custom
-op (with a fake implementation for shapes), so torch.compile and CUDA graphs can capture it.
+op (with a fake implementation for shapes), so torch.compile can trace it; eager calls (and CUDA graph
+captures) skip the op dispatcher, and once warm a call allocates its output and nothing else.
+
+Slot-Filling weights as a layer (a pruned nn.Linear's weight encoded once, the dense weight kept or dropped):
+
+    lin = sptune.slotfill_linear(linear.weight, linear.bias, keep_dense=False)   # a torch.nn.Module
+    y = lin(x)                                                                   # x: (..., K) bf16 on CUDA
 """
 import ctypes
 import ctypes.util
 import os
 import threading
 
-__all__ = ["SptuneError", "Kernel", "SlotFillWeights", "autotune", "describe_twell", "hot_order", "kernel", "twell_ffn",
-           "version"]
+__all__ = ["SptuneError", "Kernel", "SlotFillWeights", "autotune", "describe_twell", "hot_order", "kernel", "slotfill_linear",
+           "twell_ffn", "version"]
 
 
 class SptuneError(RuntimeError):
@@ -253,6 +259,12 @@ class Kernel:
             _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(int(stream)), int(tokens), ptrs,
                                                      int(workspace), int(workspace_bytes)))
 
+    def _launch_array(self, ptrs, workspace, workspace_bytes, stream, tokens):
+        """launch_ws with the pointers already in a ctypes array (the ops' per-call path)."""
+        with self._lock:
+            _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(stream), tokens, ptrs, workspace,
+                                                     workspace_bytes))
+
     def __del__(self):
         h = getattr(self, "_h", None)
         if h:
@@ -478,17 +490,80 @@ def token_bucket(M):
     return max(16, 1 << (int(M) - 1).bit_length())
 
 
+# Per-call state of the ops, kept once warm: the kernel and its argument order per (device, bucket, layer
+# shape, nnz, order), and a workspace per (device, stream) reused by every call on that stream (calls on one
+# stream run in order; the kernels initialise what they use of it). A call then only allocates its output.
+_plans = {}
+_workspaces = {}
+_ops_lock = threading.Lock()
+
+
+def _fast_twell_args(x, w_gate, w_up, w_down):
+    """(M, D, F) when the arguments are plainly right (attribute reads only), else None: check_twell_ffn then
+    says what is wrong."""
+    try:
+        import torch
+        bf = torch.bfloat16
+        M, D = x.shape
+        F, D2 = w_gate.shape
+        if not (x.dtype is bf and w_gate.dtype is bf and w_up.dtype is bf and w_down.dtype is bf and x.is_cuda
+                and D2 == D and w_up.shape == w_gate.shape and w_down.shape == w_gate.shape
+                and 0 < M < 2 ** 31 and 0 < D < 2 ** 31 and 0 < F < 2 ** 31
+                and x.is_contiguous() and w_gate.is_contiguous() and w_up.is_contiguous() and w_down.is_contiguous()
+                and x.device == w_gate.device == w_up.device == w_down.device):
+            return None
+        return M, D, F
+    except (AttributeError, TypeError, ValueError, ImportError):
+        return None
+
+
+def _workspace(torch, device, stream, nbytes):
+    """The (device, stream)'s workspace as (tensor, address, bytes), grown to nbytes; during a CUDA graph
+    capture a larger one is not kept (it would come from the graph's pool)."""
+    key = (device.index, stream)
+    ws = _workspaces.get(key)
+    if ws is None or ws[2] < nbytes:
+        t = torch.empty(max(nbytes, 256), dtype=torch.uint8, device=device)
+        ws = (t, t.data_ptr(), t.numel())
+        if not torch.cuda.is_current_stream_capturing():
+            with _ops_lock:
+                _workspaces[key] = ws
+    return ws
+
+
+def _stream_of(torch, device):
+    """The current stream's handle on device (the cheaper call when device is the current one)."""
+    if device.index is None or torch.cuda.current_device() == device.index:
+        return torch.cuda.current_stream().cuda_stream, True
+    return torch.cuda.current_stream(device).cuda_stream, False
+
+
 def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
-    M, D, F = check_twell_ffn(x, w_gate, w_up, w_down)
     import torch
-    # on x's device: the kernel object ("auto") is got and its module loaded in that device's context
-    with torch.cuda.device(x.device):
-        k = kernel("twell-ffn", f"M={token_bucket(M)},D={D},F={F},nnz={int(nnz)},order={1 if calibrated else 0}")
-        y = torch.empty((M, D), dtype=x.dtype, device=x.device)
-        named = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": y}
-        ws = torch.empty(max(k.workspace, 1), dtype=torch.uint8, device=x.device)
-        tensors = [named[n].data_ptr() for n in k.tensor_names]
-        k.launch_ws(tensors, ws.data_ptr(), k.workspace, torch.cuda.current_stream(x.device).cuda_stream, tokens=M)
+    shape = _fast_twell_args(x, w_gate, w_up, w_down)
+    M, D, F = shape if shape is not None else check_twell_ffn(x, w_gate, w_up, w_down)
+    device = x.device
+    key = (device.index, token_bucket(M), D, F, int(nnz), bool(calibrated))
+    plan = _plans.get(key)
+    if plan is None:
+        # on x's device: the kernel object ("auto") is got and its module loaded in that device's context
+        with torch.cuda.device(device):
+            k = kernel("twell-ffn", f"M={key[1]},D={D},F={F},nnz={int(nnz)},order={1 if calibrated else 0}")
+        order = [("X", "Wg", "Wu", "Wd", "Y").index(n) for n in k.tensor_names]
+        plan = (k, order, ctypes.c_uint64 * len(order))
+        with _ops_lock:
+            _plans[key] = plan
+    k, order, array = plan
+    y = torch.empty((M, D), dtype=x.dtype, device=device)
+    stream, here = _stream_of(torch, device)
+    _, wsp, wsn = _workspace(torch, device, stream, k.workspace)
+    ptrs = (x.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), w_down.data_ptr(), y.data_ptr())
+    args = array(*[ptrs[i] for i in order])
+    if here:
+        k._launch_array(args, wsp, wsn, stream, M)
+    else:
+        with torch.cuda.device(device):
+            k._launch_array(args, wsp, wsn, stream, M)
     return y
 
 
@@ -500,10 +575,17 @@ def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
     calibrated: the rows are ordered most frequent neuron first (sptune_twell_hot_order), which lets
     the hot/cold split serve. Runs on the current stream; exact whatever the activations (dense tokens
     included) and whatever the order."""
-    op = _torch_op()
-    if op is not None:
-        return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated))
+    if _compiling():   # torch.compile traces the registered op; eager calls skip its dispatcher
+        return _torch_op()(x, w_gate, w_up, w_down, int(nnz), bool(calibrated))
     return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated)
+
+
+def _compiling():
+    try:
+        import torch
+        return bool(torch.compiler.is_compiling())
+    except (ImportError, AttributeError):
+        return False
 
 
 _op = None
@@ -531,3 +613,138 @@ def _torch_op():
 
     _op = _op_impl
     return _op
+
+
+# ---- Slot-Filling weights as a torch layer -----------------------------------------------------------
+
+_layers = {}   # id -> layer, for the custom op (weakly: a layer that is gone is not kept alive)
+_layer_class = None
+
+
+def slotfill_linear(weight, bias=None, keep_dense=False, max_tokens=None, gpu="auto", db_path=None, config=None):
+    """A torch.nn.Module computing y = x W^T (+ bias) with W encoded once for slotfill-spmm (its zeros are the
+    pruned weights; 2:4-pruned weights take the sp24 layout, others the bitmap one). weight: M x K bf16 or fp16
+    (an nn.Linear's weight, on any device); x: (..., K) of the same type on a CUDA device. The encoded image is
+    placed on weight's CUDA device (the current one if weight is on the host). keep_dense: keep the dense weight and
+    use it for batches the tuned results say dense is faster for (expected_ms > baseline_ms); without it every
+    batch runs sparse. max_tokens: refuse larger batches (None: any). Kernels are got per batch bucket (1, 8, 16,
+    32, ...) once. Under torch.compile the call is the custom op torch.ops.sptune.slotfill_mm (fake shapes)."""
+    return _slotfill_linear_class()(weight, bias, keep_dense, max_tokens, gpu, db_path, config)
+
+
+def _bucket(n):
+    return 1 if n <= 1 else max(8, 1 << (int(n) - 1).bit_length())
+
+
+def _slotfill_linear_class():
+    global _layer_class
+    if _layer_class is not None:
+        return _layer_class
+    import torch
+    import weakref
+
+    class SlotFillLinear(torch.nn.Module):
+        def __init__(self, weight, bias, keep_dense, max_tokens, gpu, db_path, config):
+            super().__init__()
+            w = weight.detach()
+            if w.dim() != 2 or w.dtype not in (torch.bfloat16, torch.float16):
+                raise ValueError(f"weight must be a 2-D bf16 or fp16 tensor (M x K), got {tuple(w.shape)} {w.dtype}")
+            self.out_features, self.in_features = (int(v) for v in w.shape)
+            self.dtype = w.dtype
+            device = w.device if w.is_cuda else torch.device("cuda", torch.cuda.current_device())
+            self.device = device
+            self.weights = SlotFillWeights(w.cpu().contiguous(), self.out_features, self.in_features,
+                                           fp16=w.dtype == torch.float16, config=config)
+            with torch.cuda.device(device):
+                self.weights.upload()
+            if bias is not None:
+                bias = bias.detach().to(device=device, dtype=w.dtype)
+            self.register_buffer("bias", bias)
+            self.register_buffer("dense", w.to(device) if keep_dense else None)
+            self.max_tokens, self.gpu, self.db_path = max_tokens, gpu, db_path
+            self._kernels = {}
+            self._id = id(self)
+            _layers[self._id] = weakref.ref(self)
+            weakref.finalize(self, _layers.pop, self._id, None)
+
+        def extra_repr(self):
+            return f"in_features={self.in_features}, out_features={self.out_features}, {self.weights.fixed}"
+
+        def kernel_for(self, tokens):
+            """The kernel a batch of `tokens` runs (got for its bucket once) and whether dense is faster for it."""
+            b = _bucket(tokens)
+            got = self._kernels.get(b)
+            if got is None:
+                with torch.cuda.device(self.device):
+                    k = kernel("slotfill-spmm", self.weights.problem(b), self.gpu, fixed=self.weights.fixed,
+                               db_path=self.db_path)
+                dense = k.baseline_ms > 0 and k.expected_ms > k.baseline_ms
+                got = self._kernels[b] = (k, dense)
+            return got
+
+        def _sparse(self, x2, k=None):
+            n = x2.shape[0]
+            y = torch.empty((n, self.out_features), dtype=self.dtype, device=x2.device)
+            if n:
+                if k is None:
+                    k = self.kernel_for(n)[0]
+                stream, here = _stream_of(torch, x2.device)
+                if here:
+                    self.weights.apply(k, x2.data_ptr(), y.data_ptr(), n, stream)
+                else:
+                    with torch.cuda.device(x2.device):
+                        self.weights.apply(k, x2.data_ptr(), y.data_ptr(), n, stream)
+            return y
+
+        def forward(self, x):
+            if x.shape[-1] != self.in_features or x.dtype != self.dtype or x.device != self.device:
+                raise ValueError(f"x must be (..., {self.in_features}) {self.dtype} on {self.device}, got "
+                                 f"{tuple(x.shape)} {x.dtype} on {x.device}")
+            x2 = x.reshape(-1, self.in_features)
+            if not x2.is_contiguous():
+                x2 = x2.contiguous()
+            n = x2.shape[0]
+            if self.max_tokens is not None and n > self.max_tokens:
+                raise ValueError(f"a batch of {n} tokens; this layer takes up to {self.max_tokens}")
+            k, dense = self.kernel_for(n) if n else (None, False)
+            bias = self.bias
+            if dense and self.dense is not None:
+                return torch.nn.functional.linear(x, self.dense, bias)
+            if _compiling():
+                y = _slotfill_op()(x2, self._id, self.out_features)
+                if bias is not None:
+                    y = y + bias
+            else:
+                y = self._sparse(x2, k)
+                if bias is not None:
+                    y.add_(bias)
+            return y.reshape(*x.shape[:-1], self.out_features)
+
+    _layer_class = SlotFillLinear
+    return _layer_class
+
+
+_sf_op = None
+
+
+def _slotfill_op():
+    """torch.ops.sptune.slotfill_mm(x, layer id, M): the layer's sparse product as a custom op (fake: shapes)."""
+    global _sf_op
+    if _sf_op is not None:
+        return _sf_op
+    import torch
+
+    @torch.library.custom_op("sptune::slotfill_mm", mutates_args=())
+    def _mm(x: torch.Tensor, layer: int, out_features: int) -> torch.Tensor:
+        ref = _layers.get(layer)
+        lin = ref() if ref is not None else None
+        if lin is None:
+            raise SptuneError(f"sptune.slotfill_mm: layer {layer} is gone")
+        return lin._sparse(x)
+
+    @_mm.register_fake
+    def _(x, layer, out_features):
+        return x.new_empty((x.shape[0], out_features))
+
+    _sf_op = _mm
+    return _sf_op
