@@ -17,6 +17,7 @@
 -- not HBM. Before anything else the producer checks the image's header against M, K and the layout:
 -- an image that is not this kernel's makes every output NaN and nothing past the header is read.
 local text = require("lib.text")
+local common = require("lib.slotfill_common")
 
 local M = {}
 
@@ -138,10 +139,7 @@ __device__ __forceinline__ void sp_mma(float *d, const sp_u32 *a, sp_u32 b0, sp_
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ unsigned short sp_out16(float x)
-{
-${cvt}
-}
+${out16}
 /* per-step value counts of a lane's bitmap word (steps 0-3 or 4-7), one byte each */
 __device__ __forceinline__ sp_u32 sp_step_counts(sp_u32 m)
 {
@@ -332,8 +330,7 @@ ${epilogue}
      acc_decl = "float acc[SP_TPW][SP_NB][4];\n    #pragma unroll\n    for (int t = 0; t < SP_TPW; ++t)\n" ..
                 "        #pragma unroll\n        for (int j = 0; j < SP_NB; ++j)\n            #pragma unroll\n" ..
                 "            for (int e = 0; e < 4; ++e) acc[t][j][e] = 0.0f;",
-     cvt = f16 and "    unsigned short r;\n    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(x));\n    return r;"
-               or "    return sp_f32_to_bf16(x);",
+     out16 = common.out16(f16),
      epilogue = c.split == 1 and [[
     if (!consumer) return;
     const bool bad = !book[SP_S]; /* outputs NaN (0xffff: NaN in bf16 and fp16) */

@@ -14,6 +14,7 @@
 -- version, dtype, window 64, sp24, no filled slots, no residual): an image that is not this kernel's
 -- makes every output NaN and nothing past its header is read.
 local text = require("lib.text")
+local common = require("lib.slotfill_common")
 
 local M = {}
 
@@ -32,7 +33,6 @@ function M.layout(c)
 end
 
 function M.emit(c, name, params, f16)
-  local mma_sp = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
   return text.fill([[
 #define SP_WARPS ${warps}
 #define SP_TPW ${tpw}
@@ -41,12 +41,7 @@ function M.emit(c, name, params, f16)
 #define SP_U ${u}
 #define SP_REC 1152
 
-template <int SEL> __device__ __forceinline__ void sp_mma_sp(float *d, const sp_u32 *a, const sp_u32 *b, sp_u32 e)
-{
-    asm volatile("${mma_sp} {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e), "n"(SEL));
-}
+${mma_sp_fn}
 /* W streams past L1: read once */
 __device__ __forceinline__ uint4 sp_ldg_stream(const unsigned char *p)
 {
@@ -61,10 +56,7 @@ __device__ __forceinline__ sp_u32 sp_ldg32(const unsigned char *p)
     asm volatile("ld.global.nc.u32 %0, [%1];" : "=r"(v) : "l"(p));
     return v;
 }
-__device__ __forceinline__ unsigned short sp_out16(float x)
-{
-${cvt}
-}
+${out16}
 
 /* One batch of SP_U k32 steps (SP_U / 2 chunks) of a warp's tiles: values, metadata and X fragments. */
 struct sp_batch {
@@ -235,10 +227,9 @@ ${name}(${params})
         if (row < M && n0 + n < N) Y[(size_t)(n0 + n) * M + row] = ok ? sp_out16(s) : (unsigned short)0xffffu;
     }
 }
-]], {warps = c.warps, tpw = c.tpw, bn = c.bn, nb = c.bn // 8, u = c.stages, mma_sp = mma_sp,
+]], {warps = c.warps, tpw = c.tpw, bn = c.bn, nb = c.bn // 8, u = c.stages, mma_sp_fn = common.mma_sp(f16),
      threads = 32 * c.warps, minb = M.min_blocks(c), name = name, params = params, dtype = f16 and 1 or 0,
-     cvt = f16 and "    unsigned short r;\n    asm(\"cvt.rn.f16.f32 %0, %1;\" : \"=h\"(r) : \"f\"(x));\n    return r;"
-               or "    return sp_f32_to_bf16(x);"})
+     out16 = common.out16(f16)})
 end
 
 return M

@@ -36,6 +36,7 @@ local args = require("lib.args")
 local cuda = require("lib.cuda")
 local bitmap = require("lib.slotfill_bitmap")
 local sp24 = require("lib.slotfill_sp24")
+local common = require("lib.slotfill_common")
 
 -- Defaults: the best measured on an H200 at decode sizes (bench/RESULTS.md, slotfill table).
 local params = {
@@ -233,7 +234,6 @@ local function kernel(c)
   local f16 = c.dtype == "f16"
   local steps = c.window // 32
   local nbt = c.bn // 8
-  local mma_sp = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
   local mma_d = "mma.sync.aligned.m16n8k16.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
   local maskt = c.window == 256 and "unsigned long long" or "unsigned int"
   return text.fill([[
@@ -266,22 +266,14 @@ __device__ __forceinline__ void sp_ldsm_x4(sp_u32 addr, sp_u32 *r)
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
                  : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr) : "memory");
 }
-template <int SEL> __device__ __forceinline__ void sp_mma_sp(float *d, const sp_u32 *a, const sp_u32 *b, sp_u32 e)
-{
-    asm volatile("${mma_sp} {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\n"
-                 : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e), "n"(SEL));
-}
+${mma_sp_fn}
 __device__ __forceinline__ void sp_mma_dense(float *d, const sp_u32 *a, sp_u32 b0, sp_u32 b1)
 {
     asm volatile("${mma_d} {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, {%0, %1, %2, %3};\n"
                  : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
-__device__ __forceinline__ unsigned short sp_out16(float x)
-{
-${cvt}
-}
+${out16}
 /* A word of the chunk's extras: staged in shared memory, or past the cap from global memory
  * (FAST: the whole chunk is staged). */
 template <bool FAST> __device__ __forceinline__ sp_u32 sp_ex(const sp_u32 *staged, const sp_u32 *global, int j)
@@ -439,11 +431,8 @@ ${epilogue}
 ]], {window = c.window, steps = steps, dbits = c.dbits, reach = 1 << (c.dbits - 1), warps = c.warps, bn = c.bn,
      nbt = nbt, stages = c.stages, split = c.split, rec = l.rec, ecap = l.ecap, warp_stage = l.warp_stage,
      xrow = l.xrow, stage = l.stage, corr_row = l.corr_row, maskt = maskt,
-     maskload = c.window == 64 and "((sp_mask_t) * (const unsigned short *)(p))" or "(*(const sp_mask_t *)(p))", mma_sp = mma_sp, mma_d = mma_d,
-     cvt = f16 and [[
-    unsigned short r;
-    asm("cvt.rn.f16.f32 %0, %1;" : "=h"(r) : "f"(x));
-    return r;]] or "    return sp_f32_to_bf16(x);",
+     maskload = c.window == 64 and "((sp_mask_t) * (const unsigned short *)(p))" or "(*(const sp_mask_t *)(p))", mma_sp_fn = common.mma_sp(f16), mma_d = mma_d,
+     out16 = common.out16(f16),
      threads = 32 * c.warps, name = kernel_name(c), params = args.params(ARGS),
      vec = c.vec,
      copy_rec = c.vec == 16 and "sp_cp_async16(dst + p * 16, rec + p * 16, 16);"
