@@ -121,7 +121,8 @@ static cli_opt encode_opts[] = {
     {"shape", "RxC", "rows x columns of a raw file (a check for .npy and safetensors)", NULL},
     {"dtype", "T", "bf16 or fp16: the elements of a raw file or of a 2-byte .npy (a check otherwise)", NULL},
     {"config", "K=V,...", "a slotfill-spmm configuration whose encoding to use (window, dbits, fill, decode; "
-                          "default: the template's default; sptune best shows the tuned one)", NULL},
+                          "default: sp24 for weights pruned 2:4, else the template's default, bitmap; "
+                          "sptune best shows the tuned one)", NULL},
     {"no-verify", NULL, "skip decoding the result back and comparing it with the input", NULL},
     {"json", NULL, "print a JSON summary", NULL},
     {NULL, NULL, NULL, NULL}};
