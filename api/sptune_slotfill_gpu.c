@@ -76,9 +76,11 @@ sptune_status sptune_slotfill_adopt(const sptune_slotfill *m, unsigned long long
     if (st != SPTUNE_OK) return st;
     size_t need = 0;
     sptune_slotfill_image(m, &need);
-    if (!image || bytes < need) {
+    /* the kernels read the image 16 bytes at a time (bulk copies, vector loads) */
+    if (!image || bytes < need || image % 16 != 0) {
         st = sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_adopt: %s (the image takes %zu bytes)",
-                     !image ? "no device memory" : "the device memory is smaller than the image", need);
+                     !image ? "no device memory" : image % 16 ? "the device address is not 16-byte aligned"
+                                                             : "the device memory is smaller than the image", need);
         free(g);
         return st;
     }

@@ -358,7 +358,7 @@ SPTUNE_API void sptune_slotfill_free(sptune_slotfill *m);
  * sptune_slotfill_upload copies m's image into new device memory of the CUDA context current on this thread
  * (SPTUNE_ERR_INVALID when none is); sptune_slotfill_gpu_free frees it. sptune_slotfill_adopt wraps device
  * memory the caller allocated and filled with m's image instead (an engine's own allocator; `bytes` its size, at
- * least sptune_slotfill_image's); the handle does not free it. m may be freed after either. A handle is read
+ * least sptune_slotfill_image's; the address 16-byte aligned); the handle does not free it. m may be freed after either. A handle is read
  * only: any thread may launch with it. */
 typedef struct sptune_slotfill_gpu sptune_slotfill_gpu;
 SPTUNE_API sptune_status sptune_slotfill_upload(const sptune_slotfill *m, sptune_slotfill_gpu **out);

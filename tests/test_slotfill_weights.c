@@ -46,6 +46,8 @@ int main(void)
     CHECK_MSG(dw == NULL && has("no device memory"), "%s", sptune_last_error());
     CHECK_ST(sptune_slotfill_adopt(m, 0x100000, bytes - 1, &dw), SPTUNE_ERR_INVALID);
     CHECK_MSG(has("smaller than the image"), "%s", sptune_last_error());
+    CHECK_ST(sptune_slotfill_adopt(m, 0x100008, bytes, &dw), SPTUNE_ERR_INVALID); /* the kernels read 16 bytes at a time */
+    CHECK_MSG(has("not 16-byte aligned"), "%s", sptune_last_error());
     CHECK_ST(sptune_slotfill_adopt(NULL, 0x100000, bytes, &dw), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_slotfill_adopt(m, 0x100000, bytes, NULL), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_slotfill_upload(NULL, &dw), SPTUNE_ERR_INVALID);
