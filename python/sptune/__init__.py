@@ -495,6 +495,7 @@ def token_bucket(M):
 # stream run in order; the kernels initialise what they use of it). A call then only allocates its output.
 _plans = {}
 _workspaces = {}
+_retired = []   # workspaces outgrown: kept, since a captured CUDA graph may still launch into them
 _ops_lock = threading.Lock()
 
 
@@ -527,6 +528,9 @@ def _workspace(torch, device, stream, nbytes):
         ws = (t, t.data_ptr(), t.numel())
         if not torch.cuda.is_current_stream_capturing():
             with _ops_lock:
+                old = _workspaces.get(key)
+                if old is not None:
+                    _retired.append(old)
                 _workspaces[key] = ws
     return ws
 
@@ -576,7 +580,9 @@ def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
     the hot/cold split serve. Runs on the current stream; exact whatever the activations (dense tokens
     included) and whatever the order."""
     if _compiling():   # torch.compile traces the registered op; eager calls skip its dispatcher
-        return _torch_op()(x, w_gate, w_up, w_down, int(nnz), bool(calibrated))
+        op = _torch_op()
+        if op is not None:
+            return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated))
     return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated)
 
 
@@ -710,8 +716,9 @@ def _slotfill_linear_class():
             bias = self.bias
             if dense and self.dense is not None:
                 return torch.nn.functional.linear(x, self.dense, bias)
-            if _compiling():
-                y = _slotfill_op()(x2, self._id, self.out_features)
+            op = _slotfill_op() if _compiling() else None
+            if op is not None:
+                y = op(x2, self._id, self.out_features)
                 if bias is not None:
                     y = y + bias
             else:
@@ -728,11 +735,14 @@ _sf_op = None
 
 
 def _slotfill_op():
-    """torch.ops.sptune.slotfill_mm(x, layer id, M): the layer's sparse product as a custom op (fake: shapes)."""
+    """torch.ops.sptune.slotfill_mm(x, layer id, M): the layer's sparse product as a custom op (fake: shapes);
+    None where torch has no torch.library.custom_op (before 2.4: torch.compile then breaks its graph there)."""
     global _sf_op
     if _sf_op is not None:
         return _sf_op
     import torch
+    if not hasattr(torch.library, "custom_op"):
+        return None
 
     @torch.library.custom_op("sptune::slotfill_mm", mutates_args=())
     def _mm(x: torch.Tensor, layer: int, out_features: int) -> torch.Tensor:
