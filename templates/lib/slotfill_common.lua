@@ -13,12 +13,12 @@ end
 -- registers, B in four, the metadata word e, the sparsity selector SEL (which lanes' metadata is read).
 function M.mma_sp(f16)
   local ins = "mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
-  return "template <int SEL> __device__ __forceinline__ void sp_mma_sp(float *d, const sp_u32 *a, const sp_u32 *b, sp_u32 e)\n" ..
-         "{\n" ..
-         "    asm volatile(\"" .. ins .. " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, {%0, %1, %2, %3}, %12, %13;\\n\"\n" ..
+  return "template <int SEL> __device__ __forceinline__ void sp_mma_sp(float *d, const sp_u32 *a, const sp_u32 *b, " ..
+         "sp_u32 e)\n{\n    asm volatile(\"" .. ins .. " {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9, %10, %11}, " ..
+         "{%0, %1, %2, %3}, %12, %13;\\n\"\n" ..
          "                 : \"+f\"(d[0]), \"+f\"(d[1]), \"+f\"(d[2]), \"+f\"(d[3])\n" ..
-         "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]), \"r\"(b[2]), \"r\"(b[3]), \"r\"(e), \"n\"(SEL));\n" ..
-         "}"
+         "                 : \"r\"(a[0]), \"r\"(a[1]), \"r\"(a[2]), \"r\"(a[3]), \"r\"(b[0]), \"r\"(b[1]), " ..
+         "\"r\"(b[2]), \"r\"(b[3]), \"r\"(e), \"n\"(SEL));\n}"
 end
 
 return M

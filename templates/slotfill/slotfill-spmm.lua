@@ -132,7 +132,9 @@ local constraints = {
   {why = "the bitmap kernel stages no records or extras (ecap and vec at their defaults)",
    check = function(c) return c.decode ~= "bitmap" or (c.ecap == 128 and c.vec == 8) end},
   {why = "tpw is the bitmap and sp24 kernels' (1 for the others), ring the bitmap kernel's (36 for the others)",
-   check = function(c) return (c.decode == "bitmap" or c.decode == "sp24" or c.tpw == 1) and (c.decode == "bitmap" or c.ring == 36) end},
+   check = function(c)
+     return (c.decode == "bitmap" or c.decode == "sp24" or c.tpw == 1) and (c.decode == "bitmap" or c.ring == 36)
+   end},
   {why = "the three-layer kernels pipeline at most 6 stages",
    check = function(c) return c.decode == "bitmap" or c.decode == "sp24" or c.stages <= 6 end},
   {why = "sp24 reads exactly 2:4 weights (dist=3): the list layout's records alone, window 64, no filling (dbits 7)",
@@ -140,9 +142,11 @@ local constraints = {
      if c.decode ~= "sp24" then return true end
      return c.window == 64 and c.fill == 0 and c.dbits == list_dbits(64) and (p == nil or p.dist == 3)
    end},
-  {why = "sp24: its warps split K inside the CTA (split 1), a batch of 2, 4 or 8 k32 steps, no staging (ecap, vec at defaults)",
+  {why = "sp24: its warps split K inside the CTA (split 1), a batch of 2, 4 or 8 k32 steps, no staging "
+      .. "(ecap, vec at defaults)",
    check = function(c)
-     return c.decode ~= "sp24" or (c.split == 1 and (c.stages == 2 or c.stages == 4 or c.stages == 8) and c.ecap == 128 and c.vec == 8)
+     return c.decode ~= "sp24" or (c.split == 1 and (c.stages == 2 or c.stages == 4 or c.stages == 8) and
+                                   c.ecap == 128 and c.vec == 8)
    end},
   {why = "sp24: two register batches fit without spilling (k32 steps x (tiles + token tiles of 8) at most 16; "
       .. "at most 8 with 16 warps, 128 registers a thread)",
