@@ -1,15 +1,16 @@
 // An instruction count, not a kernel to run: the decode of one 16 x 128 block of a bitmap-style Slot-Filling
 // encoding into two mma.sp passes per 16 x 32 step (pass 1: the first two values of every group of 4, pass 2 the
 // third and fourth, each with metadata from a table, so nothing overflows and there is no residual), compiled for a
-// target and counted in SASS (bench/slotfill-decode-count.sh). It reads shared memory nobody filled: its outputs mean
-// nothing (the tables and X are loaded once from `g` so that nothing is folded away); what it measures is the instructions per 16 x 16 step a warp would issue (bench/RESULTS.md: 73.6 for
-// today's bitmap kernel, all-in; 1.3x over dense at 50 % needs about half).
+// target and counted in SASS (bench/slotfill-decode-count.sh). Its shared memory holds whatever `g` held (loaded so
+// that nothing is folded away): the outputs mean nothing; what it measures is the instructions per 16 x 16 step a
+// warp would issue (bench/RESULTS.md: 73.6 for today's bitmap kernel, all-in; 1.3x over dense at 50 % needs about
+// half; this form: 55.5).
 //
 // The form counted (the fourth tried; the others cost 56-69 per step): each lane's values of a step are a run padded
 // to 4-byte alignment; a 256-entry table keyed by two groups' nibbles gives both groups' PRMT selectors (pass 1 |
 // pass 2), their metadata and the second group's byte offset and the pair's size in one 16-byte load; each group's
 // values are three aligned 32-bit loads, a funnel shift by a half-word for odd starts and one PRMT against zero per
-// pass (placing and zeroing at once).
+// pass (placing and zeroing at once); the metadata is regrouped into the layout the selector lanes supply.
 #include <cstdint>
 typedef uint32_t u32;
 __device__ __forceinline__ void mma_sp(float *d, const u32 *a, const u32 *b, u32 e, int sel)
@@ -77,10 +78,20 @@ __global__ void __launch_bounds__(128) proto(const unsigned char *g, float *out,
                 mt = pr ? prmt(mt, e.z, 0x5410u) : e.z;
                 qb += (e.w >> 8) & 255u;
             }
-            const u32 q1 = __shfl_xor_sync(~0u, mt, 1), q2 = __shfl_xor_sync(~0u, mt, 2), q3 = __shfl_xor_sync(~0u, mt, 3);
-            const u32 half = t & 1u, byte = 2 * half;
-            const u32 w0 = prmt(mt, q1, 0x4040u + byte * 0x101u), w1 = prmt(q2, q3, 0x4040u + byte * 0x101u);
-            const u32 m1 = (w0 & 0x0f0fu) | (w1 & 0x0f0fu) << 4, m2 = ((w0 >> 4) & 0x0f0fu) | (w1 & 0xf0f0u);
+            // the metadata into the selector lanes' layout (lane 2 (s & 1) + j of each quad: groups 4 j .. 4 j + 3, row g in
+            // bits 0-15, row g + 8 in bits 16-31, 4 bits a group): the quad's four words, then bytes and nibbles regrouped
+            u32 mq[4];
+#pragma unroll
+            for (int u = 0; u < 4; ++u) mq[u] = __shfl_sync(~0u, mt, (lane & ~3) + u);
+            const u32 sj = 0x5140u + (t & 1u) * 0x2222u;           // bytes 2 j (row g) and 2 j + 1 (row g + 8) of two words
+            const u32 x01 = prmt(mq[0], mq[1], sj), x23 = prmt(mq[2], mq[3], sj);
+            const u32 rg = prmt(x01, x23, 0x5410u), rg8 = prmt(x01, x23, 0x7632u);   // a byte per lane of the quad
+            auto nibbles = [](u32 x) {                              // the low nibble of each byte, packed
+                x &= 0x0f0f0f0fu;
+                x = (x | (x >> 4)) & 0x00ff00ffu;
+                return (x | (x >> 8)) & 0xffffu;
+            };
+            const u32 m1 = nibbles(rg) | nibbles(rg8) << 16, m2 = nibbles(rg >> 4) | nibbles(rg8 >> 4) << 16;
             u32 bf[4];
             ldsm4(xsa + ((lane & 7) * 136 + s * 32 + 8 * (lane >> 3)) * 2, bf);
             mma_sp(acc, a1, bf, m1, s & 1);
