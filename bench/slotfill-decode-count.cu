@@ -6,8 +6,8 @@
 // warp would issue (bench/RESULTS.md: 73.6 for today's bitmap kernel, all-in; 1.3x over dense at 50 % needs about
 // half; this form: 55.5).
 //
-// The form counted (the fourth tried; the others cost 56-69 per step): each lane's values of a step are a run padded
-// to 4-byte alignment; a 256-entry table keyed by two groups' nibbles gives both groups' PRMT selectors (pass 1 |
+// The form counted (the fourth tried; the others cost 56-69 per step with a cheaper, inexact metadata step): each
+// lane's values of a step are a run padded to 4-byte alignment; a 256-entry table keyed by two groups' nibbles gives both groups' PRMT selectors (pass 1 |
 // pass 2), their metadata and the second group's byte offset and the pair's size in one 16-byte load; each group's
 // values are three aligned 32-bit loads, a funnel shift by a half-word for odd starts and one PRMT against zero per
 // pass (placing and zeroing at once); the metadata is regrouped into the layout the selector lanes supply.
