@@ -7,10 +7,11 @@
 // half; this form: 55.5).
 //
 // The form counted (the fourth tried; the others cost 56-69 per step with a cheaper, inexact metadata step): each
-// lane's values of a step are a run padded to 4-byte alignment; a 256-entry table keyed by two groups' nibbles gives both groups' PRMT selectors (pass 1 |
-// pass 2), their metadata and the second group's byte offset and the pair's size in one 16-byte load; each group's
-// values are three aligned 32-bit loads, a funnel shift by a half-word for odd starts and one PRMT against zero per
-// pass (placing and zeroing at once); the metadata is regrouped into the layout the selector lanes supply.
+// lane's values of a step are a run padded to 4-byte alignment; a 256-entry table keyed by two groups' nibbles
+// gives both groups' PRMT selectors (pass 1 | pass 2), their metadata and the second group's byte offset and the
+// pair's size in one 16-byte load; each group's values are three aligned 32-bit loads, a funnel shift by a
+// half-word for odd starts and one PRMT against zero per pass (placing and zeroing at once); the metadata is
+// regrouped into the layout the selector lanes supply.
 #include <cstdint>
 typedef uint32_t u32;
 __device__ __forceinline__ void mma_sp(float *d, const u32 *a, const u32 *b, u32 e, int sel)
