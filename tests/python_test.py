@@ -160,5 +160,50 @@ raises(sptune.SptuneError, lambda: sptune.autotune("twell-ffn", "M=64,D=256,F=10
 raises(sptune.SptuneError, lambda: sptune.autotune("no-such-op", "M=1", [1], 0, 0, gpu="h200"), "no-such-op",
        "autotune: unknown op")
 raises(ValueError, lambda: sptune.hot_order([]), "at least one neuron", "hot_order: no neurons")
+
+
+class HostBF16:   # a host tensor of bf16 values, as tune_twell_ffn reads one (torch's methods, a ctypes buffer)
+    dtype = "torch.bfloat16"
+
+    def __init__(self, shape, seed):
+        import ctypes
+        import random
+        self.shape = shape
+        rng = random.Random(seed)
+        n = shape[0] * shape[1]
+        self.buf = (ctypes.c_uint16 * n)(*[0x3f80 + rng.randint(0, 127) if rng.random() < 0.5 else 0xbf80 for _ in range(n)])
+
+    def detach(self):
+        return self
+
+    def cpu(self):
+        return self
+
+    def contiguous(self):
+        return self
+
+    def data_ptr(self):
+        import ctypes
+        return ctypes.addressof(self.buf)
+
+    def numel(self):
+        return self.shape[0] * self.shape[1]
+
+    def element_size(self):
+        return 2
+
+
+# tune_twell_ffn: the tensors written to a safetensors file and tuned on by the sptune command; here (no GPU) the
+# command reads and measures them, then says there is no GPU (exit 3; a file it could not read would be exit 2)
+xs, wg, wu, wd = HostBF16((64, 256), 1), HostBF16((1024, 256), 2), HostBF16((1024, 256), 3), HostBF16((256, 1024), 4)
+try:
+    k = sptune.tune_twell_ffn(xs, wg, wu, wd, budget="3s", db_path=os.environ.get("SPTUNE_DB"))
+    check(k.op == "twell-ffn" and k.problem.startswith("M=64,D=256,F=1024,"), f"tune_twell_ffn on a GPU: {k}")
+except sptune.SptuneError as e:
+    check("exit 3" in str(e), f"tune_twell_ffn without a GPU: {e}")
+raises(ValueError, lambda: sptune.tune_twell_ffn(xs, wg, HostBF16((1024, 255), 5), wd), "w_gate and w_up must be",
+       "tune_twell_ffn: w_up of another shape")
+raises(ValueError, lambda: sptune.tune_twell_ffn(Fake((64, 256), "torch.float16"), wg, wu, wd), "must be bfloat16",
+       "tune_twell_ffn: fp16 x")
 print(f"python: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)
