@@ -1,0 +1,248 @@
+// SpInfer (HPMLL/SpInfer_EuroSys25, its bitmap kernel SpMM_SplitK_API_bitmap_v3) beside sptune's Slot-Filling kernel
+// (the public API: the default encoding, the kernel served for the problem, uploaded weights) and cuBLAS, on the same
+// matrices in one process: 50 % sparse fp16 weights pruned per row (as Wanda and SparseGPT prune: each row keeps its
+// largest |w| x column scale) and by global magnitude (row and column scales), the issue's shapes, N = 8, 16, 32.
+// Every output is checked against cuBLAS before it is timed (L2 flushed before every run, medians).
+//
+// Built by bench/peer-spinfer.sh from a SpInfer checkout (never committed to this repository):
+//   nvcc -O3 -std=c++17 -arch=sm_90 -I$SPINFER/build -I$SPINFER/csrc -I$SPINFER/kernel_benchmark \
+//        $SPINFER/csrc/SpMM_API.cu bench/peer-spinfer.cu -Iinclude -Lprefix/lib -lsptune -lcublas -lcusparse
+//   ./peer-spinfer [runs]
+#include "SpMM_API.cuh"
+#include "spmm_test_utils.h"
+#include "sptune.h"
+
+#include <cublas_v2.h>
+#include <cuda.h>
+#include <cuda_fp16.h>
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <random>
+#include <vector>
+
+#define CK(x)                                                                                                          \
+    do {                                                                                                               \
+        cudaError_t e_ = (x);                                                                                          \
+        if (e_ != cudaSuccess) {                                                                                       \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                       \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+#define CS(x)                                                                                                          \
+    do {                                                                                                               \
+        sptune_status s_ = (x);                                                                                        \
+        if (s_ != SPTUNE_OK) {                                                                                         \
+            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, sptune_last_error());                           \
+            exit(1);                                                                                                   \
+        }                                                                                                              \
+    } while (0)
+
+// max |a - b| / max |b| over n fp16 elements
+__global__ void cmp_kernel(const half *a, const half *b, size_t n, float *out)
+{
+    float d = 0.f, m = 0.f;
+    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
+        const float x = __half2float(a[i]), y = __half2float(b[i]);
+        d = fmaxf(d, isnan(x) ? INFINITY : fabsf(x - y));
+        m = fmaxf(m, fabsf(y));
+    }
+    atomicMax((int *)&out[0], __float_as_int(d));
+    atomicMax((int *)&out[1], __float_as_int(m));
+}
+
+// W (M x K, fp16) at 50 %: per-row (dist 2) or global magnitude (dist 1), scales log-normal as the sptune generator
+static void draw(int M, int K, int dist, std::mt19937_64 &rng, std::vector<half> &w)
+{
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::vector<float> cs(K), rs(M), v((size_t)M * K), mag;
+    for (auto &c : cs) c = expf(0.6f * nd(rng));
+    for (auto &r : rs) r = expf(0.3f * nd(rng));
+    for (int r = 0; r < M; ++r)
+        for (int c = 0; c < K; ++c) v[(size_t)r * K + c] = nd(rng) * (dist == 1 ? rs[r] * cs[c] : 1.f);
+    w.assign((size_t)M * K, __float2half(0.f));
+    if (dist == 1) {
+        mag.resize(v.size());
+        for (size_t i = 0; i < v.size(); ++i) mag[i] = fabsf(v[i]);
+        std::nth_element(mag.begin(), mag.begin() + mag.size() / 2, mag.end());
+        const float t = mag[mag.size() / 2];
+        for (size_t i = 0; i < v.size(); ++i)
+            if (fabsf(v[i]) > t) w[i] = __float2half(v[i] * 0.05f);
+        return;
+    }
+    std::vector<float> score(K);
+    for (int r = 0; r < M; ++r) {
+        for (int c = 0; c < K; ++c) score[c] = fabsf(v[(size_t)r * K + c]) * cs[c];
+        std::vector<float> s = score;
+        std::nth_element(s.begin(), s.begin() + K / 2, s.end());
+        const float t = s[K / 2];
+        for (int c = 0; c < K; ++c)
+            if (score[c] > t) w[(size_t)r * K + c] = __float2half(v[(size_t)r * K + c] * 0.05f);
+    }
+}
+
+int main(int argc, char **argv)
+{
+    const int runs = argc > 1 ? atoi(argv[1]) : 20;
+    const int shapes[][2] = {{4096, 4096},  {11008, 4096}, {4096, 11008}, {14336, 4096}, {4096, 14336},
+                             {18944, 3584}, {3584, 18944}, {13824, 5120}, {28672, 8192}, {8192, 28672},
+                             {3584, 8192},  {8192, 3584},  {1792, 4096},  {4096, 1792}};
+    const int Ns[] = {8, 16, 32};
+    cudaStream_t st;
+    CK(cudaStreamCreate(&st));
+    cublasHandle_t h;
+    cublasCreate(&h);
+    cublasSetStream(h, st);
+    const size_t flush_bytes = 512u << 20;
+    void *flush;
+    CK(cudaMalloc(&flush, flush_bytes));
+    float *dcmp;
+    CK(cudaMalloc(&dcmp, 8));
+    cudaEvent_t e0, e1;
+    CK(cudaEventCreate(&e0));
+    CK(cudaEventCreate(&e1));
+    auto timed = [&](const std::function<void()> &fn) {
+        std::vector<float> ts;
+        for (int r = 0; r < runs + 3; ++r) {
+            CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, st));
+            CK(cudaEventRecord(e0, st));
+            fn();
+            CK(cudaEventRecord(e1, st));
+            CK(cudaEventSynchronize(e1));
+            float ms;
+            CK(cudaEventElapsedTime(&ms, e0, e1));
+            if (r >= 3) ts.push_back(ms);
+        }
+        std::sort(ts.begin(), ts.end());
+        return ts[ts.size() / 2];
+    };
+    auto rel_err = [&](const half *y, const half *ref, size_t n) {
+        CK(cudaMemsetAsync(dcmp, 0, 8, st));
+        cmp_kernel<<<264, 256, 0, st>>>(y, ref, n, dcmp);
+        float hc[2];
+        CK(cudaMemcpyAsync(hc, dcmp, 8, cudaMemcpyDeviceToHost, st));
+        CK(cudaStreamSynchronize(st));
+        return hc[1] > 0 ? hc[0] / hc[1] : INFINITY;
+    };
+    std::mt19937_64 rng(7);
+    double lg[2] = {0, 0};
+    int npts = 0;
+    printf("%-12s %-9s %3s %9s %9s %6s %9s %6s  %s\n", "W (MxK)", "pruning", "N", "cuBLAS", "SpInfer", "x", "sptune", "x",
+           "SpInfer split-K / sptune configuration");
+    for (auto &sh : shapes)
+        for (int dist = 2; dist >= 1; --dist) {
+            const int M = sh[0], K = sh[1];
+            std::vector<half> w;
+            draw(M, K, dist, rng, w);
+            // SpInfer's encoding (its tiles: 8 x 8 bitmaps, 16 x 64 and 64 x 64 groups)
+            half *cval = nullptr;
+            int *toff = nullptr, *toff_med = nullptr, *toff_glob = nullptr, max_nnz = 0;
+            uint64_t *bm = nullptr;
+            const int ng = InitSparseMatrixA_bitmap_v6(w.data(), M, K, 8, 16, 64, 8, 64, 64, &cval, &toff, &toff_med,
+                                                       &toff_glob, &bm, max_nnz);
+            const int nl = ng * 64, nm = ng * 4, nval = std::max(toff_glob[ng], 1);
+            if (max_nnz % 64) max_nnz = (max_nnz / 64 + 1) * 64;
+            half *d_cval, *d_w, *d_x, *d_ref, *d_y, *d_ws;
+            int *d_toff_med, *d_toff_glob, *d_max;
+            uint64_t *d_bm;
+            CK(cudaMalloc(&d_cval, sizeof(half) * nval));
+            CK(cudaMalloc(&d_toff_med, sizeof(int) * nm));
+            CK(cudaMalloc(&d_toff_glob, sizeof(int) * (ng + 1)));
+            CK(cudaMalloc(&d_bm, sizeof(uint64_t) * nl));
+            CK(cudaMalloc(&d_max, sizeof(int)));
+            CK(cudaMemcpy(d_cval, cval, sizeof(half) * nval, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(d_toff_med, toff_med, sizeof(int) * nm, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(d_toff_glob, toff_glob, sizeof(int) * (ng + 1), cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(d_bm, bm, sizeof(uint64_t) * nl, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(d_max, &max_nnz, sizeof(int), cudaMemcpyHostToDevice));
+            free(cval); free(toff); free(toff_med); free(toff_glob); free(bm);
+            CK(cudaMalloc(&d_w, sizeof(half) * w.size()));
+            CK(cudaMemcpy(d_w, w.data(), sizeof(half) * w.size(), cudaMemcpyHostToDevice));
+            // sptune: the default encoding and the kernel the runtime serves for each N
+            sptune_slotfill *enc = nullptr;
+            CS(sptune_slotfill_encode(w.data(), M, K, 1, nullptr, &enc));
+            sptune_slotfill_gpu *dw = nullptr;
+            CS(sptune_slotfill_upload(enc, &dw));
+            const int Nmax = 32;
+            std::vector<half> hx((size_t)Nmax * K);
+            std::normal_distribution<float> nd(0.f, 1.f);
+            for (auto &v : hx) v = __float2half(nd(rng));
+            CK(cudaMalloc(&d_x, sizeof(half) * hx.size()));
+            CK(cudaMemcpy(d_x, hx.data(), sizeof(half) * hx.size(), cudaMemcpyHostToDevice));
+            CK(cudaMalloc(&d_ref, sizeof(half) * Nmax * M));
+            CK(cudaMalloc(&d_y, sizeof(half) * Nmax * M));
+            CK(cudaMalloc(&d_ws, sizeof(half) * (size_t)Nmax * M * 7));
+            for (int N : Ns) {
+                const float one = 1.f, zero = 0.f;
+                // Y[N x M] = X[N x K] W^T: C (M x N, column-major) = W (row-major M x K) times X^T
+                auto dense = [&]() {
+                    cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, d_w, CUDA_R_16F, K, d_x, CUDA_R_16F, K, &zero,
+                                 d_ref, CUDA_R_16F, M, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT);
+                };
+                dense();
+                CK(cudaStreamSynchronize(st));
+                const float t_dense = timed(dense);
+                float t_sp = INFINITY;
+                int best_split = 0;
+                for (int split = 1; split <= 7; ++split) {
+                    auto spinfer = [&]() {
+                        SpMM_SplitK_API_bitmap_v3(st, d_w, d_cval, d_toff_glob, d_toff_med, d_bm, d_max, d_x, d_y, M, N,
+                                                  K, d_ws, split);
+                    };
+                    CK(cudaMemsetAsync(d_y, 0xff, sizeof(half) * N * M, st));
+                    spinfer();
+                    CK(cudaGetLastError());
+                    const float err = rel_err(d_y, d_ref, (size_t)N * M);
+                    if (!(err < 2e-2f)) {
+                        printf("SpInfer %dx%d N=%d split-K %d: WRONG (max err %.3g of max |y|)\n", M, K, N, split, err);
+                        continue;
+                    }
+                    const float t = timed(spinfer);
+                    if (t < t_sp) { t_sp = t; best_split = split; }
+                }
+                char problem[160];
+                CS(sptune_slotfill_problem(enc, N, problem, sizeof problem));
+                sptune_kernel_request req;
+                memset(&req, 0, sizeof req);
+                req.size = sizeof req;
+                req.op = "slotfill-spmm";
+                req.problem = problem;
+                req.gpu = "auto";
+                req.fixed = sptune_slotfill_fixed(enc);
+                sptune_kernel *k = nullptr;
+                CS(sptune_kernel_get(&req, &k));
+                auto ours = [&]() {
+                    CS(sptune_slotfill_apply(k, st, N, dw, (unsigned long long)d_x, (unsigned long long)d_y));
+                };
+                CK(cudaMemsetAsync(d_y, 0xff, sizeof(half) * N * M, st));
+                ours();
+                const float err = rel_err(d_y, d_ref, (size_t)N * M);
+                const float t_ours = err < 2e-2f ? timed(ours) : INFINITY;
+                if (!(err < 2e-2f)) printf("sptune %dx%d N=%d: WRONG (max err %.3g of max |y|)\n", M, K, N, err);
+                printf("%5dx%-6d %-9s %3d %9.4f %9.4f %5.2fx %9.4f %5.2fx  %d / %s\n", M, K, dist == 2 ? "per-row" : "magnitude",
+                       N, t_dense, t_sp, t_dense / t_sp, t_ours, t_dense / t_ours, best_split, sptune_kernel_config(k));
+                fflush(stdout);
+                if (std::isfinite(t_sp) && std::isfinite(t_ours)) {
+                    lg[0] += log(t_dense / t_sp);
+                    lg[1] += log(t_dense / t_ours);
+                    ++npts;
+                }
+                sptune_kernel_free(k);
+            }
+            sptune_slotfill_gpu_free(dw);
+            sptune_slotfill_free(enc);
+            CK(cudaFree(d_cval)); CK(cudaFree(d_toff_med)); CK(cudaFree(d_toff_glob)); CK(cudaFree(d_bm));
+            CK(cudaFree(d_max)); CK(cudaFree(d_w)); CK(cudaFree(d_x)); CK(cudaFree(d_ref)); CK(cudaFree(d_y));
+            CK(cudaFree(d_ws));
+        }
+    if (npts)
+        printf("geometric means over %d points: SpInfer %.3fx, sptune %.3fx cuBLAS (sptune / SpInfer %.3fx)\n", npts,
+               exp(lg[0] / npts), exp(lg[1] / npts), exp((lg[1] - lg[0]) / npts));
+    return 0;
+}
