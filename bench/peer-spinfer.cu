@@ -4,10 +4,9 @@
 // largest |w| x column scale) and by global magnitude (row and column scales), the issue's shapes, N = 8, 16, 32.
 // Every output is checked against cuBLAS before it is timed (L2 flushed before every run, medians).
 //
-// Built by bench/peer-spinfer.sh from a SpInfer checkout (never committed to this repository):
-//   nvcc -O3 -std=c++17 -arch=sm_90 -I$SPINFER/build -I$SPINFER/csrc -I$SPINFER/kernel_benchmark \
-//        $SPINFER/csrc/SpMM_API.cu bench/peer-spinfer.cu -Iinclude -Lprefix/lib -lsptune -lcublas -lcusparse
-//   ./peer-spinfer [runs]
+// Built by bench/peer-spinfer.sh from a SpInfer checkout (never committed to this repository): nvcc for sm_90 with
+// SpInfer's csrc, build and kernel_benchmark folders on the include path, its csrc/SpMM_API.cu and this file, linked
+// with the installed libsptune, cuBLAS and cuSPARSE; run as `peer-spinfer [runs]`.
 #include "SpMM_API.cuh"
 #include "spmm_test_utils.h"
 #include "sptune.h"
