@@ -18,12 +18,7 @@ Slot-Filling weights as a layer (a pruned nn.Linear's weight encoded once, the d
 """
 import ctypes
 import ctypes.util
-import json
 import os
-import shutil
-import struct
-import subprocess
-import tempfile
 import threading
 
 __all__ = ["SptuneError", "Kernel", "SlotFillWeights", "autotune", "describe_twell", "hot_order", "kernel", "slotfill_linear",
@@ -164,6 +159,11 @@ def _library():
         lib.sptune_kernel_recorded.restype = S
         _lib = lib
         return lib
+
+
+def _library_path():
+    """The path the library was loaded from (None before the first load)."""
+    return _lib_path
 
 
 def _check(status):
@@ -628,229 +628,6 @@ def _torch_op():
     return _op
 
 
-# ---- Slot-Filling weights as a torch layer -----------------------------------------------------------
-
-_layers = {}   # id -> layer, for the custom op (weakly: a layer that is gone is not kept alive)
-_layer_class = None
-
-
-def slotfill_linear(weight, bias=None, keep_dense=False, max_tokens=None, gpu="auto", db_path=None, config=None):
-    """A torch.nn.Module computing y = x W^T (+ bias) with W encoded once for slotfill-spmm (its zeros are the
-    pruned weights; 2:4-pruned weights take the sp24 layout, others the bitmap one). weight: M x K bf16 or fp16
-    (an nn.Linear's weight, on any device); x: (..., K) of the same type on a CUDA device. The encoded image is
-    placed on weight's CUDA device (the current one if weight is on the host). keep_dense: keep the dense weight and
-    use it for batches the tuned results say dense is faster for (expected_ms > baseline_ms); without it every
-    batch runs sparse. max_tokens: refuse larger batches (None: any). Kernels are got per batch bucket (1, 8, 16,
-    32, ...) once. Under torch.compile the call is the custom op torch.ops.sptune.slotfill_mm (fake shapes)."""
-    return _slotfill_linear_class()(weight, bias, keep_dense, max_tokens, gpu, db_path, config)
-
-
-def _bucket(n):
-    return 1 if n <= 1 else max(8, 1 << (int(n) - 1).bit_length())
-
-
-def _slotfill_linear_class():
-    global _layer_class
-    if _layer_class is not None:
-        return _layer_class
-    import torch
-    import weakref
-
-    class SlotFillLinear(torch.nn.Module):
-        def __init__(self, weight, bias, keep_dense, max_tokens, gpu, db_path, config):
-            super().__init__()
-            w = weight.detach()
-            if w.dim() != 2 or w.dtype not in (torch.bfloat16, torch.float16):
-                raise ValueError(f"weight must be a 2-D bf16 or fp16 tensor (M x K), got {tuple(w.shape)} {w.dtype}")
-            self.out_features, self.in_features = (int(v) for v in w.shape)
-            self.dtype = w.dtype
-            device = w.device if w.is_cuda else torch.device("cuda", torch.cuda.current_device())
-            self.device = device
-            self.weights = SlotFillWeights(w.cpu().contiguous(), self.out_features, self.in_features,
-                                           fp16=w.dtype == torch.float16, config=config)
-            with torch.cuda.device(device):
-                self.weights.upload()
-            if bias is not None:
-                bias = bias.detach().to(device=device, dtype=w.dtype)
-            self.register_buffer("bias", bias)
-            self.register_buffer("dense", w.to(device) if keep_dense else None)
-            self.max_tokens, self.gpu, self.db_path = max_tokens, gpu, db_path
-            self._kernels = {}
-            self._id = id(self)
-            _layers[self._id] = weakref.ref(self)
-            weakref.finalize(self, _layers.pop, self._id, None)
-
-        def extra_repr(self):
-            return f"in_features={self.in_features}, out_features={self.out_features}, {self.weights.fixed}"
-
-        def kernel_for(self, tokens):
-            """The kernel a batch of `tokens` runs (got for its bucket once) and whether dense is faster for it."""
-            b = _bucket(tokens)
-            got = self._kernels.get(b)
-            if got is None:
-                with torch.cuda.device(self.device):
-                    k = kernel("slotfill-spmm", self.weights.problem(b), self.gpu, fixed=self.weights.fixed,
-                               db_path=self.db_path)
-                dense = k.baseline_ms > 0 and k.expected_ms > k.baseline_ms
-                got = self._kernels[b] = (k, dense)
-            return got
-
-        def _sparse(self, x2, k=None):
-            n = x2.shape[0]
-            y = torch.empty((n, self.out_features), dtype=self.dtype, device=x2.device)
-            if n:
-                if k is None:
-                    k = self.kernel_for(n)[0]
-                stream, here = _stream_of(torch, x2.device)
-                if here:
-                    self.weights.apply(k, x2.data_ptr(), y.data_ptr(), n, stream)
-                else:
-                    with torch.cuda.device(x2.device):
-                        self.weights.apply(k, x2.data_ptr(), y.data_ptr(), n, stream)
-            return y
-
-        def forward(self, x):
-            if x.shape[-1] != self.in_features or x.dtype != self.dtype or x.device != self.device:
-                raise ValueError(f"x must be (..., {self.in_features}) {self.dtype} on {self.device}, got "
-                                 f"{tuple(x.shape)} {x.dtype} on {x.device}")
-            x2 = x.reshape(-1, self.in_features)
-            if not x2.is_contiguous():
-                x2 = x2.contiguous()
-            n = x2.shape[0]
-            if self.max_tokens is not None and n > self.max_tokens:
-                raise ValueError(f"a batch of {n} tokens; this layer takes up to {self.max_tokens}")
-            k, dense = self.kernel_for(n) if n else (None, False)
-            bias = self.bias
-            if dense and self.dense is not None:
-                return torch.nn.functional.linear(x, self.dense, bias)
-            op = _slotfill_op() if _compiling() else None
-            if op is not None:
-                y = op(x2, self._id, self.out_features)
-                if bias is not None:
-                    y = y + bias
-            else:
-                y = self._sparse(x2, k)
-                if bias is not None:
-                    y.add_(bias)
-            return y.reshape(*x.shape[:-1], self.out_features)
-
-    _layer_class = SlotFillLinear
-    return _layer_class
-
-
-_sf_op = None
-
-
-def _slotfill_op():
-    """torch.ops.sptune.slotfill_mm(x, layer id, M): the layer's sparse product as a custom op (fake: shapes);
-    None where torch has no torch.library.custom_op (before 2.4: torch.compile then breaks its graph there)."""
-    global _sf_op
-    if _sf_op is not None:
-        return _sf_op
-    import torch
-    if not hasattr(torch.library, "custom_op"):
-        return None
-
-    @torch.library.custom_op("sptune::slotfill_mm", mutates_args=())
-    def _mm(x: torch.Tensor, layer: int, out_features: int) -> torch.Tensor:
-        ref = _layers.get(layer)
-        lin = ref() if ref is not None else None
-        if lin is None:
-            raise SptuneError(f"sptune.slotfill_mm: layer {layer} is gone")
-        return lin._sparse(x)
-
-    @_mm.register_fake
-    def _(x, layer, out_features):
-        return x.new_empty((x.shape[0], out_features))
-
-    _sf_op = _mm
-    return _sf_op
-
-
-# ---- tuning on the caller's own tensors ----------------------------------------------------------------
-
-def _sptune_bin():
-    """The sptune command of the library in use: $SPTUNE_BIN, beside the library (a build folder), the prefix's
-    bin/ (cmake --install), then the PATH."""
-    env = os.environ.get("SPTUNE_BIN")
-    if env:
-        return env
-    _library()
-    if _lib_path and os.path.sep in _lib_path:
-        here = os.path.dirname(os.path.abspath(_lib_path))
-        for c in (os.path.join(here, "sptune"), os.path.join(here, "..", "bin", "sptune")):
-            if os.path.isfile(c) and os.access(c, os.X_OK):
-                return c
-    found = shutil.which("sptune")
-    if not found:
-        raise SptuneError("the sptune command was not found (set SPTUNE_BIN, or put it on the PATH)")
-    return found
-
-
-def _host_bytes(name, t):
-    """A 16-bit tensor's elements as bytes, read from a contiguous host copy."""
-    h = t.detach().cpu().contiguous()
-    if h.element_size() != 2:
-        raise ValueError(f"{name} must hold 16-bit values (got {h.element_size()}-byte elements)")
-    return ctypes.string_at(h.data_ptr(), h.numel() * 2), h
-
-
-def _write_safetensors(path, named):
-    """named: (name, dtype as safetensors spells it, shape, bytes) in order."""
-    header, offset = {}, 0
-    for name, dtype, shape, data in named:
-        header[name] = {"dtype": dtype, "shape": [int(v) for v in shape], "data_offsets": [offset, offset + len(data)]}
-        offset += len(data)
-    h = json.dumps(header, separators=(",", ":")).encode()
-    h += b" " * (-len(h) % 8)
-    with open(path, "wb") as f:
-        f.write(struct.pack("<Q", len(h)))
-        f.write(h)
-        for _, _, _, data in named:
-            f.write(data)
-
-
-def tune_twell_ffn(x, w_gate, w_up, w_down, budget="2m", order=0, gpu="auto", db_path=None, timeout=None):
-    """Tunes twell-ffn on the caller's own tensors (`sptune tune twell-ffn --data`): x, a calibration batch (M tokens x
-    d) from the model, and the layer's weights (w_gate, w_up: d_ff x d; w_down: d_ff x d, or d x d_ff as nn.Linear
-    keeps it), bf16, on any device (copied to the host once). The problem is measured from them (active neurons per
-    token, tail, dense tokens, dead neurons), every variant verified and timed on them, the results recorded in the
-    database (db_path, default $SPTUNE_DB or the usual one); order=1 tunes the layer with its neurons laid out by
-    hot_order. Returns the Kernel the runtime then serves for that problem. Needs the sptune command (SPTUNE_BIN) and a
-    GPU; raises SptuneError with the command's message otherwise."""
-    shapes = {}
-    for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
-        if not hasattr(t, "shape") or len(t.shape) != 2:
-            raise ValueError(f"{name} must be a 2-D tensor (got {getattr(t, 'shape', type(t).__name__)})")
-        if _dtype_name(t) != "bfloat16":
-            raise ValueError(f"{name} must be bfloat16 (got {_dtype_name(t)})")
-        shapes[name] = tuple(int(v) for v in t.shape)
-    M, D = shapes["x"]
-    F = shapes["w_gate"][0]
-    if shapes["w_gate"] != (F, D) or shapes["w_up"] != (F, D) or shapes["w_down"] not in ((F, D), (D, F)):
-        raise ValueError(f"x is {M} x {D}: w_gate and w_up must be d_ff x {D}, w_down d_ff x {D} or {D} x d_ff "
-                         f"(got {shapes['w_gate']}, {shapes['w_up']}, {shapes['w_down']})")
-    with tempfile.TemporaryDirectory(prefix="sptune-tune-") as tmp:
-        path = os.path.join(tmp, "layer.safetensors")
-        named = []
-        for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
-            data, _ = _host_bytes(name, t)
-            named.append((name, "BF16", shapes[name], data))
-        _write_safetensors(path, named)
-        del named
-        cmd = [_sptune_bin(), "tune", "twell-ffn", "--data", path, "--tensors", "x=x,gate=w_gate,up=w_up,down=w_down",
-               "--budget", str(budget), "--gpu", gpu, "--order", "1" if order else "0", "--json", "--quiet"]
-        if db_path:
-            cmd += ["--db", db_path]
-        try:
-            r = subprocess.run(cmd, capture_output=True, text=True, timeout=timeout, check=False)
-        except subprocess.TimeoutExpired as e:
-            raise SptuneError(f"sptune tune twell-ffn did not finish in {timeout} s") from e
-    if r.returncode != 0:
-        msg = (r.stderr.strip() or r.stdout.strip()).splitlines()
-        raise SptuneError(f"sptune tune twell-ffn (exit {r.returncode}): {msg[-1] if msg else 'no message'}")
-    try:
-        summary = json.loads(r.stdout)
-    except ValueError as e:
-        raise SptuneError(f"sptune tune twell-ffn: unreadable summary: {r.stdout[:200]!r}") from e
-    return kernel("twell-ffn", summary["problem"], gpu, db_path=db_path)
+# the torch layer and tuning on one's own tensors (submodules: they use what is defined above)
+from .layers import slotfill_linear  # noqa: E402
+from .tuning import tune_twell_ffn  # noqa: E402
