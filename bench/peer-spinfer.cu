@@ -10,6 +10,7 @@
 #include "SpMM_API.cuh"
 #include "spmm_test_utils.h"
 #include "sptune.h"
+#include "cuda_bench.cuh"
 
 #include <cublas_v2.h>
 #include <cuda.h>
@@ -26,14 +27,6 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                                                          \
-    do {                                                                                                               \
-        cudaError_t e_ = (x);                                                                                          \
-        if (e_ != cudaSuccess) {                                                                                       \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));                       \
-            exit(1);                                                                                                   \
-        }                                                                                                              \
-    } while (0)
 #define CS(x)                                                                                                          \
     do {                                                                                                               \
         sptune_status s_ = (x);                                                                                        \
@@ -42,19 +35,6 @@
             exit(1);                                                                                                   \
         }                                                                                                              \
     } while (0)
-
-// max |a - b| / max |b| over n fp16 elements
-__global__ void cmp_kernel(const half *a, const half *b, size_t n, float *out)
-{
-    float d = 0.f, m = 0.f;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float x = __half2float(a[i]), y = __half2float(b[i]);
-        d = fmaxf(d, isnan(x) ? INFINITY : fabsf(x - y));
-        m = fmaxf(m, fabsf(y));
-    }
-    atomicMax((int *)&out[0], __float_as_int(d));
-    atomicMax((int *)&out[1], __float_as_int(m));
-}
 
 // W (M x K, fp16) at 50 %: per-row (dist 2) or global magnitude (dist 1), scales log-normal as the sptune generator
 static void draw(int M, int K, int dist, std::mt19937_64 &rng, std::vector<half> &w)
@@ -98,37 +78,9 @@ int main(int argc, char **argv)
     cublasHandle_t h;
     cublasCreate(&h);
     cublasSetStream(h, st);
-    const size_t flush_bytes = 512u << 20;
-    void *flush;
-    CK(cudaMalloc(&flush, flush_bytes));
-    float *dcmp;
-    CK(cudaMalloc(&dcmp, 8));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
-    auto timed = [&](const std::function<void()> &fn) {
-        std::vector<float> ts;
-        for (int r = 0; r < runs + 3; ++r) {
-            CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, st));
-            CK(cudaEventRecord(e0, st));
-            fn();
-            CK(cudaEventRecord(e1, st));
-            CK(cudaEventSynchronize(e1));
-            float ms;
-            CK(cudaEventElapsedTime(&ms, e0, e1));
-            if (r >= 3) ts.push_back(ms);
-        }
-        std::sort(ts.begin(), ts.end());
-        return ts[ts.size() / 2];
-    };
-    auto rel_err = [&](const half *y, const half *ref, size_t n) {
-        CK(cudaMemsetAsync(dcmp, 0, 8, st));
-        cmp_kernel<<<264, 256, 0, st>>>(y, ref, n, dcmp);
-        float hc[2];
-        CK(cudaMemcpyAsync(hc, dcmp, 8, cudaMemcpyDeviceToHost, st));
-        CK(cudaStreamSynchronize(st));
-        return hc[1] > 0 ? hc[0] / hc[1] : INFINITY;
-    };
+    bench_timer tm(st);
+    auto timed = [&](const std::function<void()> &fn) { return tm.median_ms(runs, fn); };
+    auto rel_err = [&](const half *y, const half *ref, size_t n) { return tm.rel_err(y, ref, n); };
     std::mt19937_64 rng(7);
     double lg[2] = {0, 0};
     int npts = 0;

@@ -12,9 +12,9 @@
 // loading U k32 steps at a time (TT x U x 16 bytes of values per lane in flight, the X fragments
 // beside them, read from L1/L2), then adds the S partial tiles in shared memory. Outputs are checked
 // against cuBLAS (dense, fp32 accumulation) on the same data before anything is timed.
+#include "cuda_bench.cuh"
+
 #include <cublas_v2.h>
-#include <cuda_bf16.h>
-#include <cuda_runtime.h>
 
 #include <algorithm>
 #include <cmath>
@@ -25,14 +25,6 @@
 #include <random>
 #include <vector>
 
-#define CK(x)                                                                                       \
-    do {                                                                                            \
-        cudaError_t e_ = (x);                                                                       \
-        if (e_ != cudaSuccess) {                                                                    \
-            fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, #x, cudaGetErrorString(e_));    \
-            exit(1);                                                                                \
-        }                                                                                           \
-    } while (0)
 #define CB(x)                                                                                       \
     do {                                                                                            \
         cublasStatus_t s_ = (x);                                                                    \
@@ -182,19 +174,6 @@ __global__ void __launch_bounds__(32 * S) sp24_kernel(const uint4 *__restrict__ 
     }
 }
 
-// max |a - b| / max |b| over n elements
-__global__ void cmp_kernel(const __nv_bfloat16 *a, const __nv_bfloat16 *b, size_t n, float *out)
-{
-    float d = 0.f, m = 0.f;
-    for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += (size_t)gridDim.x * blockDim.x) {
-        const float x = __bfloat162float(a[i]), y = __bfloat162float(b[i]);
-        d = fmaxf(d, isnan(x) ? INFINITY : fabsf(x - y));
-        m = fmaxf(m, fabsf(y));
-    }
-    atomicMax((int *)&out[0], __float_as_int(d));
-    atomicMax((int *)&out[1], __float_as_int(m));
-}
-
 typedef void (*launch_fn)(const uint4 *, const u32 *, const __nv_bfloat16 *, __nv_bfloat16 *, int, int, int, cudaStream_t);
 template <int TT, int NB, int S, int U>
 static void launch(const uint4 *v, const u32 *m, const __nv_bfloat16 *x, __nv_bfloat16 *y, int M, int N, int K, cudaStream_t st)
@@ -230,14 +209,7 @@ int main(int argc, char **argv)
     cudaStream_t st;
     CK(cudaStreamCreate(&st));
     CB(cublasSetStream(h, st));
-    const size_t flush_bytes = 512u << 20;
-    void *flush;
-    CK(cudaMalloc(&flush, flush_bytes));
-    float *dcmp;
-    CK(cudaMalloc(&dcmp, 8));
-    cudaEvent_t e0, e1;
-    CK(cudaEventCreate(&e0));
-    CK(cudaEventCreate(&e1));
+    bench_timer tm(st);
     std::mt19937_64 rng(7);
     std::normal_distribution<float> nd(0.f, 1.f);
     double lg_sum[3] = {0, 0, 0};
@@ -308,21 +280,7 @@ int main(int argc, char **argv)
         const double sp_bytes = (double)hv.size() * 4 + (double)hm.size() * 4, dense_bytes = (double)M * K * 2;
         for (int ni = 0; ni < 3; ++ni) {
             const int N = Ns[ni];
-            auto timed = [&](auto &&fn) {
-                std::vector<float> ts;
-                for (int r = 0; r < runs + 3; ++r) {
-                    CK(cudaMemsetAsync(flush, r & 0xff, flush_bytes, st));
-                    CK(cudaEventRecord(e0, st));
-                    fn();
-                    CK(cudaEventRecord(e1, st));
-                    CK(cudaEventSynchronize(e1));
-                    float ms;
-                    CK(cudaEventElapsedTime(&ms, e0, e1));
-                    if (r >= 3) ts.push_back(ms);
-                }
-                std::sort(ts.begin(), ts.end());
-                return ts[ts.size() / 2];
-            };
+            auto timed = [&](auto &&fn) { return tm.median_ms(runs, fn); };
             const float one = 1.f, zero = 0.f;
             auto dense = [&]() {
                 CB(cublasGemmEx(h, CUBLAS_OP_T, CUBLAS_OP_N, M, N, K, &one, dw, CUDA_R_16BF, K, dx, CUDA_R_16BF, K, &zero, dref,
@@ -339,19 +297,15 @@ int main(int argc, char **argv)
                 CK(cudaMemsetAsync(dy, 0xff, (size_t)Nmax * M * 2, st)); // poison: NaN
                 C.f(dv, dm, dx, dy, M, N, K, st);
                 CK(cudaGetLastError());
-                CK(cudaMemsetAsync(dcmp, 0, 8, st));
-                cmp_kernel<<<264, 256, 0, st>>>(dy, dref, (size_t)N * M, dcmp);
-                float hc[2];
-                CK(cudaMemcpyAsync(hc, dcmp, 8, cudaMemcpyDeviceToHost, st));
-                CK(cudaStreamSynchronize(st));
-                if (!(hc[0] <= 2e-2f * hc[1])) {
-                    printf("WRONG %dx%d N=%d config tt=%d nb=%d s=%d u=%d: max err %g of max %g\n", M, K, N, C.tt, C.nb, C.s,
-                           C.u, hc[0], hc[1]);
+                const float err = tm.rel_err(dy, dref, (size_t)N * M);
+                if (!(err <= 2e-2f)) {
+                    printf("WRONG %dx%d N=%d config tt=%d nb=%d s=%d u=%d: max err %g of max |y|\n", M, K, N, C.tt, C.nb,
+                           C.s, C.u, err);
                     ++failed;
                     continue;
                 }
-                const float tm = timed([&]() { C.f(dv, dm, dx, dy, M, N, K, st); });
-                if (tm < best) { best = tm; bestc = c; }
+                const float t = timed([&]() { C.f(dv, dm, dx, dy, M, N, K, st); });
+                if (t < best) { best = t; bestc = c; }
             }
             if (bestc < 0) continue;
             const cfg &B = CFGS[bestc];
