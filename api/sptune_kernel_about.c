@@ -50,11 +50,14 @@ sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *o
     return SPTUNE_OK;
 }
 
-/* Bytes of workspace argument i in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
+size_t sp_api_part_size(const kernel_arg *x, long long n)
+{
+    return ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+}
+
 size_t sp_api_part_bytes(const kernel_arg *x, int at_bound)
 {
-    long long n = at_bound ? x->elements_bound : x->elements;
-    return ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
+    return sp_api_part_size(x, at_bound ? x->elements_bound : x->elements);
 }
 
 sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes)

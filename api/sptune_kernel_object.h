@@ -73,7 +73,9 @@ sptune_status sp_api_request_copy(const sptune_kernel_request *in, sptune_kernel
  * problem, best first (the order sptune_kernel_get considers them in), distinct, as text (each to free). */
 sptune_status sp_api_ranked_configs(const sptune_kernel_request *req, int max, char **configs, int *n);
 
-/* Bytes of workspace argument x in a workspace cut at the bounds or at the typical sizes: 256-byte parts. */
+/* Bytes of a workspace part of n elements of argument x (256-byte parts; n < 0: none). */
+size_t sp_api_part_size(const kernel_arg *x, long long n);
+/* Bytes of workspace argument x in a workspace cut at the bounds or at the typical sizes. */
 size_t sp_api_part_bytes(const kernel_arg *x, int at_bound);
 
 #endif

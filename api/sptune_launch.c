@@ -88,12 +88,6 @@ static sptune_status sized_at(sptune_kernel *k, long long tokens, const geometry
     return SPTUNE_OK;
 }
 
-/* Bytes of a workspace part of n elements of argument x: 256-byte parts (as sp_api_part_bytes). */
-static size_t part_of(const kernel_arg *x, long long n)
-{
-    return ((size_t)(n > 0 ? n : 0) * sp_arg_type_size(x->decl.type) + 255) / 256 * 256;
-}
-
 /* The workspace a launch of g's token count needs (bound: every capacity at its bound); 0 when a part's size
  * needs the data. */
 static size_t total_at(const sptune_kernel *k, const geometry *g, int bound)
@@ -102,7 +96,7 @@ static size_t total_at(const sptune_kernel *k, const geometry *g, int bound)
     for (int i = 0; i < k->nargs; i++) {
         if (k->arg[i].decl.role != SP_ROLE_WORKSPACE) continue;
         if (g->elements[bound][i] < 0) return 0;
-        total += part_of(&k->arg[i], g->elements[bound][i]);
+        total += sp_api_part_size(&k->arg[i], g->elements[bound][i]);
     }
     return total;
 }
@@ -241,7 +235,7 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
             break;
         case SP_ROLE_WORKSPACE:
             ptr[i] = workspace + offset;
-            offset += cut ? part_of(x, cut->elements[at_bound][i]) : sp_api_part_bytes(x, at_bound);
+            offset += cut ? sp_api_part_size(x, cut->elements[at_bound][i]) : sp_api_part_bytes(x, at_bound);
             args[i] = &ptr[i];
             break;
         default: {   /* a dimension: the problem's; a scalar: its declared size (at the batch's count when cut) */

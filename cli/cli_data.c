@@ -6,6 +6,7 @@
  * (sptune_slotfill_problem) for batches of --tokens (16). */
 #include "cli.h"
 #include "sp_bench.h"
+#include "sp_slotfill_dist.h"
 #include "sp_status.h"
 #include "sp_tensor_file.h"
 #include "sp_twell_layer.h"
@@ -53,11 +54,9 @@ static void *gate_rows(void *arg)
 
 static int slotfill_problem(const cli_cmd *cmd, long long tokens, char *problem, size_t len)
 {
-    char name[256];
-    sp_tensor_role_name(cli_get(cmd, "tensors"), "w", "weight", name, sizeof name);
-    sp_tensor_request rq = {name, 0, 0, SP_TENSOR_UNKNOWN};
     sp_tensor w;
-    sptune_status st = sp_tensor_read(cli_get(cmd, "data"), &rq, &w);
+    sptune_status st = sp_slotfill_read_weights(cli_get(cmd, "data"), cli_get(cmd, "tensors"), 0, 0, SP_TENSOR_UNKNOWN,
+                                                &w);
     if (st != SPTUNE_OK) return cli_input_error(cmd->name, st);
     sptune_slotfill *m = NULL;
     st = sptune_slotfill_encode(w.data, w.rows, w.cols, w.format == SP_TENSOR_F16, cli_get(cmd, "fixed"), &m);

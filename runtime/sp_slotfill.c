@@ -247,14 +247,6 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     out->K = K;
     sp_sf_sections(out, 0);
     if (p->layout == SP_SF_BITMAP) return sp_sf_encode_bitmap(w, ld, out);
-    if (p->layout == SP_SF_SP24) {
-        long long row, col;
-        int n;
-        if (!sp_sf_two_four(w, M, K, ld, &row, &col, &n))
-            return sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: W is not 2:4 sparse (row %lld, columns %lld..%lld hold %d "
-                           "nonzeros; the sp24 layout keeps at most 2 of every 4): encode it with the bitmap layout",
-                           row, col, col + 3 < K ? col + 3 : K - 1, n);
-    }
     const int W = p->window, S = W / 2, steps = W / 32, list = p->layout != SP_SF_MASK;
     const size_t rb = sp_sf_record_bytes(p);
     static pthread_once_t once = PTHREAD_ONCE_INIT;
@@ -295,6 +287,15 @@ sptune_status sp_sf_encode(const uint16_t *w, long long M, long long K, long lon
     for (long long i = 0; i < out->tiles; i++) {
         for (long long c = 0; c < out->chunks; c++) {
             for (int r = 0; r < 16; r++) encode_row_chunk(w, M, K, ld, p, 16 * i + r, c, r, &rc[r], &out->stats);
+            if (p->layout == SP_SF_SP24 && out->stats.residual) {   /* a group of more than 2: named (the first) */
+                long long row = 0, col = 0;
+                int n = 0;
+                sp_sf_two_four(w, M, K, ld, &row, &col, &n);
+                st = sp_fail(SPTUNE_ERR_INVALID, "Slot-Filling: W is not 2:4 sparse (row %lld, columns %lld..%lld hold %d "
+                             "nonzeros; the sp24 layout keeps at most 2 of every 4): encode it with the bitmap layout",
+                             row, col, col + 3 < K ? col + 3 : K - 1, n);
+                goto done;
+            }
             unsigned char *R = rec + (size_t)(i * out->chunks + c) * rb;
             uint32_t *vals = (uint32_t *)R, *meta = (uint32_t *)(R + 16 * W);
             unsigned char scratch[256 / 32 * 32]; /* the list layout's masks exist only while encoding */

@@ -64,4 +64,7 @@ sptune_status sp_twell_pack(const sp_twell_shape *s, const uint16_t *h, uint32_t
 sptune_status sp_twell_unpack(const sp_twell_shape *s, const uint32_t *packed, const uint32_t *pool,
                               int64_t pool_words, uint16_t *h);
 
+/* An active (positive) gate value of 16-bit bits: the sign clear and not zero (bf16 and fp16 alike). */
+static inline int sp_gate_active(uint16_t v) { return !(v & 0x8000u) && (v & 0x7fffu); }
+
 #endif

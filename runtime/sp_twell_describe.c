@@ -5,6 +5,7 @@
  * a few dense tokens; a test draws from it and recovers the dimensions. */
 #include "sptune.h"
 #include "sp_status.h"
+#include "sp_twell.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -17,10 +18,7 @@ sptune_status sptune_twell_count_tokens(const void *gate, long long tokens, int 
     const unsigned short *g = gate;
     for (long long r = 0; r < tokens; r++) {
         unsigned n = 0;
-        for (int j = 0; j < F; j++) {
-            const unsigned short v = g[(size_t)r * (size_t)F + (size_t)j];
-            n += !(v & 0x8000u) && (v & 0x7fffu);   /* positive (the sign clear, not zero) */
-        }
+        for (int j = 0; j < F; j++) n += sp_gate_active(g[(size_t)r * (size_t)F + (size_t)j]);
         active[r] = n;
     }
     return SPTUNE_OK;
@@ -173,10 +171,8 @@ sptune_status sptune_twell_describe_gate(const void *gate, long long tokens, int
     /* a neuron only dense tokens fire is live: counted once so that it is not taken for dead */
     for (long long r = 0; st == SPTUNE_OK && r < tokens; r++)
         if (active[r] > dt.cut)
-            for (int j = 0; j < F; j++) {
-                const unsigned short v = ((const unsigned short *)gate)[(size_t)r * F + j];
-                if (!counts[j] && !(v & 0x8000u) && (v & 0x7fffu)) counts[j] = 1;
-            }
+            for (int j = 0; j < F; j++)
+                if (!counts[j] && sp_gate_active(((const unsigned short *)gate)[(size_t)r * F + j])) counts[j] = 1;
     if (st == SPTUNE_OK) st = describe(fn, tokens, &dt, F, counts, 1, M, D, order, buf, len);
     free(active);
     free(counts);

@@ -3,6 +3,7 @@
  * the api and the tuner, which both call it. */
 #include "sptune.h"
 #include "sp_status.h"
+#include "sp_twell.h"
 
 #include <stdlib.h>
 
@@ -13,8 +14,7 @@ sptune_status sptune_twell_count_active(const void *gate, long long tokens, int 
     const unsigned short *g = gate;
     for (long long r = 0; r < tokens; r++)
         for (int j = 0; j < F; j++) {
-            unsigned short v = g[(size_t)r * (size_t)F + (size_t)j];
-            counts[j] += !(v & 0x8000u) && (v & 0x7fffu);   /* positive (the sign clear, not zero) */
+            counts[j] += sp_gate_active(g[(size_t)r * (size_t)F + (size_t)j]);
         }
     return SPTUNE_OK;
 }

@@ -67,11 +67,9 @@ static sptune_status weights_for(sf_state *g, uint64_t seed, unsigned short **ou
     }
     weight_cache_clear();
     if (file) {   /* the user's weights: the shape and format the problem says */
-        char name[256];
-        sp_tensor_role_name(g->b->data_names, "w", "weight", name, sizeof name);
-        sp_tensor_request rq = {name, g->M, g->K, g->f16 ? SP_TENSOR_F16 : SP_TENSOR_BF16};
         sp_tensor t;
-        sptune_status st = sp_tensor_read(g->b->data, &rq, &t);
+        sptune_status st = sp_slotfill_read_weights(g->b->data, g->b->data_names, g->M, g->K,
+                                                    g->f16 ? SP_TENSOR_F16 : SP_TENSOR_BF16, &t);
         if (st != SPTUNE_OK) return st;
         wc.hW = t.data;
         wc.M = g->M; wc.K = g->K; wc.f16 = g->f16; wc.file = 1;

@@ -98,3 +98,12 @@ sptune_status sp_slotfill_draw(uint64_t *rng, int M, int K, double sparsity, int
     free(score);
     return SPTUNE_OK;
 }
+
+sptune_status sp_slotfill_read_weights(const char *path, const char *names, long long rows, long long cols,
+                                       sp_tensor_format format, sp_tensor *out)
+{
+    char name[256];
+    sp_tensor_role_name(names, "w", "weight", name, sizeof name);
+    sp_tensor_request rq = {name, rows, cols, format};
+    return sp_tensor_read(path, &rq, out);
+}

@@ -14,6 +14,7 @@
 #define SP_SLOTFILL_DIST_H
 
 #include "sptune.h"
+#include "sp_tensor_file.h"
 #include <stdint.h>
 
 /* Standard normal deviates from rng, two per Box-Muller step (the second kept for the next call). */
@@ -22,5 +23,10 @@ double sp_normal(sp_normals *n);
 
 /* W (M x K, row-major 16-bit floats: fp16 when f16, else bf16) drawn as dist says; fails only on memory. */
 sptune_status sp_slotfill_draw(uint64_t *rng, int M, int K, double sparsity, int dist, int f16, unsigned short *W);
+
+/* The user's pruned weights (--data): the tensor `names` calls w (default "weight"), checked against rows x cols
+ * and format where those are given (0, SP_TENSOR_UNKNOWN: any). */
+sptune_status sp_slotfill_read_weights(const char *path, const char *names, long long rows, long long cols,
+                                       sp_tensor_format format, sp_tensor *out);
 
 #endif

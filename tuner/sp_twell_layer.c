@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-
 void sp_twell_layer_free(sp_twell_layer *l)
 {
     if (!l) return;

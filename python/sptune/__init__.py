@@ -262,12 +262,10 @@ class Kernel:
         allocation (sptune_kernel_launch_ws: the library cuts it and sets the capacities); tokens: the
         token count, 1 to the problem's (0: an empty batch, nothing launched; -1: the problem's)."""
         ptrs = (ctypes.c_uint64 * max(len(tensors), 1))(*[int(t) for t in tensors])
-        with self._lock:
-            _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(int(stream)), int(tokens), ptrs,
-                                                     int(workspace), int(workspace_bytes)))
+        self._launch_array(ptrs, int(workspace), int(workspace_bytes), int(stream), int(tokens))
 
     def _launch_array(self, ptrs, workspace, workspace_bytes, stream, tokens):
-        """launch_ws with the pointers already in a ctypes array (the ops' per-call path)."""
+        """launch_ws with the pointers already in a ctypes array and every number an int (the ops' per-call path)."""
         with self._lock:
             _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(stream), tokens, ptrs, workspace,
                                                      workspace_bytes))

@@ -35,7 +35,7 @@ def _host_bytes(name, t):
     h = t.detach().cpu().contiguous()
     if h.element_size() != 2:
         raise ValueError(f"{name} must hold 16-bit values (got {h.element_size()}-byte elements)")
-    return ctypes.string_at(h.data_ptr(), h.numel() * 2), h
+    return ctypes.string_at(h.data_ptr(), h.numel() * 2)
 
 
 def _write_safetensors(path, named):
@@ -77,8 +77,7 @@ def tune_twell_ffn(x, w_gate, w_up, w_down, budget="2m", order=0, gpu="auto", db
         path = os.path.join(tmp, "layer.safetensors")
         named = []
         for name, t in (("x", x), ("w_gate", w_gate), ("w_up", w_up), ("w_down", w_down)):
-            data, _ = _host_bytes(name, t)
-            named.append((name, "BF16", shapes[name], data))
+            named.append((name, "BF16", shapes[name], _host_bytes(name, t)))
         _write_safetensors(path, named)
         del named
         cmd = [_sptune_bin(), "tune", "twell-ffn", "--data", path, "--tensors", "x=x,gate=w_gate,up=w_up,down=w_down",
