@@ -70,11 +70,23 @@ static sptune_status parse_fixed(const sp_template *t, const char *text, fixed_p
     return SPTUNE_OK;
 }
 
-static int takes_fixed(const sp_config *c, const fixed_params *f)
+/* Whether c takes the fixed parameters; one whose values cost the same (same_cost: a data format) is given the
+ * fixed value instead, since a result measured in one format stands for the others. */
+static int takes_fixed(const sp_template *t, sp_config *c, const fixed_params *f)
+{
+    for (int i = 0; i < f->n; i++) {
+        if (c->idx[f->param[i]] == f->value[i]) continue;
+        if (!sp_template_param(t, f->param[i])->same_cost) return 0;
+        c->idx[f->param[i]] = f->value[i];
+    }
+    return 1;
+}
+
+static int is_fixed(const fixed_params *f, int param)
 {
     for (int i = 0; i < f->n; i++)
-        if (c->idx[f->param[i]] != f->value[i]) return 0;
-    return 1;
+        if (f->param[i] == param) return 1;
+    return 0;
 }
 
 typedef struct scan {
@@ -154,7 +166,7 @@ static int visit(const sp_result *r, void *ud)
     if (r->outcome != SP_OUTCOME_OK || strcmp(r->template_name, s->op) != 0) return 0;
     if (s->fixed->n > 0) {
         sp_config c;
-        int ok = sp_config_parse(s->t, r->config, &c) == SPTUNE_OK && takes_fixed(&c, s->fixed);
+        int ok = sp_config_parse(s->t, r->config, &c) == SPTUNE_OK && takes_fixed(s->t, &c, s->fixed);
         sp_clear_error();
         if (!ok) return 0;
     }
@@ -296,10 +308,20 @@ static int usable(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *w
                   const candidate *c, sp_config *cfg, sptune_status *st)
 {
     int ok = 0;
-    if (sp_config_parse(t, c->config, cfg) == SPTUNE_OK && takes_fixed(cfg, fixed)) {
-        char *why = NULL;
-        *st = sp_template_check(t, cfg, gpu, want, &ok, &why);
-        free(why);
+    if (sp_config_parse(t, c->config, cfg) == SPTUNE_OK && takes_fixed(t, cfg, fixed)) {
+        *st = sp_template_check(t, cfg, gpu, want, &ok, NULL);
+        /* measured in another data format than the problem's (bf16 for an fp16 problem): the same configuration
+         * in the problem's format, a same_cost parameter at a value the problem accepts */
+        for (int p = 0; !ok && *st == SPTUNE_OK && p < sp_template_nparams(t); p++) {
+            if (!sp_template_param(t, p)->same_cost || is_fixed(fixed, p)) continue;
+            const int was = cfg->idx[p];
+            for (int v = 0; !ok && *st == SPTUNE_OK && v < sp_template_param(t, p)->nvalues; v++)
+                if (v != was) {
+                    cfg->idx[p] = v;
+                    *st = sp_template_check(t, cfg, gpu, want, &ok, NULL);
+                }
+            if (!ok) cfg->idx[p] = was;
+        }
     }
     sp_clear_error();
     return ok;
@@ -328,8 +350,18 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
             k->baseline_ms = c->baseline_ms > 0 ? c->baseline_ms : -1;
             snprintf(k->recorded, sizeof k->recorded, "%s", c->problem);
             snprintf(k->recorded_gpu, sizeof k->recorded_gpu, "%s", c->gpu);
-            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s", c->problem, c->gpu,
-                     c->median_ms, speed, c->other_gpu ? ", a GPU of the same architecture" : "",
+            /* the parameters served otherwise than measured (a same_cost one: the problem's data format) */
+            char as[128] = "";
+            sp_config measured;
+            if (sp_config_parse(t, c->config, &measured) == SPTUNE_OK)
+                for (int p = 0, n = 0; p < sp_template_nparams(t); p++)
+                    if (measured.idx[p] != cfg->idx[p] && n < (int)sizeof as - 1)
+                        n += snprintf(as + n, sizeof as - (size_t)n, "%s%s=%s", n ? "," : ", measured with ",
+                                      sp_template_param(t, p)->name,
+                                      sp_template_param(t, p)->values[measured.idx[p]].text);
+            sp_clear_error();
+            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s%s", c->problem, c->gpu,
+                     c->median_ms, speed, as, c->other_gpu ? ", a GPU of the same architecture" : "",
                      c->other_version ? ", with an earlier version of the template (stale: not re-measured)" : "",
                      c->shipped ? " (results shipped with sptune)" : "");
         }
@@ -428,13 +460,6 @@ static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const
         sp_clear_error();
     }
     return SPTUNE_OK;
-}
-
-static int is_fixed(const fixed_params *f, int param)
-{
-    for (int i = 0; i < f->n; i++)
-        if (f->param[i] == param) return 1;
-    return 0;
 }
 
 /* The j-th value of parameter `param` nearest to index `from` in its list (j = 1, 2, ...: from - 1,

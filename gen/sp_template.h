@@ -27,6 +27,8 @@ typedef struct sp_param {
     int nvalues;
     sp_value *values;
     int default_index;
+    int same_cost; /* its values run the same instructions (a data format such as bf16/fp16): a result measured
+                      with one value stands for the others when the runtime looks up recorded results */
 } sp_param;
 
 /* A configuration: one value index per parameter, in the template's parameter order. */

@@ -260,6 +260,12 @@ static void read_param(lua_State *L, sp_template *t, int i, int e, int values_tb
             vfail(L, t, "params[%d].values has %s twice", i + 1, sorted[j]->text);
     lua_pop(L, 1);
 
+    int same = rawfield(L, e, "same_cost");
+    if (same != LUA_TNIL && same != LUA_TBOOLEAN)
+        vfail(L, t, "params[%d].same_cost must be a boolean (got %s)", i + 1, luaL_typename(L, -1));
+    p->same_cost = lua_toboolean(L, -1);
+    lua_pop(L, 1);
+
     p->default_index = 0;
     if (rawfield(L, e, "default") != LUA_TNIL) {
         sp_value d = {0};

@@ -116,7 +116,8 @@ typedef struct sptune_kernel sptune_kernel;
  * user's database and the results shipped with sptune) are looked up (exact problem, else the
  * nearest recorded problem whose configuration is valid for this one, else the same from another
  * GPU profile of the same architecture, else the template's default), then rendered and compiled
- * (through the kernel cache). At equal nearness the fastest measured result wins (its speed-up over
+ * (through the kernel cache). A result measured in the other 16-bit format (bf16 for fp16 weights: the same
+ * instructions) serves as the same configuration in the problem's format, one step away. At equal nearness the fastest measured result wins (its speed-up over
  * the baseline timed in the same run), whoever recorded it: a short tuning run that measured a slow
  * configuration never displaces a faster recorded one. A result of an earlier template version is
  * served when it is the fastest, and the origin's detail says it is stale (not re-measured).
@@ -308,7 +309,8 @@ SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
  * Or encode for an already chosen kernel: sptune_slotfill_encode(..., sptune_kernel_config(k), ...). */
 typedef struct sptune_slotfill sptune_slotfill;
 
-/* Encodes w (M x K 16-bit floats, row-major; fp16 != 0: fp16, else bf16). config: NULL for the
+/* Encodes w (M x K 16-bit floats, row-major; fp16 != 0: fp16, else bf16; its zeros, +0 and -0 alike (w * mask
+ * leaves -0 where a weight was negative), are the pruned weights: decoding gives +0 there). config: NULL for the
  * default encoding: decode=sp24 when w is 2:4 sparse (at most 2 nonzeros in every aligned group of 4 along
  * K, as 2:4 pruning leaves it: the sparse tensor cores read it as it is), else decode=bitmap; or a
  * configuration of slotfill-spmm (only its window, dbits, fill and decode are read; decode=sp24 refuses

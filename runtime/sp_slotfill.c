@@ -183,7 +183,7 @@ static void encode_row_chunk(const uint16_t *w, long long M, long long K, long l
         if (src && 4 * q + 4 <= left) memcpy(v, src + 4 * q, 8);
         else if (src)
             for (int e = 0; e < 4 && 4 * q + e < left; e++) v[e] = src[4 * q + e];
-        const unsigned nz = (v[0] != 0) | (v[1] != 0) << 1 | (v[2] != 0) << 2 | (v[3] != 0) << 3;
+        const unsigned nz = sp_sf_kept(v[0]) | sp_sf_kept(v[1]) << 1 | sp_sf_kept(v[2]) << 2 | sp_sf_kept(v[3]) << 3;
         const group_pattern *g = &patterns[nz];
         nnz += g->nonzeros;
         tc += g->kept0 + g->kept1;
@@ -635,7 +635,7 @@ int sp_sf_two_four(const uint16_t *w, long long M, long long K, long long ld, lo
     for (long long r = 0; r < M; r++)
         for (long long q = 0; q < K; q += 4) {
             int c = 0;
-            for (long long e = q; e < q + 4 && e < K; e++) c += w[r * ld + e] != 0;
+            for (long long e = q; e < q + 4 && e < K; e++) c += sp_sf_kept(w[r * ld + e]);
             if (c > 2) {
                 if (row) *row = r;
                 if (col) *col = q;

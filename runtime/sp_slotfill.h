@@ -2,8 +2,9 @@
  * slotfill-spmm reads on the GPU, exact for any pattern.
  *
  * W is M x K (rows = output features, as nn.Linear keeps its weight), 16-bit floats (bf16 or fp16;
- * the encoder only looks at bits): an element whose bits are 0x0000 is pruned, anything else
- * (-0, NaN and Inf included) is a value and is kept. The product computed with it is
+ * the encoder only looks at bits): a zero is pruned, +0 and -0 alike (w * mask leaves -0 where a weight was
+ * negative; a product with it adds nothing), anything else (NaN, Inf and subnormals included) is a value and is
+ * kept. Decoding gives W back bit for bit, a pruned -0 as +0. The product computed with it is
  * Y[N x M] = X[N x K] * W^T (op slotfill-spmm), the layout inference engines use.
  *
  * Rows are taken 16 at a time (a tile, the m16 of the tensor-core instructions) and columns `window`
@@ -170,6 +171,9 @@ sptune_status sp_sf_adopt(unsigned char *image, size_t size, const char *name, s
 /* Writes the checksum of the sections into the header (the encoder's last step; tests use it to
  * build images that are damaged but sealed). */
 void sp_sf_seal(unsigned char *image, size_t size);
+
+/* Whether a 16-bit element of W is a value the encoding keeps (not +0 or -0). */
+static inline int sp_sf_kept(uint16_t v) { return (v & 0x7fffu) != 0; }
 
 /* Bytes of one record: values and metadata, and the masks in the mask layout (the bitmap layout has none). */
 static inline size_t sp_sf_record_bytes(const sp_sf_params *p)

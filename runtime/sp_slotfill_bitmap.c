@@ -32,7 +32,7 @@ sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long ld, sp_slotfill *
             long long nnz = 0;
             const long long r1 = 16 * i + 16 < M ? 16 * i + 16 : M, k0 = c * 128, k1 = k0 + 128 < K ? k0 + 128 : K;
             for (long long r = 16 * i; r < r1; r++)
-                for (long long k = k0; k < k1; k++) nnz += w[r * ld + k] != 0;
+                for (long long k = k0; k < k1; k++) nnz += sp_sf_kept(w[r * ld + k]);
             const long long bytes = (long long)block_bytes(nnz);
             units[i * out->chunks + c] = (uint32_t)total;
             total += (unsigned long long)bytes / 16;
@@ -85,7 +85,7 @@ sptune_status sp_sf_encode_bitmap(const uint16_t *w, long long ld, sp_slotfill *
                         const long long gr = 16 * i + rowt[e], gk = c * 128 + 16 * s + colt[e];
                         v = gr < M && gk < K ? w[gr * ld + gk] : 0;
                     }
-                    if (!v) continue;
+                    if (!sp_sf_kept(v)) continue;
                     mask[word[e] + wsel] |= 1u << (bit[e] + sbit);
                     vals[n++] = v;
                 }

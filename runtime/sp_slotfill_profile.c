@@ -64,7 +64,7 @@ sptune_status sp_sf_profile_get(const sp_slotfill *m, sp_sf_profile *out)
         for (long long r = 0; st == SPTUNE_OK && r < m->M; r++)
             for (long long q = 0; q < m->K; q += 4) {
                 int n = 0;
-                for (long long e = q; e < q + 4 && e < m->K; e++) n += w[r * m->K + e] != 0;
+                for (long long e = q; e < q + 4 && e < m->K; e++) n += sp_sf_kept(w[r * m->K + e]);
                 rows[r] += n;
                 if (n != 2) two_four = 0;
             }

@@ -205,5 +205,18 @@ raises(ValueError, lambda: sptune.tune_twell_ffn(xs, wg, HostBF16((1024, 255), 5
        "tune_twell_ffn: w_up of another shape")
 raises(ValueError, lambda: sptune.tune_twell_ffn(Fake((64, 256), "torch.float16"), wg, wu, wd), "must be bfloat16",
        "tune_twell_ffn: fp16 x")
+
+# examples/decoder.py: its options are checked before torch is imported (usage errors exit 2; without torch or a GPU
+# it says so and exits 3; its run is a GPU check: bench/RESULTS.md)
+import subprocess  # noqa: E402
+decoder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "decoder.py")
+for args, code, part in ((["--help"], 0, "--prune"), (["--batch", "1,x"], 2, "comma-separated"),
+                         (["--batch", "0"], 2, "from 1 to 256"), (["--heads", "3"], 2, "must split"),
+                         (["--layers", "0"], 2, "at least 1")):
+    r = subprocess.run([sys.executable, decoder] + args, capture_output=True, text=True, timeout=60)
+    check(r.returncode == code and part in r.stdout + r.stderr,
+          f"decoder.py {' '.join(args)}: exit {r.returncode}, {(r.stdout + r.stderr)[-200:]!r}")
+r = subprocess.run([sys.executable, decoder, "--layers", "1"], capture_output=True, text=True, timeout=120)
+check(r.returncode in (0, 3), f"decoder.py without a GPU: exit {r.returncode}, {r.stderr[-200:]!r}")
 print(f"python: {passed} passed, {failed} failed")
 sys.exit(1 if failed else 0)

@@ -331,6 +331,43 @@ int main(void)
         sptune_kernel_free(k);
     }
 
+    /* fp16 weights with only bf16 results recorded (the shipped ones): the same kernel in the other format (dtype
+     * costs the same: same_cost), from the bf16 result of the same shape, saying how it was measured. */
+    {
+        const char *bm = "window=128,dbits=5,fill=0,decode=bitmap";
+        char fixed16[96], fixedbf[96];
+        snprintf(fixed16, sizeof fixed16, "%s,dtype=f16", bm);
+        snprintf(fixedbf, sizeof fixedbf, "%s,dtype=bf16", bm);
+        sptune_kernel_request rq = {.op = "slotfill-spmm", .problem = "M=14336,K=4096,N=16,sparsity=50,fp16=0,dist=2",
+                                    .gpu = "h200", .db_path = "", .cache_dir = cache, .fixed = fixedbf};
+        sptune_kernel *b16 = NULL, *f16 = NULL;
+        CHECK_ST(sptune_kernel_get(&rq, &b16), SPTUNE_OK);
+        rq.problem = "M=14336,K=4096,N=16,sparsity=50,fp16=1,dist=2";
+        rq.fixed = fixed16;
+        CHECK_ST(sptune_kernel_get(&rq, &f16), SPTUNE_OK);
+        if (b16 && f16) {
+            const char *detail = NULL, *cb = sptune_kernel_config(b16), *cf = sptune_kernel_config(f16);
+            CHECK(sptune_kernel_origin(b16, NULL) == SPTUNE_ORIGIN_EXACT);
+            CHECK_MSG(sptune_kernel_origin(f16, &detail) == SPTUNE_ORIGIN_NEAREST &&
+                          strstr(detail, "tuned for M=14336,K=4096,N=16,sparsity=50,fp16=0,dist=2") &&
+                          strstr(detail, "measured with dtype=bf16"), "%s", detail);
+            CHECK_MSG(!strncmp(cb, "dtype=bf16,", 11) && !strncmp(cf, "dtype=f16,", 10) && !strcmp(cb + 11, cf + 10),
+                      "%s / %s", cb, cf);
+            double ms_b = 0, ms_f = 0;
+            CHECK_ST(sptune_kernel_expected(b16, &ms_b, NULL), SPTUNE_OK);
+            CHECK_ST(sptune_kernel_expected(f16, &ms_f, NULL), SPTUNE_OK);
+            CHECK(ms_b > 0 && ms_f == ms_b);
+        }
+        sptune_kernel_free(b16);
+        sptune_kernel_free(f16);
+        /* a parameter that changes the work (the layout) is never swapped in this way */
+        rq.fixed = "window=64,dbits=7,fill=0,decode=list,dtype=f16";
+        f16 = NULL;
+        CHECK_ST(sptune_kernel_get(&rq, &f16), SPTUNE_OK);
+        if (f16) CHECK_MSG(strstr(sptune_kernel_config(f16), "decode=list"), "%s", sptune_kernel_config(f16));
+        sptune_kernel_free(f16);
+    }
+
     /* The shipped results (db/data/h200.tsv, measured on an H200): an application with no
      * database of its own gets the H200's tuned twell-ffn, and an H100 gets them as the same
      * architecture's; the user's own result for the problem wins over the shipped one. */

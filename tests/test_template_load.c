@@ -39,6 +39,7 @@ static void test_validation(void)
     invalid(P1 ", kernel = 'not ident', launch = function() end, emit = function() end", "must be a C identifier");
     invalid("params = {{name = 'a', values = {1, 2}, default = 3}}, " FN, "params[1].default = 3 is not one of its values");
     invalid("params = {{name = 'a', values = {'x'}, default = 'y'}}, " FN, "params[1].default = 'y' is not one of its values");
+    invalid("params = {{name = 'a', values = {'x'}, same_cost = 'yes'}}, " FN, "params[1].same_cost must be a boolean");
     invalid("params = {{name = 'a', values = {1}}, {name = 'a', values = {2}}}, " FN,
             "params[2]: parameter 'a' is declared twice");
     invalid("params = {{name = 'a', values = {1}}, {name = 'b', values = {1, 1.5}}}, " FN,

@@ -400,8 +400,8 @@ def hot_order(counts):
 # ---- Slot-Filling weights -----------------------------------------------------------------------------
 
 class SlotFillWeights:
-    """A pruned weight matrix W (M x K, as nn.Linear keeps it; zeros are the pruned weights) encoded once for
-    slotfill-spmm, Y[N x M] = X[N x K] W^T (sptune_slotfill_encode). `data`: the M*K 16-bit values in host memory,
+    """A pruned weight matrix W (M x K, as nn.Linear keeps it; zeros, +0 or -0, are the pruned weights) encoded once
+    for slotfill-spmm, Y[N x M] = X[N x K] W^T (sptune_slotfill_encode). `data`: the M*K 16-bit values in host memory,
     row-major, as a bytes-like object or anything with a data_ptr() (a contiguous CPU tensor); fp16: fp16, else bf16.
 
         w = sptune.SlotFillWeights(weight.cpu(), M, K)

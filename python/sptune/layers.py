@@ -7,9 +7,10 @@ _layer_class = None
 
 
 def slotfill_linear(weight, bias=None, keep_dense=False, max_tokens=None, gpu="auto", db_path=None, config=None):
-    """A torch.nn.Module computing y = x W^T (+ bias) with W encoded once for slotfill-spmm (its zeros are the
-    pruned weights; 2:4-pruned weights take the sp24 layout, others the bitmap one). weight: M x K bf16 or fp16
-    (an nn.Linear's weight, on any device); x: (..., K) of the same type on a CUDA device. The encoded image is
+    """A torch.nn.Module computing y = x W^T (+ bias) with W encoded once for slotfill-spmm (its zeros, +0 or -0 as
+    weight * mask leaves them, are the pruned weights; 2:4-pruned weights take the sp24 layout, others the bitmap
+    one). weight: M x K bf16 or fp16 (an nn.Linear's weight, on any device); x: (..., K) of the same type on a CUDA
+    device. The encoded image is
     placed on weight's CUDA device (the current one if weight is on the host). keep_dense: keep the dense weight and
     use it for batches the tuned results say dense is faster for (expected_ms > baseline_ms); without it every
     batch runs sparse. max_tokens: refuse larger batches (None: any). Kernels are got per batch bucket (1, 8, 16,
