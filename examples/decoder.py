@@ -10,12 +10,20 @@ and replayed to generate tokens. Prints per batch size the decode tokens/s of bo
 checking that the Slot-Filling model's logits match the dense model's (the same pruned weights) within bf16
 tolerance, at prefill and at every decode step (teacher-forced on the dense model's tokens).
 
+With --relu the FFN is ReLU-gated instead (relu(x Wg^T) * x Wu^T, then Wd) with activations as sparse as a trained
+ReLU model's (each neuron's firing rate set by a bias: log-normal around 0.3 %, 30 % of neurons dead, folded into
+the gate through a constant channel of the residual stream), and the example times prefill instead: --prefill
+tokens (sequences of --prompt tokens) through the same model with its FFNs dense (torch) and through
+sptune.twell_ffn, checking that the last tokens' logits agree.
+
     PYTHONPATH=python python3 examples/decoder.py --layers 8 --batch 1,4,16 --prune unstructured
+    PYTHONPATH=python python3 examples/decoder.py --relu --prompt 1024 --prefill 16384
     (SPTUNE_LIB=<prefix>/lib/libsptune.so.0.3 when the library is not installed where sptune finds it)
 
 Needs torch with CUDA and one GPU with room for both models (about 0.9 GB a layer); exits 2 on bad options,
 3 without a GPU, 1 when the outputs disagree."""
 import argparse
+import math
 import sys
 import time
 
@@ -35,17 +43,23 @@ def options(argv):
     p.add_argument("--kv-heads", type=int, default=8)
     p.add_argument("--tolerance", type=float, default=3e-2,
                    help="largest relative error of the logits against the dense model (default 3e-2)")
+    p.add_argument("--relu", action="store_true",
+                   help="a ReLU-gated FFN with sparse activations; time prefill through twell-ffn instead of decode")
+    p.add_argument("--prefill", type=int, default=16384,
+                   help="with --relu: tokens per prefill, whole sequences of --prompt tokens (default 16384)")
     p.add_argument("--seed", type=int, default=0)
     a = p.parse_args(argv)
     try:
         a.batch = [int(b) for b in a.batch.split(",")]
     except ValueError:
         p.error(f"--batch: {a.batch!r} is not a comma-separated list of integers")
-    for name in ("layers", "steps", "prompt", "vocab", "hidden", "ffn", "heads", "kv_heads"):
+    for name in ("layers", "steps", "prompt", "vocab", "hidden", "ffn", "heads", "kv_heads", "prefill"):
         if getattr(a, name) < 1:
             p.error(f"--{name.replace('_', '-')} must be at least 1")
     if min(a.batch) < 1 or max(a.batch) > 256:
         p.error("--batch sizes go from 1 to 256")
+    if a.relu and a.prefill % a.prompt:
+        p.error("--prefill must be a whole number of --prompt sequences")
     if a.hidden % a.heads or a.heads % a.kv_heads or (a.hidden // a.heads) % 2:
         p.error("--hidden must split into --heads of an even width, and --heads into --kv-heads groups")
     return a
@@ -66,7 +80,7 @@ def prune(torch, w, scale, kind):
 class Model:
     """The decoder's weights and one forward pass over a static KV cache (graph-safe: positions are tensors)."""
 
-    def __init__(self, torch, a, linear_of):
+    def __init__(self, torch, a):
         self.t, self.a = torch, a
         dev, bf = "cuda", torch.bfloat16
         D, F, H, KV = a.hidden, a.ffn, a.heads, a.kv_heads
@@ -93,7 +107,20 @@ class Model:
                 w = prune(torch, randn(m, k, std=k ** -0.5), channel_scale(k), a.prune)
                 layer[name] = w
             self.layers.append(layer)
-        self.linear_of = linear_of
+        self.ffn, self.calibrating, self.active = None, False, []
+        if a.relu:
+            # a constant channel (0) of the residual stream that no layer writes, through which each neuron's bias
+            # reaches its gate: bias = the pre-activation's spread x the normal quantile of 1 - its firing rate
+            self.embed[:, 0] = 8.0
+            self.bias = []
+            for layer in self.layers:
+                layer["o"][0].zero_()
+                layer["down"][0].zero_()
+                rate = torch.exp(math.log(0.002) + torch.randn(F, device=dev, generator=g)).clamp(max=0.5)
+                rate[torch.rand(F, device=dev, generator=g) < 0.3] = 1e-6   # dead neurons (a finite bias)
+                spread = layer["gate"].float().norm(dim=1)
+                self.bias.append(spread * torch.special.ndtri(1 - rate))
+                layer["down_t"] = layer["down"].T.contiguous()   # twell-ffn takes W_down as F x D (row j: neuron j)
         inv = 1.0 / (500000.0 ** (torch.arange(0, self.hd, 2, device=dev).float() / self.hd))
         ang = torch.outer(torch.arange(a.prompt + a.steps + 8, device=dev).float(), inv)
         self.cos, self.sin = ang.cos(), ang.sin()
@@ -133,15 +160,88 @@ class Model:
             q, k = self._rope(q, pos), self._rope(k, pos)
             kc[i].index_copy_(2, pos, k)
             vc[i].index_copy_(2, pos, v)
-            qg = q.reshape(B, KV, H // KV * T, hd)          # the query heads of each key/value head together
-            s = (qg.float() @ kc[i].float().transpose(-1, -2)) * hd ** -0.5   # (B, KV, G*T, Tmax)
-            s = s.view(B, KV, H // KV, T, Tmax).masked_fill(mask, float("-inf"))
-            o = (s.softmax(-1).view(B, KV, H // KV * T, Tmax) @ vc[i].float()).to(x.dtype)
-            o = o.view(B, H, T, hd).transpose(1, 2).reshape(B, T, H * hd)
+            if T > 1:   # a prompt from position 0: causal attention over itself (flash attention)
+                rep = H // KV
+                o = t.nn.functional.scaled_dot_product_attention(
+                    q, k.repeat_interleave(rep, 1), v.repeat_interleave(rep, 1), is_causal=True)
+            else:
+                qg = q.reshape(B, KV, H // KV * T, hd)          # the query heads of each key/value head together
+                s = (qg.float() @ kc[i].float().transpose(-1, -2)) * hd ** -0.5   # (B, KV, G*T, Tmax)
+                s = s.view(B, KV, H // KV, T, Tmax).masked_fill(mask, float("-inf"))
+                o = (s.softmax(-1).view(B, KV, H // KV * T, Tmax) @ vc[i].float()).to(x.dtype)
+            o = o.reshape(B, H, T, hd).transpose(1, 2).reshape(B, T, H * hd)
             x = x + p["o"](o)
             h = self._norm(x, w["norm2"])
-            x = x + p["down"](t.nn.functional.silu(p["gate"](h)) * p["up"](h))
+            if self.calibrating:   # the bias through the constant channel, at its value in this layer
+                w["gate"][:, 0] = (-self.bias[i] / h[..., 0].float().mean()).to(w["gate"].dtype)
+            if self.ffn is not None:
+                x = x + self.ffn(i, h)
+                continue
+            gate = p["gate"](h)
+            if self.calibrating:
+                self.active.append((gate > 0).sum(-1).float().mean().item())
+            act = t.relu(gate) if a.relu else t.nn.functional.silu(gate)
+            x = x + p["down"](act * p["up"](h))
         return t.nn.functional.linear(x[:, -1], self.head).float()
+
+
+def prefill(torch, sptune, a, model):
+    """--relu: the prompt batch through the model with its FFNs dense and through twell-ffn; tokens/s and agreement."""
+    model.build(lambda w: (lambda x, w=w: torch.nn.functional.linear(x, w)))
+    B = a.prefill // a.prompt
+    g = torch.Generator(device="cuda").manual_seed(a.seed)
+    tokens = torch.randint(0, a.vocab, (B, a.prompt), device="cuda", generator=g)
+    pos = torch.arange(a.prompt, device="cuda")
+    kc, vc = model.cache(B)
+    with torch.no_grad():   # the biases set layer by layer at the channel's value there, active neurons counted
+        model.calibrating = True
+        model.forward(tokens, pos, kc, vc)
+        model.calibrating = False
+    nnz = max(1, round(sum(model.active) / len(model.active)))
+    print(f"ReLU-gated FFN: active neurons per token {min(model.active):.0f}-{max(model.active):.0f} over the layers "
+          f"(mean {nnz} of {a.ffn}); prefill of {B} x {a.prompt} tokens", flush=True)
+
+    def twell(i, h):
+        w = model.layers[i]
+        return sptune.twell_ffn(h.reshape(-1, a.hidden), w["gate"], w["up"], w["down_t"], nnz=nnz).view_as(h)
+
+    def timed(fn, runs=5):
+        fn()
+        ts = []
+        for _ in range(runs):
+            e0, e1 = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            e0.record()
+            fn()
+            e1.record()
+            e1.synchronize()
+            ts.append(e0.elapsed_time(e1))
+        return sorted(ts)[len(ts) // 2]
+
+    res = {}
+    w0 = model.layers[0]
+    h0 = model._norm(model.embed[tokens], w0["norm2"]).reshape(-1, a.hidden)
+    for name, ffn in (("dense", None), ("twell-ffn", twell)):
+        model.ffn = ffn
+        with torch.no_grad():
+            logits = model.forward(tokens, pos, kc, vc)
+            ms = timed(lambda: model.forward(tokens, pos, kc, vc))
+            if ffn is None:
+                one = timed(lambda: torch.nn.functional.linear(
+                    torch.relu(torch.nn.functional.linear(h0, w0["gate"])) * torch.nn.functional.linear(h0, w0["up"]),
+                    w0["down"]))
+            else:
+                one = timed(lambda: twell(0, h0))
+        res[name] = (logits, ms, one)
+    model.ffn = None
+    err = ((res["twell-ffn"][0] - res["dense"][0]).norm() / res["dense"][0].norm()).item()
+    d, s = res["dense"], res["twell-ffn"]
+    print(f"prefill  dense {a.prefill / d[1] * 1e3:10.0f} tok/s ({d[1]:.2f} ms)   twell-ffn "
+          f"{a.prefill / s[1] * 1e3:10.0f} tok/s ({s[1]:.2f} ms)   {d[1] / s[1]:.2f}x   one FFN layer {d[2]:.3f} -> "
+          f"{s[2]:.3f} ms ({d[2] / s[2]:.2f}x)   logits err {err:.2e}", flush=True)
+    if not err <= a.tolerance:
+        print("FAILED: the logits differ more than --tolerance", flush=True)
+        return 1
+    return 0
 
 
 def main(argv):
@@ -158,9 +258,11 @@ def main(argv):
 
     torch.backends.cuda.matmul.allow_bf16_reduced_precision_reduction = False
     t0 = time.time()
-    model = Model(torch, a, None)
+    model = Model(torch, a)
     print(f"{a.layers} layers of hidden {a.hidden}, FFN {a.ffn}, {a.heads}/{a.kv_heads} heads, vocab {a.vocab}; "
           f"weights pruned {a.prune} to 50 % ({time.time() - t0:.0f} s)", flush=True)
+    if a.relu:
+        return prefill(torch, sptune, a, model)
     dense = Model.__new__(Model)
     dense.__dict__.update(model.__dict__)
     dense.build(lambda w: (lambda x, w=w: torch.nn.functional.linear(x, w)))
