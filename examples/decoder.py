@@ -14,7 +14,8 @@ With --relu the FFN is ReLU-gated instead (relu(x Wg^T) * x Wu^T, then Wd) with 
 ReLU model's (each neuron's firing rate set by a bias: log-normal around 0.3 %, 30 % of neurons dead, folded into
 the gate through a constant channel of the residual stream), and the example times prefill instead: --prefill
 tokens (sequences of --prompt tokens) through the same model with its FFNs dense (torch) and through
-sptune.twell_ffn, checking that the last tokens' logits agree.
+sptune.twell_ffn (the neurons as drawn, and in the hot order sptune.hot_order gives from the calibration pass's
+counts), checking that the last tokens' logits agree.
 
     PYTHONPATH=python python3 examples/decoder.py --layers 8 --batch 1,4,16 --prune unstructured
     PYTHONPATH=python python3 examples/decoder.py --relu --prompt 1024 --prefill 16384
@@ -107,7 +108,8 @@ class Model:
                 w = prune(torch, randn(m, k, std=k ** -0.5), channel_scale(k), a.prune)
                 layer[name] = w
             self.layers.append(layer)
-        self.ffn, self.calibrating, self.active = None, False, []
+        self.ffn, self.calibrating, self.inputs = None, False, None
+        self.active, self.busiest, self.counts = [], [], []   # per layer, from the calibration pass
         if a.relu:
             # a constant channel (0) of the residual stream that no layer writes, through which each neuron's bias
             # reaches its gate: bias = the pre-activation's spread x the normal quantile of 1 - its firing rate
@@ -174,19 +176,27 @@ class Model:
             h = self._norm(x, w["norm2"])
             if self.calibrating:   # the bias through the constant channel, at its value in this layer
                 w["gate"][:, 0] = (-self.bias[i] / h[..., 0].float().mean()).to(w["gate"].dtype)
+            if self.inputs is not None:
+                self.inputs.append(h)
             if self.ffn is not None:
                 x = x + self.ffn(i, h)
                 continue
             gate = p["gate"](h)
             if self.calibrating:
-                self.active.append((gate > 0).sum(-1).float().mean().item())
+                on = gate > 0
+                per_token = on.sum(-1)
+                self.active.append(per_token.float().mean().item())
+                self.busiest.append(int(per_token.max().item()))
+                self.counts.append(on.sum(dim=(0, 1)))
             act = t.relu(gate) if a.relu else t.nn.functional.silu(gate)
             x = x + p["down"](act * p["up"](h))
         return t.nn.functional.linear(x[:, -1], self.head).float()
 
 
 def prefill(torch, sptune, a, model):
-    """--relu: the prompt batch through the model with its FFNs dense and through twell-ffn; tokens/s and agreement."""
+    """--relu: the prompt batch through the model with its FFNs dense, through twell-ffn with the neurons as drawn, and
+    through twell-ffn with them in hot order (calibrated: most frequent first, as sptune.hot_order lays them out);
+    tokens/s of the whole prefill, time of the FFNs alone on each layer's own inputs, and agreement."""
     model.build(lambda w: (lambda x, w=w: torch.nn.functional.linear(x, w)))
     B = a.prefill // a.prompt
     g = torch.Generator(device="cuda").manual_seed(a.seed)
@@ -199,11 +209,23 @@ def prefill(torch, sptune, a, model):
         model.calibrating = False
     nnz = max(1, round(sum(model.active) / len(model.active)))
     print(f"ReLU-gated FFN: active neurons per token {min(model.active):.0f}-{max(model.active):.0f} over the layers "
-          f"(mean {nnz} of {a.ffn}); prefill of {B} x {a.prompt} tokens", flush=True)
+          f"(mean {nnz} of {a.ffn}; the busiest token of a layer up to {max(model.busiest)}); prefill of {B} x "
+          f"{a.prompt} tokens", flush=True)
+    for w, counts in zip(model.layers, model.counts):   # the calibrated layout: rows most frequent neuron first
+        perm = torch.tensor(sptune.hot_order(counts.tolist()), device="cuda")
+        w["hot"] = (w["gate"][perm].contiguous(), w["up"][perm].contiguous(), w["down_t"][perm].contiguous())
 
-    def twell(i, h):
+    def twell(calibrated):
+        def ffn(i, h):
+            w = model.layers[i]
+            ws = w["hot"] if calibrated else (w["gate"], w["up"], w["down_t"])
+            return sptune.twell_ffn(h.reshape(-1, a.hidden), *ws, nnz=nnz, calibrated=calibrated).view_as(h)
+        return ffn
+
+    def dense_ffn(i, h):
         w = model.layers[i]
-        return sptune.twell_ffn(h.reshape(-1, a.hidden), w["gate"], w["up"], w["down_t"], nnz=nnz).view_as(h)
+        lin = torch.nn.functional.linear
+        return lin(torch.relu(lin(h, w["gate"])) * lin(h, w["up"]), w["down"])
 
     def timed(fn, runs=5):
         fn()
@@ -217,31 +239,31 @@ def prefill(torch, sptune, a, model):
             ts.append(e0.elapsed_time(e1))
         return sorted(ts)[len(ts) // 2]
 
+    with torch.no_grad():   # each layer's FFN input, for the FFNs timed alone
+        model.inputs = []
+        model.forward(tokens, pos, kc, vc)
+        inputs, model.inputs = model.inputs, None
     res = {}
-    w0 = model.layers[0]
-    h0 = model._norm(model.embed[tokens], w0["norm2"]).reshape(-1, a.hidden)
-    for name, ffn in (("dense", None), ("twell-ffn", twell)):
+    for name, ffn in (("dense", None), ("twell-ffn", twell(False)), ("twell-ffn, hot order", twell(True))):
         model.ffn = ffn
         with torch.no_grad():
             logits = model.forward(tokens, pos, kc, vc)
             ms = timed(lambda: model.forward(tokens, pos, kc, vc))
-            if ffn is None:
-                one = timed(lambda: torch.nn.functional.linear(
-                    torch.relu(torch.nn.functional.linear(h0, w0["gate"])) * torch.nn.functional.linear(h0, w0["up"]),
-                    w0["down"]))
-            else:
-                one = timed(lambda: twell(0, h0))
-        res[name] = (logits, ms, one)
+            f = ffn or dense_ffn
+            ffn_ms = timed(lambda: [f(i, h) for i, h in enumerate(inputs)])
+        res[name] = (logits, ms, ffn_ms)
     model.ffn = None
-    err = ((res["twell-ffn"][0] - res["dense"][0]).norm() / res["dense"][0].norm()).item()
-    d, s = res["dense"], res["twell-ffn"]
-    print(f"prefill  dense {a.prefill / d[1] * 1e3:10.0f} tok/s ({d[1]:.2f} ms)   twell-ffn "
-          f"{a.prefill / s[1] * 1e3:10.0f} tok/s ({s[1]:.2f} ms)   {d[1] / s[1]:.2f}x   one FFN layer {d[2]:.3f} -> "
-          f"{s[2]:.3f} ms ({d[2] / s[2]:.2f}x)   logits err {err:.2e}", flush=True)
-    if not err <= a.tolerance:
-        print("FAILED: the logits differ more than --tolerance", flush=True)
-        return 1
-    return 0
+    ref, failed = res["dense"], 0
+    print(f"{'prefill FFNs':22} {'tok/s':>9} {'ms':>8} {'speed-up':>8} {'FFNs alone':>11} {'speed-up':>8} "
+          f"{'logits err':>11}")
+    for name, (logits, ms, ffn_ms) in res.items():
+        err = ((logits - ref[0]).norm() / ref[0].norm()).item()
+        ok = err <= a.tolerance
+        failed += not ok
+        print(f"{name:22} {a.prefill / ms * 1e3:9.0f} {ms:8.2f} {ref[1] / ms:7.2f}x {ffn_ms:9.2f} ms "
+              f"{ref[2] / ffn_ms:7.2f}x {err:11.2e}{'' if ok else '  FAILED: logits differ more than --tolerance'}",
+              flush=True)
+    return 1 if failed else 0
 
 
 def main(argv):
