@@ -117,9 +117,9 @@ typedef struct sptune_kernel sptune_kernel;
  * nearest recorded problem whose configuration is valid for this one, else the same from another
  * GPU profile of the same architecture, else the template's default), then rendered and compiled
  * (through the kernel cache). A result measured in the other 16-bit format (bf16 for fp16 weights: the same
- * instructions) serves as the same configuration in the problem's format, one step away. At equal nearness the fastest measured result wins (its speed-up over
- * the baseline timed in the same run), whoever recorded it: a short tuning run that measured a slow
- * configuration never displaces a faster recorded one. A result of an earlier template version is
+ * instructions) serves as the same configuration in the problem's format, one step away. At equal nearness
+ * the fastest measured result wins (its speed-up over the baseline timed in the same run), whoever recorded
+ * it: a short tuning run that measured a slow configuration never displaces a faster recorded one. A result of an earlier template version is
  * served when it is the fastest, and the origin's detail says it is stale (not re-measured).
  * A database that does not exist counts as empty; one that cannot be read is an error.
  * A repeated request is answered from an in-process copy (tens of microseconds) while the user's

@@ -483,7 +483,8 @@ return {
   args = ARGS,
   dims = {"M", "K", "N", "sparsity", "fp16", "dist"}, -- sparsity (percent) and dist (0 uniform, 1 magnitude-pruned,
                                                       -- 2 per-row, 3 exactly 2:4, 4 the hard rows): how benchmarks draw W
-  ranges = {sparsity = {0, 99, int = true}, fp16 = {0, 1, int = true, category = true}, dist = {0, 4, int = true, category = true}},
+  ranges = {sparsity = {0, 99, int = true}, fp16 = {0, 1, int = true, category = true},
+            dist = {0, 4, int = true, category = true}},
   tokens = "N",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,
