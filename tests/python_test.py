@@ -130,6 +130,15 @@ raises(sptune.SptuneError, lambda: w.apply(other, 0x1000, 0x2000, 16), "the weig
        "apply with a kernel of another shape")
 w.apply(mine, 0x1000, 0x2000, 0)   # an empty batch: nothing launched
 raises(ValueError, lambda: sptune.SlotFillWeights(b"\0" * 10, M, K), "bytes", "slotfill: short data")
+# a matrix that is not pruned encodes, with a warning that dense is faster; a pruned one without
+import warnings  # noqa: E402
+for dense_vals, warned in ((vals, False), ([v or 0x3f80 for v in vals], True)):
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        sptune.SlotFillWeights(struct.pack("<%dH" % len(dense_vals), *dense_vals), M, K)
+    got = [str(c.message) for c in caught if c.category is RuntimeWarning]
+    check(bool(got) == warned and (not warned or "0.0% sparse" in got[0] and "dense product will be faster" in got[0]),
+          f"slotfill: warning for a {'dense' if warned else 'pruned'} matrix: {got}")
 
 
 class HostTensor(Fake):   # what SlotFillWeights reads of a tensor

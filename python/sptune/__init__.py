@@ -403,6 +403,8 @@ class SlotFillWeights:
     """A pruned weight matrix W (M x K, as nn.Linear keeps it; zeros, +0 or -0, are the pruned weights) encoded once
     for slotfill-spmm, Y[N x M] = X[N x K] W^T (sptune_slotfill_encode). `data`: the M*K 16-bit values in host memory,
     row-major, as a bytes-like object or anything with a data_ptr() (a contiguous CPU tensor); fp16: fp16, else bf16.
+    A matrix whose encoding is no smaller than 0.9 of dense (one not pruned) is encoded with a RuntimeWarning: the
+    dense product will be faster.
 
         w = sptune.SlotFillWeights(weight.cpu(), M, K)
         k = sptune.kernel("slotfill-spmm", w.problem(16), fixed=w.fixed)   # the kernel for batches up to 16
@@ -437,6 +439,14 @@ class SlotFillWeights:
         info = _SlotFillInfo()
         _check(lib.sptune_slotfill_info_get(handle, ctypes.byref(info)))
         self.info = {name: getattr(info, name) for name, _ in _SlotFillInfo._fields_}
+        # an encoding no smaller than ~0.9 of dense cannot beat a dense product that streams W as well
+        enc = sum(self.info[k] for k in ("bytes_tc", "bytes_slots", "bytes_residual", "bytes_index"))
+        dense = max(self.info["bytes_dense"], 1)
+        if enc > 0.9 * dense:
+            import warnings
+            warnings.warn(f"sptune: this {M} x {K} matrix is {1 - self.info['nonzeros'] / (M * K):.1%} sparse; its "
+                          f"Slot-Filling encoding is {enc / dense:.2f} of dense bytes, so the dense product will be "
+                          f"faster (Slot-Filling is for weights pruned to ~50% or more)", RuntimeWarning, stacklevel=2)
 
     def problem(self, tokens):
         """The slotfill-spmm problem for batches of up to `tokens` (sparsity and pruning measured from the encoding)."""
