@@ -105,7 +105,7 @@ int main(int argc, char **argv)
     const char *kind_name[3] = {"uniform", "magnitude", "per-row"};
     printf("%-12s %-9s %3s %9s %9s %6s %9s %6s %9s %6s  %s\n", "W (MxK)", "pruning", "N", "cuBLAS", "SpInfer", "x",
            "Flash-LLM", "x", "sptune", "x",
-           "SpInfer split-K / sptune configuration");
+           "split-K of SpInfer, Flash-LLM / sptune configuration");
     for (int si = 0; si < nshapes && si < (int)(sizeof shapes / sizeof shapes[0]); ++si)
         for (int dist = 2; dist >= 0; --dist) {
             if (!strchr(kinds, '0' + dist)) continue;
