@@ -3,7 +3,8 @@
 #   bash bench/engine-check.sh [build-static]
 # test_gpu_api (token counts under one kernel, family helpers, CUDA graph, threads, two contexts, host
 # costs), the API and workspace cases of test_gpu_ops, the example against the installed copy (shared
-# and static), and the Python package's GPU test when torch is there. Logs go to $OUT when set.
+# and static), and the Python package's GPU test and the decoder example (examples/decoder.py, two layers) when torch
+# is there. Logs go to $OUT when set.
 set -uo pipefail
 build="${1:-build-static}"
 out="${OUT:-/tmp/sptune-engine}"
@@ -21,6 +22,11 @@ step "$build/examples/twell_ffn" 3000 2048 5632
 step "$build/examples/twell_ffn_static" 77 256 1024
 if python3 -c "import torch" 2>/dev/null; then
   SPTUNE_LIB="$PWD/$build/prefix/lib/libsptune.so.0.3" PYTHONPATH="$PWD/python" step python3 tests/gpu_python.py
+  # the decoder example, small: its logits checked against the dense model (exit 1 when they disagree)
+  for args in "--prune 2:4" "--prune unstructured" "--relu --prompt 256 --prefill 2048"; do
+    SPTUNE_LIB="$PWD/$build/prefix/lib/libsptune.so.0.3" PYTHONPATH="$PWD/python" \
+      step python3 examples/decoder.py --layers 2 --batch 1,4 --steps 16 $args
+  done
 else
   echo "no torch here: the Python GPU test did not run"
 fi
