@@ -407,35 +407,35 @@ sptune_status sp_api_ranked_configs(const sptune_kernel_request *req, int max, c
     return st;
 }
 
-/* A scalar's declared size (typical or bound) for the problem and configuration; -1 when none is
- * declared or it does not evaluate. */
-static long long scalar_size(const sp_template *t, const sp_config *cfg, const sp_problem *want, const char *name,
-                             int bound)
-{
-    long long v = -1;
-    if (sp_config_scalar_size(t, cfg, want, name, bound, &v) != SPTUNE_OK) v = -1;
-    sp_clear_error();
-    return v;
-}
-
-/* The template's argument declarations, copied into k, with each scalar's declared sizes and each
- * pointer's element count for the problem and configuration, the scalars at their typical values
- * and at their bounds (-1 where an extent needs the data or an undeclared scalar). */
-static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const sp_problem *want, sptune_kernel *k)
+void sp_api_arg_sizes(const sp_template *t, const sp_config *cfg, const sp_problem *p, long long scalar[2][SP_MAX_ARGS],
+                      long long elements[2][SP_MAX_ARGS])
 {
     sp_vars vars;
-    sp_config_vars(t, cfg, want, &vars);
-    sp_vars typical = vars, bound = vars;
+    sp_config_vars(t, cfg, p, &vars);
+    sp_vars at[2] = {vars, vars};   /* the scalars at their typical sizes, and at their bounds */
     for (int i = 0; i < sp_template_nargs(t); i++) {
         const sp_arg *a = sp_template_arg(t, i);
-        kernel_arg *x = &k->arg[i];
-        x->typical = x->bound = -1;
-        if (a->role != SP_ROLE_SCALAR) continue;
-        x->typical = scalar_size(t, cfg, want, a->name, 0);
-        x->bound = scalar_size(t, cfg, want, a->name, 1);
-        if (x->typical >= 0) sp_vars_set(&typical, a->name, (double)x->typical);
-        if (x->bound >= 0) sp_vars_set(&bound, a->name, (double)x->bound);
+        for (int b = 0; b < 2; b++) {
+            long long n = -1;
+            if (a->role != SP_ROLE_SCALAR || sp_config_scalar_size(t, cfg, p, a->name, b, &n) != SPTUNE_OK) n = -1;
+            if (n >= 0) sp_vars_set(&at[b], a->name, (double)n);
+            scalar[b][i] = n;
+        }
     }
+    for (int i = 0; i < sp_template_nargs(t); i++) {
+        const sp_arg *a = sp_template_arg(t, i);
+        for (int b = 0; b < 2; b++)
+            if (!sp_arg_is_pointer(a) || sp_arg_elements(a, &at[b], &elements[b][i]) != SPTUNE_OK) elements[b][i] = -1;
+    }
+    sp_clear_error();
+}
+
+/* The template's argument declarations, copied into k, with their declared sizes for the problem and configuration
+ * (sp_api_arg_sizes). */
+static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const sp_problem *want, sptune_kernel *k)
+{
+    long long scalar[2][SP_MAX_ARGS], elements[2][SP_MAX_ARGS];
+    sp_api_arg_sizes(t, cfg, want, scalar, elements);
     for (int i = 0; i < sp_template_nargs(t); i++) {
         const sp_arg *a = sp_template_arg(t, i);
         kernel_arg *x = &k->arg[i];
@@ -449,15 +449,13 @@ static sptune_status keep_args(const sp_template *t, const sp_config *cfg, const
         sp_arg_shape_text(a, &b);
         x->shape_text = b.data ? b.data : strdup("");
         if (oom || b.oom || !x->shape_text) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
-        x->elements = x->elements_bound = -1;
+        x->typical = scalar[0][i];
+        x->bound = scalar[1][i];
+        x->elements = elements[0][i];
+        x->elements_bound = elements[1][i];
         x->dim = -1;
         for (int d = 0; a->role == SP_ROLE_DIM && d < want->n; d++)
             if (strcmp(want->name[d], a->name) == 0) x->dim = (long long)want->v[d];
-        if (sp_arg_is_pointer(a)) {
-            if (sp_arg_elements(a, &typical, &x->elements) != SPTUNE_OK) x->elements = -1;
-            if (sp_arg_elements(a, &bound, &x->elements_bound) != SPTUNE_OK) x->elements_bound = -1;
-        }
-        sp_clear_error();
     }
     return SPTUNE_OK;
 }

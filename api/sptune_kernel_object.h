@@ -73,6 +73,12 @@ sptune_status sp_api_request_copy(const sptune_kernel_request *in, sptune_kernel
  * problem, best first (the order sptune_kernel_get considers them in), distinct, as text (each to free). */
 sptune_status sp_api_ranked_configs(const sptune_kernel_request *req, int max, char **configs, int *n);
 
+/* The arguments' declared sizes for problem p and configuration cfg: each scalar's at its typical size [0] and at its
+ * bound [1] (-1 where none is declared or it does not evaluate), and each pointer's element count with the scalars
+ * there (-1 where it needs the data). */
+void sp_api_arg_sizes(const sp_template *t, const sp_config *cfg, const sp_problem *p, long long scalar[2][SP_MAX_ARGS],
+                      long long elements[2][SP_MAX_ARGS]);
+
 /* Bytes of a workspace part of n elements of argument x (256-byte parts; n < 0: none). */
 size_t sp_api_part_size(const kernel_arg *x, long long n);
 /* Bytes of workspace argument x in a workspace cut at the bounds or at the typical sizes. */

@@ -10,35 +10,6 @@
 /* The largest token count a launch may pass: the problem's (-1: the op has none). */
 static long long max_tokens(const sptune_kernel *k) { return k->tokens_arg >= 0 ? k->arg[k->tokens_arg].dim : -1; }
 
-/* The arguments' sizes for problem p (the kernel's with fewer tokens) into g, as the template declares them. The
- * source never sees the token count (the template emits one source for every batch), so the kernels index their
- * workspace by the launched count, and these sizes are what a launch with that count touches. */
-static void sizes_at(const sptune_kernel *k, const sp_problem *p, geometry *g)
-{
-    g->sized = 1;
-    sp_vars vars;
-    sp_config_vars(k->t, &k->cfg, p, &vars);
-    sp_vars v[2] = {vars, vars};
-    for (int i = 0; i < k->nargs; i++) {
-        const sp_arg *a = sp_template_arg(k->t, i);
-        for (int b = 0; b < 2; b++) {
-            long long n = -1;
-            if (a->role == SP_ROLE_SCALAR && sp_config_scalar_size(k->t, &k->cfg, p, a->name, b, &n) == SPTUNE_OK &&
-                n >= 0)
-                sp_vars_set(&v[b], a->name, (double)n);
-            g->scalar[b][i] = a->role == SP_ROLE_SCALAR ? n : -1;
-        }
-    }
-    for (int i = 0; i < k->nargs; i++)
-        for (int b = 0; b < 2; b++) {
-            const sp_arg *a = sp_template_arg(k->t, i);
-            long long n = -1;
-            if (!sp_arg_is_pointer(a) || sp_arg_elements(a, &v[b], &n) != SPTUNE_OK) n = -1;
-            g->elements[b][i] = n;
-        }
-    sp_clear_error();
-}
-
 /* The geometry of a launch with `tokens` tokens (fewer than the problem's): worked out by the template
  * at its first use and kept (the last GEO_MAX). */
 static sptune_status geometry_at(sptune_kernel *k, long long tokens, geometry **out)
@@ -73,7 +44,9 @@ static sptune_status geometry_at(sptune_kernel *k, long long tokens, geometry **
     return SPTUNE_OK;
 }
 
-/* The geometry of `tokens` with its arguments' sizes (worked out once, only where a workspace is cut for it). */
+/* The geometry of `tokens` with its arguments' sizes (worked out once, only where a workspace is cut for it). The
+ * source never sees the token count (the template emits one source for every batch), so the kernels index their
+ * workspace by the launched count, and the sizes the template declares at that count are what such a launch touches. */
 static sptune_status sized_at(sptune_kernel *k, long long tokens, const geometry **out)
 {
     geometry *g;
@@ -82,7 +55,8 @@ static sptune_status sized_at(sptune_kernel *k, long long tokens, const geometry
     if (!g->sized) {
         sp_problem p = k->want;
         p.v[k->tokens_dim] = (double)tokens;
-        sizes_at(k, &p, g);
+        sp_api_arg_sizes(k->t, &k->cfg, &p, g->scalar, g->elements);
+        g->sized = 1;
     }
     *out = g;
     return SPTUNE_OK;

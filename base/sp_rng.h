@@ -12,4 +12,8 @@ double sp_rng_unit(uint64_t *state);
 /* Uniform in [0, n) for n > 0 (0 when n == 0). */
 uint64_t sp_rng_below(uint64_t *state, uint64_t n);
 
+/* Standard normal deviates from rng, two per Box-Muller step (the second kept for the next call). */
+typedef struct sp_normals { uint64_t *rng; int have; double next; } sp_normals;
+double sp_normal(sp_normals *n);
+
 #endif

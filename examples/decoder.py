@@ -24,6 +24,7 @@ counts), checking that the last tokens' logits agree.
 Needs torch with CUDA and one GPU with room for both models (about 0.9 GB a layer); exits 2 on bad options,
 3 without a GPU, 1 when the outputs disagree."""
 import argparse
+import copy
 import math
 import sys
 import time
@@ -285,8 +286,7 @@ def main(argv):
           f"weights pruned {a.prune} to 50 % ({time.time() - t0:.0f} s)", flush=True)
     if a.relu:
         return prefill(torch, sptune, a, model)
-    dense = Model.__new__(Model)
-    dense.__dict__.update(model.__dict__)
+    dense = copy.copy(model)   # the same weights, its own projections
     dense.build(lambda w: (lambda x, w=w: torch.nn.functional.linear(x, w)))
     t0 = time.time()
     model.build(lambda w: sptune.slotfill_linear(w))

@@ -7,15 +7,6 @@
 #include <math.h>
 #include <stdlib.h>
 
-double sp_normal(sp_normals *n)
-{
-    if (n->have) { n->have = 0; return n->next; }
-    double u = sp_rng_unit(n->rng), v = sp_rng_unit(n->rng), r = sqrt(-2.0 * log(u + 1e-300));
-    n->next = r * sin(6.283185307179586 * v);
-    n->have = 1;
-    return r * cos(6.283185307179586 * v);
-}
-
 static int cmp_float(const void *a, const void *b)
 {
     float x = *(const float *)a, y = *(const float *)b;

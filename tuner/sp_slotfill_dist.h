@@ -14,12 +14,9 @@
 #define SP_SLOTFILL_DIST_H
 
 #include "sptune.h"
+#include "sp_rng.h"
 #include "sp_tensor_file.h"
 #include <stdint.h>
-
-/* Standard normal deviates from rng, two per Box-Muller step (the second kept for the next call). */
-typedef struct sp_normals { uint64_t *rng; int have; double next; } sp_normals;
-double sp_normal(sp_normals *n);
 
 /* W (M x K, row-major 16-bit floats: fp16 when f16, else bf16) drawn as dist says; fails only on memory. */
 sptune_status sp_slotfill_draw(uint64_t *rng, int M, int K, double sparsity, int dist, int f16, unsigned short *W);

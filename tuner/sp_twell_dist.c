@@ -174,12 +174,6 @@ sptune_status sp_twell_gate_data(uint64_t *rng, int M, int F, const sp_twell_dis
     return SPTUNE_OK;
 }
 
-static double normal(uint64_t *rng)
-{
-    const double u = 1.0 - sp_rng_unit(rng), v = sp_rng_unit(rng);   /* u in (0, 1] */
-    return sqrt(-2.0 * log(u)) * cos(6.283185307179586 * v);
-}
-
 /* The mean count over live neurons of a token of gain g when neuron j fires with Phi(c z_j / g). */
 static double count_at(const sp_twell_draw *w, double c, double g)
 {
@@ -215,17 +209,18 @@ static sptune_status layer_made(uint64_t *rng, int M, int D, int F, const sp_twe
         if (count_at(w, c, g) < d->dense_nnz) glo = g; else ghi = g;
     }
     const double dense_gain = sqrt(glo * ghi);
+    sp_normals nrm = {rng, 0, 0};
     for (int r = 0; r < M; r++) {
-        double g = w->dense_row[r] ? dense_gain : exp(d->spread * normal(rng));
+        double g = w->dense_row[r] ? dense_gain : exp(d->spread * sp_normal(&nrm));
         if (g > MAX_GAIN) g = MAX_GAIN;
         X[(size_t)r * D] = sp_float_to_bf16(1.0f);
-        for (int k = 1; k < D; k++) X[(size_t)r * D + k] = sp_float_to_bf16((float)(g * normal(rng)));
+        for (int k = 1; k < D; k++) X[(size_t)r * D + k] = sp_float_to_bf16((float)(g * sp_normal(&nrm)));
     }
     const double scale = 1.0 / sqrt((double)(D - 1));
     for (int j = 0; j < F; j++) {
         const int dead = w->z[j] <= DEAD_Z;
         Wg[(size_t)j * D] = sp_float_to_bf16(dead ? DEAD_BIAS : (float)(c * w->z[j]));
-        for (int k = 1; k < D; k++) Wg[(size_t)j * D + k] = sp_float_to_bf16((float)(scale * normal(rng)));
+        for (int k = 1; k < D; k++) Wg[(size_t)j * D + k] = sp_float_to_bf16((float)(scale * sp_normal(&nrm)));
     }
     return SPTUNE_OK;
 }
