@@ -2,6 +2,7 @@
  * GPU (exact, else the nearest recorded problem, else a result of another GPU of the same
  * architecture, else the template's default), rendered, compiled through the kernel cache, and
  * launched on the caller's stream. */
+#include "sp_api_across.h"
 #include "sp_cache.h"
 #include "sp_db.h"
 #include "sp_db_text.h"
@@ -35,6 +36,10 @@ typedef struct candidate {
     int shadowed;         /* another version's, and the current version has a result for the problem */
     char gpu[32];
     double median_ms, baseline_ms;
+    /* measured on several kinds of data (sp_api_across.h): config is the best worst case's, the times those of its
+       worst data (whose key is worst), own the fastest on the problem's own data; NULL/"" otherwise */
+    char *own, *worst;
+    char across[256];
 } candidate;
 
 /* Parameters a request fixes ("window=128,decode=owner"): each as (parameter index, value index). */
@@ -100,6 +105,7 @@ typedef struct scan {
     const fixed_params *fixed; /* results whose configuration does not take these are passed over */
     char last_profile[32];/* another GPU profile seen last, and whether it shares the architecture */
     int last_same_arch;
+    sp_across *across;    /* every result, by kind of data, where the op's data has kinds (NULL otherwise) */
 } scan;
 
 static double distance(const sp_template *t, const sp_problem *a, const sp_problem *b)
@@ -190,6 +196,12 @@ static int visit(const sp_result *r, void *ud)
     c.median_ms = r->timing.median_ms;
     c.baseline_ms = r->timing.baseline_ms;
     snprintf(c.gpu, sizeof c.gpu, "%s", r->env->gpu_profile);
+    if (s->across) {
+        sp_problem p;
+        if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) sp_clear_error();
+        else if (sp_across_add(s->across, &p, r->problem_key, c.gpu, c.other_version, r->config, c.median_ms,
+                               c.baseline_ms) != SPTUNE_OK) { s->oom = 1; return 1; }
+    }
     /* A problem already kept (most rows: one per configuration tried) needs no parsing. */
     for (size_t i = 0; i < s->n; i++)
         if (strcmp(s->c[i].problem, r->problem_key) == 0 && s->c[i].other_version == c.other_version &&
@@ -215,14 +227,7 @@ static int visit(const sp_result *r, void *ud)
     /* A key written before the op had some of its dimensions (data dimensions with defaults added
      * later) was measured on other data than the defaults say: near, never the same problem, unless the
      * dimension's default is that earlier data (as_before). */
-    for (int d = 0; d < sp_template_ndims(s->t); d++) {
-        size_t n;
-        const char *name = sp_template_dim(s->t, d);
-        if (!sp_template_dim_as_before(s->t, d) && !sp_kv_find(r->problem_key, name, strlen(name), &n)) {
-            c.distance += 1.0;
-            break;
-        }
-    }
+    if (sp_api_key_predates(s->t, r->problem_key)) c.distance += 1.0;
     if (s->n == s->cap) {
         size_t cap = s->cap ? 2 * s->cap : 16;
         candidate *m = realloc(s->c, cap * sizeof *m);
@@ -251,6 +256,29 @@ static sptune_status scan_shipped(scan *s)
     return SPTUNE_OK;
 }
 
+/* Where a candidate's problem was measured on several kinds of data (the tuner's generators), its configuration
+ * becomes the one of the best worst case over them and its times those of that worst case, so that the ranking
+ * and what the kernel says it expects hold on data like none of them (a user's). */
+static sptune_status pick_across(scan *s)
+{
+    for (size_t i = 0; s->across && i < s->n; i++) {
+        candidate *c = &s->c[i];
+        sp_problem p;
+        sp_across_pick pk;
+        if (sp_problem_parse(s->t, c->problem, &p) != SPTUNE_OK) { sp_clear_error(); continue; }
+        if (!sp_across_choose(s->across, &p, c->problem, c->gpu, c->other_version, &pk)) continue;
+        char *config = strdup(pk.config), *worst = strdup(pk.worst_key);
+        if (!config || !worst) { free(config); free(worst); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
+        c->own = c->config;
+        c->config = config;
+        c->worst = worst;
+        c->median_ms = pk.median_ms;
+        c->baseline_ms = pk.baseline_ms;
+        snprintf(c->across, sizeof c->across, "%d kinds of data: %.220s", pk.kinds, pk.note);
+    }
+    return SPTUNE_OK;
+}
+
 /* The recorded candidates for want, best first (the user's database, then the shipped results; an earlier
  * version's result shadowed where the current version has the problem), into *s (free with ranked_free). none: why
  * no database was read ("" when one was), db_path the one read. */
@@ -261,9 +289,11 @@ static sptune_status ranked(sp_template *t, const sp_gpu_profile *gpu, const sp_
     const char *db_path = req->db_path;
     sptune_status st = SPTUNE_OK;
     scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0, 0,
-              fixed, "", 0};
+              fixed, "", 0, NULL};
     *none = 0;
     *out = s;   /* empty until the scan ends */
+    if ((st = sp_across_new(t, &s.across)) != SPTUNE_OK) return st;
+    *out = s;   /* from here the caller's ranked_free frees the collection, whatever returns */
     snprintf(path, plen, "%s", db_path ? db_path : "");
     if (db_path && !*db_path) {
         snprintf(none, nlen, "no database of the user's");
@@ -290,6 +320,7 @@ static sptune_status ranked(sp_template *t, const sp_gpu_profile *gpu, const sp_
         for (size_t j = 0; j < s.n && s.c[i].other_version && !s.c[i].shadowed; j++)
             s.c[i].shadowed = !s.c[j].other_version && strcmp(s.c[j].problem, s.c[i].problem) == 0 &&
                               strcmp(s.c[j].gpu, s.c[i].gpu) == 0;
+    if (st == SPTUNE_OK) st = pick_across(&s);
     if (s.n > 1) qsort(s.c, s.n, sizeof *s.c, by_preference);
     *out = s;
     return st;
@@ -297,8 +328,15 @@ static sptune_status ranked(sp_template *t, const sp_gpu_profile *gpu, const sp_
 
 static void ranked_free(scan *s)
 {
-    for (size_t i = 0; i < s->n; i++) { free(s->c[i].config); free(s->c[i].problem); }
+    for (size_t i = 0; i < s->n; i++) {
+        free(s->c[i].config);
+        free(s->c[i].problem);
+        free(s->c[i].own);
+        free(s->c[i].worst);
+    }
     free(s->c);
+    sp_across_free(s->across);
+    s->across = NULL;
     s->c = NULL;
     s->n = 0;
 }
@@ -348,7 +386,7 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
             if (c->baseline_ms > 0) snprintf(speed, sizeof speed, " (%.2fx the baseline)", c->baseline_ms / c->median_ms);
             k->ms = c->median_ms;
             k->baseline_ms = c->baseline_ms > 0 ? c->baseline_ms : -1;
-            snprintf(k->recorded, sizeof k->recorded, "%s", c->problem);
+            snprintf(k->recorded, sizeof k->recorded, "%s", c->worst ? c->worst : c->problem);
             snprintf(k->recorded_gpu, sizeof k->recorded_gpu, "%s", c->gpu);
             /* the parameters served otherwise than measured (a same_cost one: the problem's data format) */
             char as[128] = "";
@@ -360,8 +398,11 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
                                       sp_template_param(t, p)->name,
                                       sp_template_param(t, p)->values[measured.idx[p]].text);
             sp_clear_error();
-            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s%s", c->problem, c->gpu,
-                     c->median_ms, speed, as, c->other_gpu ? ", a GPU of the same architecture" : "",
+            char across[640] = "";
+            if (c->worst)
+                snprintf(across, sizeof across, " on its worst data (%.200s) of %.256s", c->worst, c->across);
+            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s%s%s", c->problem, c->gpu,
+                     c->median_ms, speed, across, as, c->other_gpu ? ", a GPU of the same architecture" : "",
                      c->other_version ? ", with an earlier version of the template (stale: not re-measured)" : "",
                      c->shipped ? " (results shipped with sptune)" : "");
         }
@@ -388,9 +429,12 @@ sptune_status sp_api_ranked_configs(const sptune_kernel_request *req, int max, c
     char path[4096], none[512];
     scan s = {0};
     if (st == SPTUNE_OK) st = ranked(t, &gpu, &want, req, &fixed, &s, none, sizeof none, path, sizeof path);
-    for (size_t i = 0; st == SPTUNE_OK && *n < max && i < s.n; i++) {
+    /* each candidate's configuration, then (measured on several kinds of data) the fastest on its own data */
+    for (size_t i = 0; st == SPTUNE_OK && *n < max && i < 2 * s.n; i++) {
+        candidate c = s.c[i / 2];
+        if (i % 2 && !(c.config = c.own)) continue;
         sp_config cfg;
-        if (!usable(t, &gpu, &want, &fixed, &s.c[i], &cfg, &st)) continue;
+        if (!usable(t, &gpu, &want, &fixed, &c, &cfg, &st)) continue;
         char *text = sp_config_format(t, &cfg);
         if (!text) { st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); break; }
         int seen = 0;

@@ -211,6 +211,11 @@ int sp_template_dim_as_before(const sp_template *t, int i)
     return t && i >= 0 && i < t->ndims && t->dim_as_before[i];
 }
 
+int sp_template_dim_across(const sp_template *t, int i)
+{
+    return t && i >= 0 && i < t->ndims && t->dim_across[i];
+}
+
 int sp_template_dim_category(const sp_template *t, int i)
 {
     return t && i >= 0 && i < t->ndims && t->dim_category[i];

@@ -87,6 +87,10 @@ int sp_template_dim_category(const sp_template *t, int i);
 /* 1 when dimension i was added with a default that is the data problems had before it existed (ranges'
  * as_before = true): a recorded key without it names the same problem, not a nearby one. */
 int sp_template_dim_as_before(const sp_template *t, int i);
+/* 1 when dimension i says how the tuner made the data it measured on (ranges' across = true: a generator), not
+ * what a user's problem is: results that differ only in such dimensions are one problem measured on several kinds
+ * of data, and the lookup serves the configuration whose worst speed-up over them is best. */
+int sp_template_dim_across(const sp_template *t, int i);
 
 /* The dimension a launch may lower below the problem's (the token count: "M", "N"), NULL when none.
  * The source does not depend on it (emit is not given it), so one kernel serves every value up to the

@@ -325,6 +325,7 @@ static void read_ranges(lua_State *L, sp_template *t, int m)
         t->dim_int[d] = 0;
         t->dim_category[d] = 0;
         t->dim_as_before[d] = 0;
+        t->dim_across[d] = 0;
         for (int a = 0; a < t->nargs; a++)
             if (t->args[a].role == SP_ROLE_DIM && strcmp(t->args[a].name, t->dims[d]) == 0 &&
                 (t->args[a].type == SP_ARG_I32 || t->args[a].type == SP_ARG_U32)) {
@@ -356,7 +357,11 @@ static void read_ranges(lua_State *L, sp_template *t, int m)
             t->dim_as_before[d] = lua_toboolean(L, -1);
             if (t->dim_as_before[d] && !t->dim_optional[d])
                 vfail(L, t, "ranges.%s: as_before needs a default (the data of the keys without it)", t->dims[d]);
-            lua_pop(L, 5);
+            rawfield(L, x, "across");
+            t->dim_across[d] = lua_toboolean(L, -1);
+            if (t->dim_across[d] && !t->dim_optional[d])
+                vfail(L, t, "ranges.%s: across needs a default (a problem need not say how its data was made)", t->dims[d]);
+            lua_pop(L, 6);
         }
         lua_pop(L, 1);
     }

@@ -1,5 +1,7 @@
 #include "sp_test.h"
+#include "sp_db.h"
 #include "sp_gpu.h"
+#include "sptune.h"
 #include "sp_template.h"
 
 #include <stdio.h>
@@ -91,4 +93,25 @@ sp_gpu_profile sp_test_profile(const char *name)
         exit(1);
     }
     return g;
+}
+
+void sp_test_record(sp_db *db, const sp_env *env, const sp_template *t, const char *key, const char *config, double ms,
+                    double baseline_ms, int outcome)
+{
+    sp_result r;
+    memset(&r, 0, sizeof r);
+    r.env = env;
+    r.template_name = sp_template_name(t);
+    r.template_hash = sp_template_hash(t);
+    r.problem_key = key;
+    r.config = config;
+    r.outcome = (sp_outcome)outcome;
+    r.detail = outcome == SP_OUTCOME_OK ? NULL : "simulated";
+    r.timing.runs = 10;
+    r.timing.median_ms = r.timing.min_ms = r.timing.max_ms = r.timing.p10_ms = r.timing.p90_ms = ms;
+    r.timing.baseline_ms = baseline_ms;
+    r.timing.rel_error = 1e-3;
+    r.timing.method = "simulated";
+    r.registers = r.smem_bytes = r.spill_bytes = -1;
+    CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
 }

@@ -31,6 +31,13 @@ int sp_test_skip(const char *test_name, const char *why);
  * 1 when written. */
 int sp_test_write_safetensors(const char *path, int n, const char *const *names, const int *rows, const int *cols,
                               const char *dtype, const unsigned short *const *data);
+/* CHECKs that a result is recorded in db: of template t, under `key` as it is, on env, outcome an sp_outcome, timed
+ * at ms against a baseline timed at baseline_ms in the same run. */
+struct sp_db;
+struct sp_env;
+struct sp_template;
+void sp_test_record(struct sp_db *db, const struct sp_env *env, const struct sp_template *t, const char *key,
+                    const char *config, double ms, double baseline_ms, int outcome);
 /* CHECKs that `problem` is a problem op takes (its template parses it). */
 void sp_test_problem_parses(const char *op, const char *problem);
 

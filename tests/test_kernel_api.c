@@ -17,28 +17,6 @@
 static const sp_env H100 = {"NVIDIA H100 80GB HBM3", "h100", 9, 0, 132, "13.0", "13.0", "0.1.0"};
 static const sp_env H200 = {"NVIDIA H200", "h200", 9, 0, 132, "13.0", "13.0", "0.1.0"};
 
-/* A result recorded under `key` as it is, timed at ms against a baseline timed at baseline_ms in the same run. */
-static void record_key(sp_db *db, const sp_env *env, const sp_template *t, const char *key, const char *config,
-                       double ms, double baseline_ms, sp_outcome outcome)
-{
-    sp_result r;
-    memset(&r, 0, sizeof r);
-    r.env = env;
-    r.template_name = sp_template_name(t);
-    r.template_hash = sp_template_hash(t);
-    r.problem_key = key;
-    r.config = config;
-    r.outcome = outcome;
-    r.detail = outcome == SP_OUTCOME_OK ? NULL : "simulated";
-    r.timing.runs = 10;
-    r.timing.median_ms = r.timing.min_ms = r.timing.max_ms = r.timing.p10_ms = r.timing.p90_ms = ms;
-    r.timing.baseline_ms = baseline_ms;
-    r.timing.rel_error = 1e-3;
-    r.timing.method = "simulated";
-    r.registers = r.smem_bytes = r.spill_bytes = -1;
-    CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
-}
-
 /* The same for problem, as the tuner records it: every dimension spelled out. */
 static void put_timed(sp_db *db, const sp_env *env, const char *op, const char *problem, const char *config, double ms,
                       double baseline_ms, sp_outcome outcome)
@@ -50,7 +28,7 @@ static void put_timed(sp_db *db, const sp_env *env, const char *op, const char *
     char *key = NULL;
     CHECK_ST(sp_problem_parse(t, problem, &pp), SPTUNE_OK);
     CHECK((key = sp_problem_format(&pp)) != NULL);
-    record_key(db, env, t, key ? key : problem, config, ms, baseline_ms, outcome);
+    sp_test_record(db, env, t, key ? key : problem, config, ms, baseline_ms, outcome);
     free(key);
     sp_template_free(t);
 }
@@ -433,7 +411,7 @@ int main(void)
         sp_template *ffn = NULL;
         CHECK_ST(sp_template_load("twell-ffn", &ffn), SPTUNE_OK);
         CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
-        if (ffn && db) record_key(db, &H200, ffn, old_key, FFN8, 0.5, 5.0, SP_OUTCOME_OK);
+        if (ffn && db) sp_test_record(db, &H200, ffn, old_key, FFN8, 0.5, 5.0, SP_OUTCOME_OK);
         sp_db_close(db);
         sp_template_free(ffn);
         sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=12288,D=2048,F=5632,nnz=40", .gpu = "h200",

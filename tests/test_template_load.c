@@ -52,6 +52,8 @@ static void test_validation(void)
     invalid("params = {{name = 'a', values = {'x y'}}}, " FN, "without ',', '=', spaces");
     invalid("dims = {'M', 'kind'}, ranges = {kind = {0, 3, category = true}}, " P1 ", " FN,
             "ranges.kind: a category is numbered by integers (int = true)");
+    invalid("dims = {'M', 'gen'}, ranges = {gen = {0, 1, int = true, across = true}}, " P1 ", " FN,
+            "ranges.gen: across needs a default");
     invalid("dims = {'M'}, ranges = {N = {0, 3}}, " P1 ", " FN, "ranges names N, which is not a dimension");
     invalid("params = {{name = 'a', values = {'k=v'}}}, " FN, "params[1].values[1] = 'k=v'");
     invalid("params = {{name = 'a', values = {''}}}, " FN, "params[1].values[1] = ''");

@@ -22,9 +22,11 @@ end
 -- with a per-token gain (log-normal, sigma `spread`: some tokens fire far more neurons than others; dense tokens
 -- are those of a large gain) through gate weights whose per-neuron biases set the heavy-tailed rates. Added after
 -- results were recorded, with defaults that are the data those were measured on (as_before: a key without them is
--- the same problem).
+-- the same problem). Neither is a user's: a model's activations come from neither generator, so a configuration is
+-- served for the best worst case over the data it was measured on (across).
 M.made = {{"gen", 0}, {"spread", 0.5}}
-M.made_ranges = {gen = {0, 1, int = true, category = true, as_before = true}, spread = {0, 3, as_before = true}}
+M.made_ranges = {gen = {0, 1, int = true, category = true, as_before = true, across = true},
+                 spread = {0, 3, as_before = true, across = true}}
 
 -- The op's own dimensions followed by the distribution's, then `after` (optional: {name, default} pairs).
 function M.with(own, after)

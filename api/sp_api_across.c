@@ -1,0 +1,186 @@
+/* The configuration of the best worst case over the kinds of data one problem was measured on (sp_api_across.h). */
+#include "sp_api_across.h"
+#include "sp_status.h"
+#include "sp_str.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define KINDS 8   /* kinds of data of one problem considered (the generators: 2 today) */
+
+typedef struct entry {
+    double v[SP_MAX_DIMS];
+    int predates, other_version;
+    char gpu[32];
+    char *key, *config;
+    double ms, base;
+} entry;
+
+struct sp_across {
+    const sp_template *t;
+    int n_dims;
+    entry *e;
+    size_t n, cap;
+};
+
+sptune_status sp_across_new(const sp_template *t, sp_across **out)
+{
+    *out = NULL;
+    int any = 0;
+    for (int d = 0; d < sp_template_ndims(t); d++) any |= sp_template_dim_across(t, d);
+    if (!any) return SPTUNE_OK;
+    sp_across *a = calloc(1, sizeof *a);
+    if (!a) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    a->t = t;
+    a->n_dims = sp_template_ndims(t);
+    *out = a;
+    return SPTUNE_OK;
+}
+
+void sp_across_free(sp_across *a)
+{
+    if (!a) return;
+    for (size_t i = 0; i < a->n; i++) { free(a->e[i].key); free(a->e[i].config); }
+    free(a->e);
+    free(a);
+}
+
+int sp_api_key_predates(const sp_template *t, const char *key)
+{
+    for (int d = 0; d < sp_template_ndims(t); d++) {
+        size_t n;
+        const char *name = sp_template_dim(t, d);
+        if (!sp_template_dim_as_before(t, d) && !sp_kv_find(key, name, strlen(name), &n)) return 1;
+    }
+    return 0;
+}
+
+sptune_status sp_across_add(sp_across *a, const sp_problem *p, const char *key, const char *gpu, int other_version,
+                            const char *config, double median_ms, double baseline_ms)
+{
+    if (!(median_ms > 0) || !(baseline_ms > 0) || p->n != a->n_dims) return SPTUNE_OK;
+    if (a->n == a->cap) {
+        size_t cap = a->cap ? 2 * a->cap : 64;
+        entry *m = realloc(a->e, cap * sizeof *m);
+        if (!m) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+        a->e = m;
+        a->cap = cap;
+    }
+    entry *e = &a->e[a->n];
+    memset(e, 0, sizeof *e);
+    memcpy(e->v, p->v, sizeof e->v);
+    e->predates = sp_api_key_predates(a->t, key);
+    e->other_version = other_version;
+    snprintf(e->gpu, sizeof e->gpu, "%s", gpu);
+    e->ms = median_ms;
+    e->base = baseline_ms;
+    e->key = strdup(key);
+    e->config = strdup(config);
+    if (!e->key || !e->config) {
+        free(e->key);
+        free(e->config);
+        return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    }
+    a->n++;
+    return SPTUNE_OK;
+}
+
+/* Whether two problems are one problem (every dimension but the across ones equal) / the same kind of data. */
+static int same_problem(const sp_across *a, const double *x, const double *y)
+{
+    for (int d = 0; d < a->n_dims; d++)
+        if (!sp_template_dim_across(a->t, d) && x[d] != y[d]) return 0;
+    return 1;
+}
+
+static int same_data(const sp_across *a, const double *x, const double *y)
+{
+    for (int d = 0; d < a->n_dims; d++)
+        if (sp_template_dim_across(a->t, d) && x[d] != y[d]) return 0;
+    return 1;
+}
+
+/* A configuration's best result on each kind of data (-1: not measured there). */
+typedef struct tally {
+    const char *config;
+    long best[KINDS];   /* entry index */
+} tally;
+
+int sp_across_choose(const sp_across *a, const sp_problem *p, const char *key, const char *gpu, int other_version,
+                     sp_across_pick *out)
+{
+    if (!a || p->n != a->n_dims) return 0;
+    const int predates = sp_api_key_predates(a->t, key);
+    long kind_of[KINDS];  /* an entry of each kind of data */
+    int kinds = 0;
+    size_t ntally = 0;
+    tally *t = NULL;
+    int ok = 1;
+    for (size_t i = 0; ok && i < a->n; i++) {
+        const entry *e = &a->e[i];
+        if (e->predates != predates || e->other_version != other_version || strcmp(e->gpu, gpu) != 0 ||
+            !same_problem(a, e->v, p->v))
+            continue;
+        int k = 0;
+        while (k < kinds && !same_data(a, a->e[kind_of[k]].v, e->v)) k++;
+        if (k == kinds) {
+            if (kinds == KINDS) continue;
+            kind_of[kinds++] = (long)i;
+        }
+        size_t c = 0;
+        while (c < ntally && strcmp(t[c].config, e->config) != 0) c++;
+        if (c == ntally) {
+            tally *m = realloc(t, (ntally + 1) * sizeof *t);
+            if (!m) { ok = 0; break; }   /* out of memory: no pick, the fastest on the problem's own data stands */
+            t = m;
+            t[c].config = e->config;
+            for (int j = 0; j < KINDS; j++) t[c].best[j] = -1;
+            ntally++;
+        }
+        /* measured more than once on that data (the user's database and the shipped results): the faster */
+        const long b = t[c].best[k];
+        if (b < 0 || e->base / e->ms > a->e[b].base / a->e[b].ms) t[c].best[k] = (long)i;
+    }
+    int found = 0;
+    double best_worst = 0, best_mean = 0;
+    for (size_t c = 0; ok && kinds >= 2 && c < ntally; c++) {
+        double worst = 0, sum = 0;
+        long at = -1;
+        int all = 1;
+        for (int k = 0; k < kinds && all; k++) {
+            const long b = t[c].best[k];
+            if (b < 0) { all = 0; break; }
+            const double s = a->e[b].base / a->e[b].ms;
+            sum += s;
+            if (at < 0 || s < worst) { worst = s; at = b; }
+        }
+        if (!all) continue;
+        if (!found || worst > best_worst || (worst == best_worst && sum / kinds > best_mean)) {
+            found = 1;
+            best_worst = worst;
+            best_mean = sum / kinds;
+            out->config = t[c].config;
+            out->median_ms = a->e[at].ms;
+            out->baseline_ms = a->e[at].base;
+            out->worst_key = a->e[at].key;
+            out->kinds = kinds;
+            /* each kind's speed-up, named by its across dimensions */
+            size_t len = 0;
+            out->note[0] = 0;
+            for (int k = 0; k < kinds && len < sizeof out->note; k++) {
+                const entry *x = &a->e[t[c].best[k]];
+                for (int d = 0, first = 1; d < a->n_dims && len < sizeof out->note; d++)
+                    if (sp_template_dim_across(a->t, d)) {
+                        len += (size_t)snprintf(out->note + len, sizeof out->note - len, "%s%s=%g", first ? (k ? "; " : "")
+                                                : ",", sp_template_dim(a->t, d), x->v[d]);
+                        first = 0;
+                    }
+                if (len < sizeof out->note)
+                    len += (size_t)snprintf(out->note + len, sizeof out->note - len, ": %.2fx", x->base / x->ms);
+            }
+        }
+    }
+    free(t);
+    return found;
+}

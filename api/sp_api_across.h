@@ -1,0 +1,42 @@
+/* One problem measured on several kinds of data (a template's `across` dimensions: how the tuner made the data,
+ * twell's two generators), and the configuration to serve for it: the one whose worst speed-up over those data is
+ * best, since a user's data is none of them. The lookup's scan adds every result it keeps; each candidate problem
+ * then asks for its pick. Internal to api/. */
+#ifndef SP_API_ACROSS_H
+#define SP_API_ACROSS_H
+
+#include "sp_template.h"
+#include "sptune.h"
+
+#include <stddef.h>
+
+typedef struct sp_across sp_across;
+
+/* A collection for template t; *out is NULL (and nothing is collected) when t has no across dimension. */
+sptune_status sp_across_new(const sp_template *t, sp_across **out);
+void sp_across_free(sp_across *a);
+
+/* 1 when a recorded key lacks a dimension that was added without as_before (it was measured on other data than
+ * the default says: near, never the same problem). */
+int sp_api_key_predates(const sp_template *t, const char *key);
+
+/* One OK result: its problem (parsed from key), GPU profile, whether another template version measured it, its
+ * configuration and times. Results without a baseline are not comparable across data and are passed over. */
+sptune_status sp_across_add(sp_across *a, const sp_problem *p, const char *key, const char *gpu, int other_version,
+                            const char *config, double median_ms, double baseline_ms);
+
+typedef struct sp_across_pick {
+    const char *config;        /* valid while the collection lives */
+    double median_ms, baseline_ms; /* on the data where it did worst */
+    const char *worst_key;     /* that problem's key */
+    int kinds;                 /* kinds of data it was measured on (>= 2) */
+    char note[256];            /* "gen=0,spread=0.5: 1.80x; gen=1,spread=0.5: 1.05x" */
+} sp_across_pick;
+
+/* For problem p (key: as recorded) on gpu of that template version: 1 and *out when results of p's problem exist on
+ * two or more kinds of data and some configuration was measured on every kind; the one of the best worst speed-up
+ * (at equal worst, the better mean). 0 otherwise (the fastest on p's own data stands). */
+int sp_across_choose(const sp_across *a, const sp_problem *p, const char *key, const char *gpu, int other_version,
+                     sp_across_pick *out);
+
+#endif
