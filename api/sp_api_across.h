@@ -35,7 +35,7 @@ typedef struct sp_across_pick {
 
 /* For problem p (key: as recorded) on gpu of that template version: 1 and *out when results of p's problem exist on
  * two or more kinds of data and some configuration was measured on every kind; the one of the best worst speed-up
- * (at equal worst, the better mean). 0 otherwise (the fastest on p's own data stands). */
+ * (of those within 3 % of it, a run's noise, the best mean). 0 otherwise (the fastest on p's own data stands). */
 int sp_across_choose(const sp_across *a, const sp_problem *p, const char *key, const char *gpu, int other_version,
                      sp_across_pick *out);
 

@@ -49,7 +49,7 @@ static sptune_status geometry_at(sptune_kernel *k, long long tokens, geometry **
  * workspace by the launched count, and the sizes the template declares at that count are what such a launch touches. */
 static sptune_status sized_at(sptune_kernel *k, long long tokens, const geometry **out)
 {
-    geometry *g;
+    geometry *g = NULL;   /* set by geometry_at when it succeeds */
     sptune_status st = geometry_at(k, tokens, &g);
     if (st != SPTUNE_OK) return st;
     if (!g->sized) {

@@ -28,8 +28,8 @@ import sys
 import torch
 
 
-def activations(M, D, F, nnz, seed, dead=0.30, tail=0.7, dense=0.005, dense_nnz=2000.0):
-    """X (M x D) and Wg (F x D), bf16, so that relu(X Wg^T) fires as described above."""
+def activations(M, D, F, nnz, seed, dead=0.30, tail=0.7, dense=0.005, dense_nnz=2000.0, gen=0, spread=0.5):
+    """X (M x D) and Wg (F x D), bf16, so that relu(X Wg^T) fires as described above (gen 1: made by the layer)."""
     g = torch.Generator(device="cpu").manual_seed(seed)
     is_dead = torch.rand(F, generator=g) < dead
     weight = (1.0 + torch.randint(0, F, (F,), generator=g).double()) ** -tail
@@ -60,6 +60,8 @@ def activations(M, D, F, nnz, seed, dead=0.30, tail=0.7, dense=0.005, dense_nnz=
             a, b = (mid, b) if s > dense_nnz else (a, mid)
         lam = 0.5 * (a + b)
         count_dense = normal.cdf(lam * z[~is_dead]).sum().item()
+    if gen == 1:
+        return layer_made(M, D, g, is_dead, z, prob, rows, dense_nnz, spread)
     cd = math.copysign(math.sqrt(lam * lam / (16 - 12 * lam * lam)), lam)
     c = torch.where(rows, torch.tensor(cd, dtype=torch.float64), torch.tensor(0.5, dtype=torch.float64))
     X = c[:, None] + torch.rand(M, D, generator=g, dtype=torch.float64) - 0.5
@@ -67,6 +69,37 @@ def activations(M, D, F, nnz, seed, dead=0.30, tail=0.7, dense=0.005, dense_nnz=
     u = z * (math.sqrt(D) / 3.0) / (D / 2.0)
     Wg = u[:, None] + torch.rand(F, D, generator=g, dtype=torch.float64) * 2 - 1
     Wg[:, 0] = torch.where(is_dead, torch.tensor(-1e3, dtype=torch.float64), Wg[:, 0])
+    return X.to(torch.bfloat16), Wg.to(torch.bfloat16)
+
+
+def layer_made(M, D, g, is_dead, z, prob, rows, dense_nnz, spread, gains=24):
+    """The tuner's second generator (gen=1, tuner/sp_twell_dist.c): x = (1, a n), n ~ N(0, I), the gain a
+    log-normal (sigma `spread`) for ordinary tokens and large for dense ones; Wg[j] = (c z_j, w_j), w_j ~ N(0, I /
+    (D - 1)), so that neuron j fires with Phi(c z_j / a): the activations come out of the layer, some tokens far
+    busier than others. c gives the ordinary tokens the rates' mean count over their gains."""
+    normal = torch.distributions.Normal(0.0, 1.0)
+    live = z[~is_dead]
+    q = torch.exp(spread * normal.icdf((torch.arange(gains, dtype=torch.float64) + 0.5) / gains)).tolist()
+    target = prob[~is_dead].sum().item()
+
+    def count(c, a):
+        return normal.cdf(c * live / a).sum().item()
+
+    lo, hi = 0.05, 20.0
+    for _ in range(50):   # a larger c, rarer firing
+        c = math.sqrt(lo * hi)
+        lo, hi = (c, hi) if sum(count(c, a) for a in q) / gains > target else (lo, c)
+    c = math.sqrt(lo * hi)
+    glo, ghi = 1.0, 1000.0
+    for _ in range(50):   # the dense tokens' gain: dense_nnz (past about half the live neurons no gain reaches)
+        a = math.sqrt(glo * ghi)
+        glo, ghi = (a, ghi) if count(c, a) < dense_nnz else (glo, a)
+    gain = torch.exp(spread * torch.randn(M, generator=g, dtype=torch.float64)).clamp(max=1000.0)
+    gain[rows] = math.sqrt(glo * ghi)
+    X = gain[:, None] * torch.randn(M, D, generator=g, dtype=torch.float64)
+    X[:, 0] = 1.0
+    Wg = torch.randn(z.numel(), D, generator=g, dtype=torch.float64) / math.sqrt(D - 1)
+    Wg[:, 0] = torch.where(is_dead, torch.tensor(-16384.0, dtype=torch.float64), c * z)
     return X.to(torch.bfloat16), Wg.to(torch.bfloat16)
 
 
@@ -133,13 +166,18 @@ def main():
                     help="MxDxF list (the peer needs sm_90a, d=2048, d_ff 5632 or 8192, M % 256 == 0)")
     ap.add_argument("--nnz", type=float, default=40)
     ap.add_argument("--dense", type=float, default=0.5, help="percent of dense tokens (0: none)")
+    ap.add_argument("--gen", type=int, choices=(0, 1), default=0,
+                    help="how the activations are made: 0 each neuron fires at its rate (the recipe above), 1 by the "
+                         "layer itself (Gaussian tokens of log-normal gains through biased gate weights)")
+    ap.add_argument("--spread", type=float, default=0.5, help="--gen 1: sigma of the tokens' log-gain")
     args = ap.parse_args()
     import sptune
     peer = load_peer(args.peer)
     rows = []
     for layer, shape in enumerate(args.shapes.split(",")):
         M, D, F = (int(v) for v in shape.split("x"))
-        x, wg = activations(M, D, F, args.nnz, seed=layer + 1, dense=args.dense / 100.0)
+        x, wg = activations(M, D, F, args.nnz, seed=layer + 1, dense=args.dense / 100.0, gen=args.gen,
+                            spread=args.spread)
         gen = torch.Generator(device="cpu").manual_seed(100 + layer)
         wu = (torch.rand(F, D, generator=gen) * 2 - 1).to(torch.bfloat16)
         wd = (torch.rand(F, D, generator=gen) * 2 - 1).to(torch.bfloat16)
@@ -196,7 +234,8 @@ def main():
             print(f"{shape} nnz {mean_nnz:.1f} {name}: {ms:.4f} ms per call, {b2b:.4f} ms back to back, error {err:.1e},"
                   f" {bad} outputs off", flush=True)
     print()
-    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; peer: {args.peer}; dense tokens {args.dense} %")
+    print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; peer: {args.peer}; dense tokens {args.dense} %;"
+          f" data generator {args.gen}" + (f", spread {args.spread}" if args.gen == 1 else ""))
     print("| M x d x d_ff | nnz/token | implementation | ms per call | vs dense | ms back to back | vs dense |"
           " rel. error | outputs off |")
     print("|---|---|---|---|---|---|---|---|---|")
