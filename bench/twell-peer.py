@@ -15,7 +15,10 @@ rows of Wg, Wu and Wd in the order its hot/cold split wants (calibrated on every
 frequent neuron first, as sptune_twell_hot_order computes): the same function. Every output is checked
 against the fp32 reference (gate rounded to bf16 as the kernels store it): the relative error of the
 whole output and the outputs off by more than 2^-7 |ref| + 1e-3 rms(ref) + the bf16 rounding allowance of
-h (the tuner's check, tuner/sp_case_twell_ffn.c). Times: CUDA events after 5 warm-up calls, per call (the
+h (the tuner's check, tuner/sp_case_twell_ffn.c). --gen 1 makes the activations by the layer instead (the tuner's
+second generator: Gaussian tokens of log-normal gains, sigma --spread, through gate weights whose biases set the
+rates). sptune.twell_ffn(autotune=True) rows: autotuned on their first call (the check's), which prints what it
+chose. Times: CUDA events after 5 warm-up calls, per call (the
 median of 20, each between its own events: the host's work before the first kernel counts) and back to back
 (the median of 5 groups of 20 calls between one pair of events: the kernels' own time).
 Prints a markdown table last."""
@@ -212,6 +215,10 @@ def main():
         if args.dense == 0.5:   # the Python op asks for the default distribution
             out["sptune.twell_ffn (Python op)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)),
                                                                            calibrated=True)
+        # autotuned on its first call (here the correctness check's): the faster of sptune's fastest and cuBLAS
+        for cal, w in ((True, (pg, pu, pd)), (False, (wg, wu, wd))):
+            out[f"sptune.twell_ffn(autotune=True), order={int(cal)}"] = (
+                lambda cal=cal, w=w: sptune.twell_ffn(x, *w, nnz=int(round(args.nnz)), calibrated=cal, autotune=True))
         try:
             layer_mod = peer.TwELLGatedMLP(layer, wg, wu, wd)
             out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)
@@ -233,6 +240,10 @@ def main():
                          f"{base_b2b / b2b:.2f}x", f"{err:.1e}", str(bad)))
             print(f"{shape} nnz {mean_nnz:.1f} {name}: {ms:.4f} ms per call, {b2b:.4f} ms back to back, error {err:.1e},"
                   f" {bad} outputs off", flush=True)
+            if "autotune" in name:
+                c = sptune.twell_ffn_choice(M, D, F, nnz=int(round(args.nnz)), calibrated=name.endswith("1"))
+                print(f"  chose {'cuBLAS dense' if c['dense'] else c['config']}: sptune {c['ms']:.4f} ms, "
+                      f"dense {c['dense_ms']:.4f} ms on the first call's tensors", flush=True)
     print()
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; peer: {args.peer}; dense tokens {args.dense} %;"
           f" data generator {args.gen}" + (f", spread {args.spread}" if args.gen == 1 else ""))

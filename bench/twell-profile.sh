@@ -5,8 +5,8 @@
 # pipeline's last launch its duration, warp instructions, achieved occupancy, L1/L2/DRAM throughput,
 # L1 and L2 hit rates, registers and long-scoreboard stalls. With PEER (a checkout of SakanaAI/
 # sparser-faster-llms, see bench/twell-peer.py) the same numbers for the peer's two kernels on the same
-# recipe of data (bench/twell-peer.py's generator takes M, D, F, nnz and dense from SHAPE; dead, tail and
-# dense_nnz stay at its defaults, the problems' defaults). Prints one table per run.
+# recipe of data (bench/twell-peer.py's generator takes M, D, F, nnz, dense, gen and spread from SHAPE; dead, tail
+# and dense_nnz stay at its defaults, the problems' defaults). Prints one table per run.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" twell-profile
@@ -65,12 +65,13 @@ if [ -n "${PEER:-}" ]; then
   M=$(sed -nE 's/.*M=([0-9]+).*/\1/p' <<< "$shape") D=$(sed -nE 's/.*D=([0-9]+).*/\1/p' <<< "$shape")
   F=$(sed -nE 's/.*F=([0-9]+).*/\1/p' <<< "$shape")
   nnz=$(sed -nE 's/(^|.*,)nnz=([0-9.]+).*/\2/p' <<< "$shape") dense=$(sed -nE 's/(^|.*,)dense=([0-9.]+).*/\2/p' <<< "$shape")
+  gen=$(sed -nE 's/(^|.*,)gen=([0-9]+).*/\2/p' <<< "$shape") spread=$(sed -nE 's/(^|.*,)spread=([0-9.]+).*/\2/p' <<< "$shape")
   lib="$PWD/${1:-build-static}/prefix/lib"
   ncu --clock-control none --csv --page raw --print-units base --metrics "$metrics" -k regex:"mm_wgmma|t2d" -c 4 \
       env SPTUNE_LIB="$lib/libsptune.so" PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}" \
       LD_LIBRARY_PATH="$lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" python3 bench/twell-peer.py --peer "$PEER" --shapes "${M}x${D}x${F}" --nnz "$nnz" --dense "${dense:-0.5}" \
-      > "$out/ncu.peer.csv" 2> "$out/ncu.peer.err"
-  echo "== peer (SakanaAI) on ${M}x${D}x${F}, nnz $nnz, dense ${dense:-0.5} %"
+      --gen "${gen:-0}" --spread "${spread:-0.5}" > "$out/ncu.peer.csv" 2> "$out/ncu.peer.err"
+  echo "== peer (SakanaAI) on ${M}x${D}x${F}, nnz $nnz, dense ${dense:-0.5} %, gen ${gen:-0} (spread ${spread:-0.5})"
   table "$out/ncu.peer.csv"
   grep -E "^\|" "$out/ncu.peer.csv" | tail -6
 fi

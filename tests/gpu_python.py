@@ -1,6 +1,7 @@
 """GPU test of the Python package (needs torch with CUDA and libsptune; exits 77, skipped, otherwise):
 sptune.twell_ffn against a torch reference of the gated FFN on realistic-ish activations, through the
-eager call, torch.compile and a captured CUDA graph replayed with new inputs; then the time of a call
+eager call, torch.compile and a captured CUDA graph replayed with new inputs, and autotuned on its first call
+(the faster of sptune's fastest and the dense layer on cuBLAS; refused inside a capture); then the time of a call
 against the C launch it wraps (the Python overhead) and the torch dense layer. sptune.slotfill_linear
 (2:4-pruned and 50 % unstructured weights, with a bias) against torch's linear the same three ways, a
 3-D input, the dense route for large batches with keep_dense, and the host time of a call.
@@ -67,6 +68,26 @@ for m in (1, 77, 1000):   # other batch sizes: kernels got per power-of-two buck
     e = rel(sptune.twell_ffn(xm, wg, wu, wd), reference(xm, wg, wu, wd))
     print(f"M={m} (kernel got for M={sptune.token_bucket(m)}): relative error {e:.2e}")
     failed += not e < 1e-2
+
+# autotune on the first call: the faster of the fastest sptune kernel and the dense layer on cuBLAS, both timed on
+# these tensors; exact either way; a first call inside a CUDA graph capture refused
+for cal in (False, True):
+    ya = sptune.twell_ffn(x, wg, wu, wd, nnz=33, calibrated=cal, autotune=True)
+    c = sptune.twell_ffn_choice(M, D, F, nnz=33, calibrated=cal)
+    e = rel(ya, ref)
+    ok = c is not None and c["dense"] == (c["dense_ms"] < c["ms"]) and e < 1e-2
+    print(f"autotune (calibrated={cal}): {'cuBLAS dense' if c and c['dense'] else c and c['config']} "
+          f"(sptune {c and c['ms']:.4f} ms, dense {c and c['dense_ms']:.4f} ms), relative error {e:.2e}")
+    failed += not ok
+    e = rel(sptune.twell_ffn(x2, wg, wu, wd, nnz=33, calibrated=cal, autotune=True), reference(x2, wg, wu, wd))
+    failed += not (e < 1e-2 and sptune.twell_ffn_choice(M, D, F, nnz=33, calibrated=cal) is c)   # not tuned again
+try:
+    with torch.cuda.graph(torch.cuda.CUDAGraph()):
+        sptune.twell_ffn(xs, wg, wu, wd, nnz=34, autotune=True)
+    print("autotune inside a capture: not refused")
+    failed += 1
+except sptune.SptuneError as err:
+    print(f"autotune inside a capture: refused ({str(err)[:60]}...)")
 
 
 def timed(fn, n=50):

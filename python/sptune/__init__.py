@@ -22,7 +22,7 @@ import os
 import threading
 
 __all__ = ["SptuneError", "Kernel", "SlotFillWeights", "autotune", "describe_twell", "hot_order", "kernel", "slotfill_linear",
-           "tune_twell_ffn", "twell_ffn", "version"]
+           "tune_twell_ffn", "twell_ffn", "twell_ffn_choice", "version"]
 
 
 class SptuneError(RuntimeError):
@@ -557,13 +557,78 @@ def _stream_of(torch, device):
     return torch.cuda.current_stream(device).cuda_stream, False
 
 
-def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
+def _dense_ffn(x, w_gate, w_up, w_down):
+    """The same layer dense, on cuBLAS through torch."""
+    import torch
+    return (torch.relu(x @ w_gate.T) * (x @ w_up.T)) @ w_down
+
+
+def _median_ms(torch, fn, runs=5):
+    """The median of `runs` timed calls of fn on the current stream, after one untimed."""
+    fn()
+    times = []
+    for _ in range(runs):
+        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+        a.record()
+        fn()
+        b.record()
+        b.synchronize()
+        times.append(a.elapsed_time(b))
+    return sorted(times)[runs // 2]
+
+
+# What autotuning found per plan key (twell_ffn_choice reads it).
+_choices = {}
+
+
+def _twell_autotune(torch, x, w_gate, w_up, w_down, M, key, plan):
+    """The plan of key timed on the caller's tensors: sptune_kernel_autotune's fastest (the served kernel, those
+    recorded nearest, the dense layer on our kernels) against the dense layer on cuBLAS; the faster kept."""
+    k0 = plan[0]
+    device = x.device
+    tensors = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": torch.empty((M, x.shape[1]), dtype=x.dtype,
+                                                                                 device=device)}
+    stream, _ = _stream_of(torch, device)
+    # room for candidates that need more than the served kernel (those needing more still are passed over)
+    ws = torch.empty(max(2 * k0.workspace, 256), dtype=torch.uint8, device=device)
+    with torch.cuda.device(device):
+        k = autotune("twell-ffn", k0.problem, [tensors[n].data_ptr() for n in k0.tensor_names], ws.data_ptr(),
+                     ws.numel(), stream, tokens=M)
+        order = [("X", "Wg", "Wu", "Wd", "Y").index(n) for n in k.tensor_names]
+        ptrs = [tensors[n].data_ptr() for n in k.tensor_names]
+        sparse_ms = _median_ms(torch, lambda: k.launch_ws(ptrs, ws.data_ptr(), ws.numel(), stream, tokens=M))
+        dense_ms = _median_ms(torch, lambda: _dense_ffn(x, w_gate, w_up, w_down))
+    dense = dense_ms < sparse_ms
+    _choices[key] = {"config": k.config, "ms": sparse_ms, "dense_ms": dense_ms, "dense": dense, "tokens": M,
+                     "detail": k.detail}
+    plan = (k, order, ctypes.c_uint64 * len(order), dense, True)
+    with _ops_lock:
+        _plans[key] = plan
+    return plan
+
+
+def twell_ffn_choice(M, D, F, nnz=40, calibrated=False, device=None):
+    """What twell_ffn(..., autotune=True) chose for that call's shape (the same nnz and calibrated), timed on the
+    tensors of its first call: {"config", "ms", "dense_ms", "dense", "tokens", "detail"}, or None when not
+    autotuned. dense: the dense layer on cuBLAS was faster and runs instead."""
+    import torch
+    idx = torch.device(device if device is not None else "cuda").index
+    if idx is None:
+        idx = torch.cuda.current_device()
+    return _choices.get((idx, token_bucket(M), D, F, int(nnz), bool(calibrated)))
+
+
+def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=False):
     import torch
     shape = _fast_twell_args(x, w_gate, w_up, w_down)
     M, D, F = shape if shape is not None else check_twell_ffn(x, w_gate, w_up, w_down)
     device = x.device
-    key = (device.index, token_bucket(M), D, F, int(nnz), bool(calibrated))
+    key = (device.index if device.index is not None else torch.cuda.current_device(), token_bucket(M), D, F,
+           int(nnz), bool(calibrated))
     plan = _plans.get(key)
+    if tune and (plan is None or not plan[4]) and torch.cuda.is_current_stream_capturing():
+        raise SptuneError("sptune.twell_ffn(autotune=True): the first call for this shape times kernels on the "
+                          "caller's tensors and cannot run inside a CUDA graph capture: call it once before capturing")
     if plan is None:
         # on x's device: the kernel object ("auto") is got and its module loaded in that device's context
         with torch.cuda.device(device):
@@ -571,12 +636,14 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
         order = [("X", "Wg", "Wu", "Wd", "Y").index(n) for n in k.tensor_names]
         # what the record served says (its worst case over the data it was measured on): dense is faster
         dense = k.baseline_ms > 0 and k.expected_ms > k.baseline_ms
-        plan = (k, order, ctypes.c_uint64 * len(order), dense)
+        plan = (k, order, ctypes.c_uint64 * len(order), dense, False)
         with _ops_lock:
             _plans[key] = plan
-    k, order, array, dense = plan
+    if tune and not plan[4]:
+        plan = _twell_autotune(torch, x, w_gate, w_up, w_down, M, key, plan)
+    k, order, array, dense, _ = plan
     if dense:
-        return (torch.relu(x @ w_gate.T) * (x @ w_up.T)) @ w_down
+        return _dense_ffn(x, w_gate, w_up, w_down)
     y = torch.empty((M, D), dtype=x.dtype, device=device)
     stream, here = _stream_of(torch, device)
     _, wsp, wsn = _workspace(torch, device, stream, k.workspace)
@@ -590,7 +657,7 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
     return y
 
 
-def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
+def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False, autotune=False):
     """The gated FFN layer Y = (relu(X Wg^T) * X Wu^T) Wd with TwELL activation sparsity.
 
     x: M x d, w_gate, w_up, w_down: d_ff x d (row j: neuron j), all bf16, contiguous, on one CUDA
@@ -598,12 +665,18 @@ def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False):
     calibrated: the rows are ordered most frequent neuron first (sptune_twell_hot_order), which lets
     the hot/cold split serve. Runs on the current stream; exact whatever the activations (dense tokens
     included) and whatever the order. Where the result served for the problem (its worst case over the kinds of
-    data it was measured on) is slower than the dense layer on cuBLAS, that dense layer runs instead."""
+    data it was measured on) is slower than the dense layer on cuBLAS, that dense layer runs instead.
+    autotune: the first call for a shape (per device, token bucket, layer, nnz and calibrated) times on its own
+    tensors the kernel served, the configurations recorded nearest and the dense layer on sptune's kernels
+    (sptune.autotune), then the fastest of them against the dense layer on cuBLAS, and every later call runs the
+    faster (twell_ffn_choice says which, with both times): never slower than dense on the caller's data. Make that
+    first call outside CUDA graph capture (during a capture it raises SptuneError); the choice is per process and
+    is not written to any database."""
     if _compiling():   # torch.compile traces the registered op; eager calls skip its dispatcher
         op = _torch_op()
         if op is not None:
-            return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated))
-    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated)
+            return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated), bool(autotune))
+    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune)
 
 
 def _compiling():
@@ -630,11 +703,11 @@ def _torch_op():
 
     @custom_op("sptune::twell_ffn", mutates_args=())
     def _op_impl(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
-                 nnz: int, calibrated: bool) -> torch.Tensor:
-        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated)
+                 nnz: int, calibrated: bool, autotune: bool) -> torch.Tensor:
+        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune)
 
     @_op_impl.register_fake
-    def _(x, w_gate, w_up, w_down, nnz, calibrated):
+    def _(x, w_gate, w_up, w_down, nnz, calibrated, autotune):
         return x.new_empty(x.shape)
 
     _op = _op_impl
