@@ -128,19 +128,26 @@ static int score(const sp_across *a, const tally *t, int kinds, double *worst, d
     return 1;
 }
 
-/* "gen=0,spread=0.5: 1.80x; gen=1,spread=0.5: 1.05x": each kind's speed-up, named by its across dimensions. */
+/* A kind of data named by its across dimensions ("gen=1,spread=0.1") at note + len; the new length. */
+static size_t kind_name(const sp_across *a, const double *v, char *note, size_t len, size_t cap)
+{
+    for (int d = 0, first = 1; d < a->n_dims && len < cap; d++)
+        if (sp_template_dim_across(a->t, d)) {
+            len += (size_t)snprintf(note + len, cap - len, "%s%s=%g", first ? "" : ",", sp_template_dim(a->t, d), v[d]);
+            first = 0;
+        }
+    return len;
+}
+
+/* "gen=0,spread=0.5: 1.80x; gen=1,spread=0.5: 1.05x": each kind's speed-up. */
 static void describe(const sp_across *a, const tally *t, int kinds, char *note, size_t cap)
 {
     size_t len = 0;
     note[0] = 0;
     for (int k = 0; k < kinds && len < cap; k++) {
         const entry *x = &a->e[t->best[k]];
-        for (int d = 0, first = 1; d < a->n_dims && len < cap; d++)
-            if (sp_template_dim_across(a->t, d)) {
-                len += (size_t)snprintf(note + len, cap - len, "%s%s=%g", first ? (k ? "; " : "") : ",",
-                                        sp_template_dim(a->t, d), x->v[d]);
-                first = 0;
-            }
+        if (k) len += (size_t)snprintf(note + len, cap - len, "; ");
+        len = kind_name(a, x->v, note, len, cap);
         if (len < cap) len += (size_t)snprintf(note + len, cap - len, ": %.2fx", x->base / x->ms);
     }
 }
@@ -180,6 +187,9 @@ int sp_across_choose(const sp_across *a, const sp_problem *p, const char *key, c
         const long b = t[c].best[k];
         if (b < 0 || e->base / e->ms > a->e[b].base / a->e[b].ms) t[c].best[k] = (long)i;
     }
+    out->kinds = kinds;
+    out->note[0] = 0;
+    if (kinds == 1) kind_name(a, a->e[kind_of[0]].v, out->note, 0, sizeof out->note);
     /* the best worst speed-up, then, among the configurations within NEAR of it (a measurement's noise), the best
      * mean: two near-equal worst cases are not told apart by the noise of one run */
     double best_worst = 0;

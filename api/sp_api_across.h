@@ -29,13 +29,14 @@ typedef struct sp_across_pick {
     const char *config;        /* valid while the collection lives */
     double median_ms, baseline_ms; /* on the data where it did worst */
     const char *worst_key;     /* that problem's key */
-    int kinds;                 /* kinds of data it was measured on (>= 2) */
-    char note[256];            /* "gen=0,spread=0.5: 1.80x; gen=1,spread=0.5: 1.05x" */
+    int kinds;                 /* kinds of data the problem was measured on (set whatever the answer) */
+    char note[256];            /* "gen=0,spread=0.5: 1.80x; gen=1,spread=0.5: 1.05x"; with one kind, its name */
 } sp_across_pick;
 
 /* For problem p (key: as recorded) on gpu of that template version: 1 and *out when results of p's problem exist on
  * two or more kinds of data and some configuration was measured on every kind; the one of the best worst speed-up
- * (of those within 3 % of it, a run's noise, the best mean). 0 otherwise (the fastest on p's own data stands). */
+ * (of those within 3 % of it, a run's noise, the best mean). 0 otherwise (the fastest on p's own data stands;
+ * out->kinds and, for one kind, out->note say what it was measured on). */
 int sp_across_choose(const sp_across *a, const sp_problem *p, const char *key, const char *gpu, int other_version,
                      sp_across_pick *out);
 

@@ -37,7 +37,8 @@ typedef struct candidate {
     char gpu[32];
     double median_ms, baseline_ms;
     /* measured on several kinds of data (sp_api_across.h): config is the best worst case's, the times those of its
-       worst data (whose key is worst), own the fastest on the problem's own data; NULL/"" otherwise */
+       worst data (whose key is worst), own the fastest on the problem's own data, across each kind's speed-up;
+       NULL otherwise, and across names the one kind of data an op with kinds was measured on ("" none) */
     char *own, *worst;
     char across[256];
 } candidate;
@@ -266,7 +267,10 @@ static sptune_status pick_across(scan *s)
         sp_problem p;
         sp_across_pick pk;
         if (sp_problem_parse(s->t, c->problem, &p) != SPTUNE_OK) { sp_clear_error(); continue; }
-        if (!sp_across_choose(s->across, &p, c->problem, c->gpu, c->other_version, &pk)) continue;
+        if (!sp_across_choose(s->across, &p, c->problem, c->gpu, c->other_version, &pk)) {
+            if (pk.kinds == 1) snprintf(c->across, sizeof c->across, "%.200s", pk.note);   /* one kind alone */
+            continue;
+        }
         char *config = strdup(pk.config), *worst = strdup(pk.worst_key);
         if (!config || !worst) { free(config); free(worst); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
         c->own = c->config;
@@ -401,6 +405,9 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
             char across[640] = "";
             if (c->worst)
                 snprintf(across, sizeof across, " on its worst data (%.200s) of %.256s", c->worst, c->across);
+            else if (c->across[0])
+                snprintf(across, sizeof across, ", measured on one kind of data alone (%.200s): other data may run "
+                         "it slower (sptune_kernel_autotune times it on yours)", c->across);
             snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s%s%s", c->problem, c->gpu,
                      c->median_ms, speed, across, as, c->other_gpu ? ", a GPU of the same architecture" : "",
                      c->other_version ? ", with an earlier version of the template (stale: not re-measured)" : "",

@@ -166,7 +166,7 @@ def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("--peer", required=True, help="checkout of SakanaAI/sparser-faster-llms")
     ap.add_argument("--shapes", default="4096x2048x5632,16384x2048x5632,16384x2048x8192",
-                    help="MxDxF list (the peer needs sm_90a, d=2048, d_ff 5632 or 8192, M % 256 == 0)")
+                    help="MxDxF list (the peer needs sm_90a; a shape it refuses is recorded as a failed row)")
     ap.add_argument("--nnz", type=float, default=40)
     ap.add_argument("--dense", type=float, default=0.5, help="percent of dense tokens (0: none)")
     ap.add_argument("--gen", type=int, choices=(0, 1), default=0,

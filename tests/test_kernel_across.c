@@ -105,7 +105,9 @@ int main(void)
     const char *detail = NULL;
     if (k) {
         sptune_kernel_origin(k, &detail);
-        CHECK_MSG(has_hot(k, ",hot=1") && !strstr(detail, "worst"), "%s: %s", sptune_kernel_config(k), detail);
+        CHECK_MSG(has_hot(k, ",hot=1") && !strstr(detail, "worst") &&
+                      strstr(detail, "measured on one kind of data alone (gen=0,spread=0.5): other data may run it slower"),
+                  "%s: %s", sptune_kernel_config(k), detail);
     }
     sptune_kernel_free(k);
     /* the H100's gen=1 results are not this H200's: the fastest on the H200's own data */
