@@ -402,16 +402,16 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
                                       sp_template_param(t, p)->name,
                                       sp_template_param(t, p)->values[measured.idx[p]].text);
             sp_clear_error();
-            char across[640] = "";
+            char across[640] = "", alone[320] = "";
             if (c->worst)
                 snprintf(across, sizeof across, " on its worst data (%.200s) of %.256s", c->worst, c->across);
             else if (c->across[0])
-                snprintf(across, sizeof across, ", measured on one kind of data alone (%.200s): other data may run "
-                         "it slower (sptune_kernel_autotune times it on yours)", c->across);
-            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s%s%s", c->problem, c->gpu,
+                snprintf(alone, sizeof alone, "; measured on one kind of data alone (%.200s): other data may run it "
+                         "slower (sptune_kernel_autotune times it on yours)", c->across);
+            snprintf(k->detail, sizeof k->detail, "tuned for %s on %s at %.4f ms%s%s%s%s%s%s%s", c->problem, c->gpu,
                      c->median_ms, speed, across, as, c->other_gpu ? ", a GPU of the same architecture" : "",
                      c->other_version ? ", with an earlier version of the template (stale: not re-measured)" : "",
-                     c->shipped ? " (results shipped with sptune)" : "");
+                     c->shipped ? " (results shipped with sptune)" : "", alone);
         }
     }
     ranked_free(&s);

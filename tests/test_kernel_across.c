@@ -106,7 +106,7 @@ int main(void)
     if (k) {
         sptune_kernel_origin(k, &detail);
         CHECK_MSG(has_hot(k, ",hot=1") && !strstr(detail, "worst") &&
-                      strstr(detail, "measured on one kind of data alone (gen=0,spread=0.5): other data may run it slower"),
+                      strstr(detail, "; measured on one kind of data alone (gen=0,spread=0.5): other data may run it slower"),
                   "%s: %s", sptune_kernel_config(k), detail);
     }
     sptune_kernel_free(k);
