@@ -85,17 +85,19 @@ for layer in ${LAYERS:-2048,5632}; do
 done
 echo
 echo "producer: $prod; sparse part: $sparse0; routes tried: $routes"
-head="| d | d_ff | M | nnz/token | gen | cuBLAS ms |" sep="|---|---|---|---|---|---|"
-for h in $hots; do head+=" hot=$h ms |"; sep+="---|"; done
-echo "$head best |"
-echo "$sep---|"
-for r in "${rows[@]}"; do echo "$r"; done
+# table FIRST_COLUMNS PER_HOT LAST ROWS...: a markdown table, one column per hot value
+table() {
+  local head="$1" per="$2" last="$3" sep h
+  sep=$(sed 's/[^|][^|]*/---/g' <<< "$head")
+  shift 3
+  for h in $hots; do head+=" hot=$h $per |"; sep+="---|"; done
+  echo "$head $last |"
+  echo "$sep---|"
+  printf '%s\n' "$@"
+}
+table "| d | d_ff | M | nnz/token | gen | cuBLAS ms |" ms best "${rows[@]}"
 if [ "${#worst[@]}" -gt 0 ]; then
   echo
   echo "The worst speed-up over the generators ($gens) per hot value, and what the lookup serves:"
-  head="| d | d_ff | M | nnz/token |" sep="|---|---|---|---|"
-  for h in $hots; do head+=" hot=$h worst |"; sep+="---|"; done
-  echo "$head served |"
-  echo "$sep---|"
-  for r in "${worst[@]}"; do echo "$r"; done
+  table "| d | d_ff | M | nnz/token |" worst served "${worst[@]}"
 fi
