@@ -197,9 +197,12 @@ static int visit(const sp_result *r, void *ud)
     c.median_ms = r->timing.median_ms;
     c.baseline_ms = r->timing.baseline_ms;
     snprintf(c.gpu, sizeof c.gpu, "%s", r->env->gpu_profile);
+    /* the key parsed: for every row where the op's data has kinds (each row is a measurement of its kind), else
+       only for a problem not kept yet; -1 not yet, 0 another version's dimensions */
+    sp_problem p;
+    int parsed = -1;
     if (s->across) {
-        sp_problem p;
-        if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) sp_clear_error();
+        if (!(parsed = sp_problem_parse(s->t, r->problem_key, &p) == SPTUNE_OK)) sp_clear_error();
         else if (sp_across_add(s->across, &p, r->problem_key, c.gpu, c.other_version, r->config, c.median_ms,
                                c.baseline_ms) != SPTUNE_OK) { s->oom = 1; return 1; }
     }
@@ -218,11 +221,8 @@ static int visit(const sp_result *r, void *ud)
             }
             return 0;
         }
-    sp_problem p;
-    if (sp_problem_parse(s->t, r->problem_key, &p) != SPTUNE_OK) { /* another version's dimensions */
-        sp_clear_error();
-        return 0;
-    }
+    if (parsed < 0 && !(parsed = sp_problem_parse(s->t, r->problem_key, &p) == SPTUNE_OK)) sp_clear_error();
+    if (!parsed) return 0;   /* another version's dimensions */
     c.distance = distance(s->t, &p, s->want);
     if (!isfinite(c.distance)) return 0;
     /* A key written before the op had some of its dimensions (data dimensions with defaults added
@@ -295,9 +295,9 @@ static sptune_status ranked(sp_template *t, const sp_gpu_profile *gpu, const sp_
     scan s = {sp_template_name(t), gpu->info.profile, gpu->info.arch, sp_template_hash(t), t, want, NULL, 0, 0, 0, 0,
               fixed, "", 0, NULL};
     *none = 0;
-    *out = s;   /* empty until the scan ends */
-    if ((st = sp_across_new(t, &s.across)) != SPTUNE_OK) return st;
-    *out = s;   /* from here the caller's ranked_free frees the collection, whatever returns */
+    st = sp_across_new(t, &s.across);
+    *out = s;   /* empty until the scan ends; the caller's ranked_free frees it whatever returns */
+    if (st != SPTUNE_OK) return st;
     snprintf(path, plen, "%s", db_path ? db_path : "");
     if (db_path && !*db_path) {
         snprintf(none, nlen, "no database of the user's");

@@ -25,13 +25,6 @@ static int by_count_desc(const void *a, const void *b)
     return (x < y) - (x > y);
 }
 
-static int dim(const sp_problem *p, const char *name)
-{
-    for (int i = 0; i < p->n; i++)
-        if (!strcmp(p->name[i], name)) return (int)p->v[i];
-    return 0;
-}
-
 int main(int argc, char **argv)
 {
     if (argc < 2) {
@@ -47,7 +40,11 @@ int main(int argc, char **argv)
         fprintf(stderr, "%s\n", sptune_last_error());
         return 2;
     }
-    const int M = dim(&p, "M"), D = dim(&p, "D"), F = dim(&p, "F");
+    double m = 0, dd = 0, f = 0;
+    sp_problem_get(&p, "M", &m);
+    sp_problem_get(&p, "D", &dd);
+    sp_problem_get(&p, "F", &f);
+    const int M = (int)m, D = (int)dd, F = (int)f;
     if (S < 1 || S > M || sp_twell_dist_get(&p, F, &d) != SPTUNE_OK) {
         fprintf(stderr, "%s\n", S < 1 || S > M ? "TOKENS: 1 to the problem's M" : sptune_last_error());
         return 2;

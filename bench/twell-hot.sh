@@ -12,8 +12,8 @@
 # each shape, e.g. ",dead=0,tail=0,dense=0" for uniform firing), GENS (the data generators, "0 1": every
 # configuration on each; gen 1 makes the activations by the layer itself), GEN1 (dimensions appended for gen 1
 # alone, e.g. ",spread=0.1": gen 0 has no spread). Prints a markdown table last:
-# each hot value's time and speed-up, and the best; with several generators, what the lookup serves from
-# such rows: the hot value of the best worst speed-up over them.
+# each hot value's time and speed-up, and the best; with several generators, each hot value's worst speed-up
+# over them and what `sptune best` serves from these rows and the shipped ones (the best worst case).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" twell-hot
@@ -64,20 +64,18 @@ for layer in ${LAYERS:-2048,5632}; do
         rows+=("$row")
         echo "$shape: $row"
       done
-      # the lookup's choice over the generators: the best worst speed-up (measured on all), and of the hot values
-      # within 3 % of it, the best mean (api/sp_api_across.c)
+      # per hot value its worst speed-up over the generators; then what the lookup serves from these rows and the
+      # shipped ones (sptune best: the best worst case, api/sp_api_across.c)
       if [ "$(wc -w <<< "$gens")" -gt 1 ]; then
-        line="| $d | $f | $m | $nnz |" scores=""
+        line="| $d | $f | $m | $nnz |"
         for h in $hots; do
-          wm=$(awk -v n="$(wc -w <<< "$gens")" '{if (NF < n) {print 0, 0; exit} m = $1; s = 0
-                for (i = 1; i <= NF; i++) {s += $i; if ($i < m) m = $i}; print m, s / NF}' <<< "${speed[$h]:-}")
-          line+=" ${wm% *}x |"
-          scores+="$h $wm"$'\n'
+          w=$(awk -v n="$(wc -w <<< "$gens")" '{m = $1; for (i = 2; i <= NF; i++) if ($i < m) m = $i
+                                                  print NF < n ? "-" : m "x"}' <<< "${speed[$h]:-0}")
+          line+=" $w |"
         done
-        pick=$(awk 'NF == 3 {h[NR] = $1; w[NR] = $2; m[NR] = $3; if ($2 > bw) bw = $2}
-                    END {for (i in h) if (bw > 0 && w[i] >= 0.97 * bw && (best == "" || m[i] > bm)) {best = h[i]; bm = m[i]; bx = w[i]}
-                         if (best == "") print "none"; else printf "hot=%s %.2fx worst, %.2fx mean", best, bx, bm}' <<< "$scores")
-        worst+=("$line $pick |")
+        served=$("$bin" best twell-ffn --gpu auto --shape "M=$m,D=$d,F=$f,nnz=$nnz,order=$order${DIST:-}" 2>&1 | head -1)
+        pick="$(grep -o 'hot=[0-9]*' <<< "${served%% (*}" | tail -1) $(grep -o '[0-9.]*x the baseline' <<< "$served" | head -1)"
+        worst+=("$line ${pick:-?} |")
       fi
       unset speed
     done

@@ -623,8 +623,7 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=Fals
     shape = _fast_twell_args(x, w_gate, w_up, w_down)
     M, D, F = shape if shape is not None else check_twell_ffn(x, w_gate, w_up, w_down)
     device = x.device
-    key = (device.index if device.index is not None else torch.cuda.current_device(), token_bucket(M), D, F,
-           int(nnz), bool(calibrated))
+    key = (device.index, token_bucket(M), D, F, int(nnz), bool(calibrated))
     plan = _plans.get(key)
     if tune and (plan is None or not plan[4]) and torch.cuda.is_current_stream_capturing():
         raise SptuneError("sptune.twell_ffn(autotune=True): the first call for this shape times kernels on the "
