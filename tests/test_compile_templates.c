@@ -148,14 +148,49 @@ static void check_tile_consumer(void)
         }
 }
 
+/* twell-ffn's register consumer holds a row of D fp32 a warp in registers: its limits are the template's
+ * constraints (never a kernel that spills or cannot launch). */
+static void check_reg_consumer_limits(void)
+{
+    static const struct { const char *shape, *config; int ok; } cases[] = {
+        {"M=1000,D=4096,F=1037,nnz=40", "consumer=reg,warps=4,split=1,dots=1,dunroll=1", 1},
+        {"M=1000,D=4104,F=1037,nnz=40", "consumer=reg,warps=4,split=1,dots=1,dunroll=1", 0},   /* past 4096 */
+        {"M=1000,D=1030,F=1037,nnz=40", "consumer=reg,warps=4,split=1,dots=1,dunroll=1", 0},   /* D % 8 != 0 */
+        {"M=1000,D=4096,F=1037,nnz=40", "consumer=reg,warps=4,split=1,dots=2,dunroll=1", 0},   /* 32 chunks of loads */
+        {"M=1000,D=2048,F=1037,nnz=40", "consumer=reg,warps=4,split=1,dots=2,dunroll=1", 1},
+        {"M=1000,D=2048,F=1037,nnz=40", "consumer=reg,warps=4,split=2,dots=1,dunroll=1", 0},   /* one warp a row */
+        {"M=1000,D=2048,F=1037,nnz=40", "consumer=reg,warps=16,split=1,dots=1,dunroll=1", 0},  /* registers */
+        {"M=1000,D=2048,F=1037,nnz=40", "consumer=reg,warps=4,split=1,dots=1,dunroll=2", 0},
+        {"M=1000,D=2048,F=1037,nnz=40", "consumer=row,warps=2,split=1,dots=4,dunroll=1", 0},   /* reg's alone */
+    };
+    sp_gpu_profile h100;
+    sp_template *t = NULL;
+    CHECK_ST(sp_gpu_profile_named("h100", &h100), SPTUNE_OK);
+    CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
+    if (!t) return;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sp_problem p;
+        sp_config c;
+        int ok = -1;
+        CHECK_ST(sp_problem_parse(t, cases[i].shape, &p), SPTUNE_OK);
+        CHECK_ST(sp_config_parse(t, cases[i].config, &c), SPTUNE_OK);
+        CHECK_ST(sp_template_check(t, &c, &h100, &p, &ok, NULL), SPTUNE_OK);
+        CHECK_MSG(ok == cases[i].ok, "twell-ffn %s at %s: valid %d", cases[i].config, cases[i].shape, ok);
+    }
+    sp_template_free(t);
+}
+
 /* Paths a sample may miss that both targets must compile (sm_120 included: mma.sp and plain loads only):
- * slotfill-spmm's sp24 kernel (2:4 weights, dist=3) in both data types, one and two tiles per warp. */
+ * slotfill-spmm's sp24 kernel (2:4 weights, dist=3) in both data types, one and two tiles per warp; twell-ffn's
+ * register consumer at its widest row (D = 4096: 16 chunks), with two entries a step and a partial chunk. */
 static void check_named_paths(void)
 {
     static const struct { const char *op, *shape, *config; } named[] = {
         {"slotfill-spmm", "M=1000,K=1037,N=40,sparsity=50,fp16=0,dist=3", "decode=sp24,window=64,dbits=7,split=1,stages=8"},
         {"slotfill-spmm", "M=1000,K=1037,N=40,sparsity=50,fp16=1,dist=3",
          "decode=sp24,window=64,dbits=7,split=1,stages=2,tpw=2,bn=32,dtype=f16"},
+        {"twell-ffn", "M=1000,D=4096,F=1037,nnz=40", "consumer=reg,warps=2,split=1,dots=1,dunroll=1"},
+        {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40,order=1", "consumer=reg,warps=8,split=1,dots=2,dunroll=1,bn=256,slots=31"},
     };
     static const char *targets[] = {"h100", "rtx-pro-6000"};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
@@ -182,6 +217,7 @@ int main(void)
     CHECK_ST(sp_cache_open(sp_test_cache_dir("test_compile_templates"), &cache), SPTUNE_OK);
     check_hopper_paths();
     check_named_paths();
+    check_reg_consumer_limits();
     check_tile_consumer();
     static const char *targets[] = {"h100", "rtx-pro-6000"};
     char **ops = NULL;

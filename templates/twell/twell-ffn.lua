@@ -28,6 +28,7 @@ local cuda = require("lib.cuda")
 local produce = require("lib.twell_produce")
 local row = require("lib.twell_row")
 local tile = require("lib.twell_tile")
+local rowreg = require("lib.twell_rowreg")
 local dense = require("lib.twell_dense")
 local epilogue = require("lib.epilogue")
 local mainloop = require("lib.mainloop")
@@ -40,8 +41,15 @@ local keep = {
   mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"}, epi = {"inline", "overlap"},
   bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
-  warps = {4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {4, 8}, dunroll = {1, 2},
-  consumer = {"row", "tile"}, route = {512, 256, 1024, 2048, 0, -1},
+  warps = {2, 4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {1, 2, 4, 8}, dunroll = {1, 2},
+  consumer = {"row", "tile", "reg"}, route = {512, 256, 1024, 2048, 0, -1},
+}
+-- What this op's consumer and dots also mean (the register consumer is twell-ffn's alone).
+local docs = {
+  consumer = "gated: one warp per token row on CUDA cores with its output row in shared memory (row) or in"
+    .. " registers (reg: lib/twell_rowreg.lua), or 16-token tiles whose union of active neurons runs on tensor"
+    .. " cores (tile)",
+  dots = "gated: entries whose Wu rows are read together (row: 4 or 8; reg: 1 or 2, their Wd rows with them)",
 }
 local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
               doc = "hot/cold split: the first hot/8 of the neurons (ordered most frequent first:"
@@ -53,7 +61,8 @@ for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params
     local values, default = keep[p.name] or p.values, p.default
     local ok = false
     for _, v in ipairs(values) do ok = ok or v == default end
-    params[#params + 1] = {name = p.name, values = values, default = ok and default or values[1], doc = p.doc}
+    params[#params + 1] = {name = p.name, values = values, default = ok and default or values[1],
+                           doc = docs[p.name] or p.doc}
   end
 end
 
@@ -62,8 +71,9 @@ for _, src in ipairs({produce.constraints, row.constraints, dense.constraints}) 
   for _, k in ipairs(src) do constraints[#constraints + 1] = k end
 end
 constraints[#constraints + 1] = row.smem_constraint("the consumer's rows fit in shared memory", true,
-  function(c) return c.consumer == "tile" end)
+  function(c) return c.consumer ~= "row" end)
 for _, k in ipairs(tile.constraints(row.params, function(c) return c.bn end)) do constraints[#constraints + 1] = k end
+for _, k in ipairs(rowreg.constraints(row.params)) do constraints[#constraints + 1] = k end
 
 -- The hot slice's width for configuration c on a layer of F neurons: hot/8 of F rounded up to whole
 -- tiles (so that the cold tiles stay aligned), at most F. The same expression sizes hot_h below.
@@ -220,7 +230,8 @@ return {
       at.hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
                                  persistent = persistent}
     end
-    at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true)
+    at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or c.consumer == "reg" and rowreg.launch(c, p)
+      or row.launch(c, p, true)
     for k, v in pairs(dense.launches(gpu)) do at[k] = v end
     local l = {}
     for i, k in ipairs(stages(c)) do l[i] = at[k] end
@@ -246,9 +257,11 @@ return {
     for _, k in ipairs(stages(c)) do has[k] = true end
     local sparse = ""
     if has.consume then
-      sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or has.dense_h) and tile.device() or ""),
-                           c.consumer == "tile" and tile.kernel(n.consume, kargs, consts, true)
-                           or row.kernel(n.consume, c, true, kargs, consts, true)})
+      local consume
+      if c.consumer == "tile" then consume = tile.kernel(n.consume, kargs, consts, true)
+      elseif c.consumer == "reg" then consume = rowreg.device(c, p) .. rowreg.kernel(n.consume, c, p, kargs, consts)
+      else consume = row.kernel(n.consume, c, true, kargs, consts, true) end
+      sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or has.dense_h) and tile.device() or ""), consume})
     end
     return text.fill([[
 ${prelude}

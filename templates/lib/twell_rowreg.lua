@@ -1,0 +1,217 @@
+-- twell-ffn's register consumer (consumer=reg): one warp per token row with the row's fp32 output in
+-- registers, lane l holding columns 256 k + 8 l .. 256 k + 8 l + 7 of every 256-column chunk k.
+--
+-- Why: the row consumer (lib/twell_row.lua) keeps each warp's output row in shared memory (8 KB a warp at
+-- D = 2048) and sweeps it chunk by chunk for every batch of entries, so that one CTA of 16 warps fills an
+-- SM and each entry costs about one and a half round trips to L2. Here an entry's Wu row and Wd row are
+-- requested together (a lane's 16-byte loads, all in flight at once), its dot product reduced, and its Wd
+-- row added to the registers: one round trip to L2 per `dots` entries. (Software pipelining, the next step's
+-- rows requested before this step's arithmetic, took 255 registers a lane and ran 0.62-0.94x of this on the
+-- H200: bench/RESULTS.md.) x lives in the warp's shared memory
+-- (2 D bytes), read for every entry: held in registers it took 64 of them a lane (the compiler unpacks it),
+-- which the loads in flight need more (223 registers, Wd loads issued late; sm_90a, D = 2048).
+--
+-- Limits (constraints): D % 8 == 0 and D <= 4096 (128 fp32 accumulators a lane); the kernel compiled
+-- for a problem holds cdiv(D, 256) chunks, and one rendered without a problem D <= 2048 (a larger D then
+-- writes NaN rows: loud). Pointers not 16-byte aligned take element-wise loads (correct, slower).
+-- Lost tiles and the dense path's rows as the row consumer (its comments): twell-ffn semantics only.
+local text = require("lib.text")
+local row = require("lib.twell_row")
+
+local M = {}
+
+M.MAX_D = 4096
+-- 256-column chunks the kernel holds for problem p (nil: rendered without one).
+function M.chunks(p) return p and (p.D + 255) // 256 or 8 end
+
+function M.smem(c, p) return c.warps * M.chunks(p) * 256 * 2 end
+
+function M.launch(c, p)
+  return {grid = {(p.M + c.warps - 1) // c.warps, 1, 1}, block = {32 * c.warps, 1, 1}, smem = M.smem(c, p)}
+end
+
+-- Constraints on top of the row consumer's: the parameters it does not use stay at their defaults (one kernel
+-- per configuration), at most 8 warps (a CTA's registers), and the rows a lane's registers hold in flight at
+-- most 16 chunks' worth (sm_90a: D = 2048 with dots = 2 takes 255 registers without spilling, D = 4096 with
+-- one entry 253; more spills). The other consumers read 4 or 8 Wu rows together, with CTAs of 4 warps or more.
+function M.constraints(row_params)
+  local defaults = {}
+  for _, p in ipairs(row_params) do defaults[p.name] = p.default end
+  return {
+    {why = "consumer=reg: one warp per row (split=1), unroll and dunroll at their defaults, warps <= 8, dots <= 2;"
+       .. " the other consumers: warps >= 4, dots >= 4",
+     check = function(c)
+       if c.consumer ~= "reg" then return c.dots >= 4 and c.warps >= 4 end
+       if c.split ~= 1 then return false, "split" end
+       if c.unroll ~= defaults.unroll then return false, "unroll" end
+       if c.dunroll ~= 1 then return false, "dunroll" end
+       return c.warps <= 8 and c.dots <= 2
+     end},
+    {why = "consumer=reg: D % 8 == 0 and D <= 4096 (the output row in registers), dots * cdiv(D, 256) <= 16",
+     check = function(c, gpu, p)
+       return c.consumer ~= "reg" or p == nil or (p.D % 8 == 0 and p.D <= M.MAX_D
+         and c.dots * M.chunks(p) <= 16 and M.smem(c, p) <= gpu.smem_per_block)
+     end},
+  }
+end
+
+-- The device function (after lib/twell_row.lua's, whose sp_twell_group, sp_twell_fetch, sp_dot8, sp_fma8,
+-- sp_warp_sum and sp_ld16 it uses).
+function M.device(c, p)
+  local nch = M.chunks(p)
+  return text.fill([[
+#define SP_RNCH ${nch}   /* 256-column chunks of the output row a lane holds: D <= 256 * SP_RNCH */
+#define SP_RG ${dots}    /* entries whose Wu and Wd rows are requested together */
+
+/* 16 bytes of x from shared memory, volatile: read for every entry, never hoisted into 32 (or, unpacked, 64)
+ * registers a lane that the Wu and Wd loads in flight need more */
+__device__ __forceinline__ sp_u32x4 sp_xs16(const sp_bf16 *p)
+{
+    sp_u32x4 q;
+    asm volatile("ld.volatile.shared.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(q.x), "=r"(q.y), "=r"(q.z), "=r"(q.w) : "r"(sp_smem_u32(p)));
+    return q;
+}
+/* 8 bf16 at src: one 16-byte load when VEC, else element by element */
+template <bool VEC>
+__device__ __forceinline__ sp_u32x4 sp_rld8(const sp_bf16 *src)
+{
+    if (VEC) return sp_ld16(src);
+    sp_u32x4 q;
+    q.x = (sp_u32)src[0] | ((sp_u32)src[1] << 16); q.y = (sp_u32)src[2] | ((sp_u32)src[3] << 16);
+    q.z = (sp_u32)src[4] | ((sp_u32)src[5] << 16); q.w = (sp_u32)src[6] | ((sp_u32)src[7] << 16);
+    return q;
+}
+
+/* A step's loads: the Wu and Wd rows of the batch's entries k .. k + SP_RG - 1 (clamped to its last entry:
+ * repeated rows, L1 hits, where the batch ends; their gates are zero) */
+template <bool VEC>
+__device__ __forceinline__ void sp_rstep_load(const sp_bf16 *__restrict__ Wu, const sp_bf16 *__restrict__ Wd, int col,
+                                              int k, int cnt, int D, int lane, sp_u32x4 (&u)[SP_RG][SP_RNCH],
+                                              sp_u32x4 (&w)[SP_RG][SP_RNCH])
+{
+    const sp_u32x4 zero = {0u, 0u, 0u, 0u};
+    #pragma unroll
+    for (int j = 0; j < SP_RG; ++j) {
+        const int cj = __shfl_sync(SP_FULL, col, min(k + j, cnt - 1));
+        #pragma unroll
+        for (int q = 0; q < SP_RNCH; ++q) {
+            const int d = q * 256 + lane * 8;
+            u[j][q] = d < D ? sp_rld8<VEC>(Wu + (size_t)cj * D + d) : zero;
+            w[j][q] = d < D ? sp_rld8<VEC>(Wd + (size_t)cj * D + d) : zero;
+        }
+    }
+}
+/* A step's arithmetic: acc += g_j dot(x, Wu[j]) Wd[j] over its entries (x: xs, zeros past D) */
+__device__ __forceinline__ void sp_rstep_use(float (&acc)[SP_RNCH][8], const sp_bf16 *xs, float h, int k, int cnt,
+                                             int lane, const sp_u32x4 (&u)[SP_RG][SP_RNCH],
+                                             const sp_u32x4 (&w)[SP_RG][SP_RNCH])
+{
+    float s[SP_RG];
+    #pragma unroll
+    for (int j = 0; j < SP_RG; ++j) {
+        s[j] = 0.0f;
+        #pragma unroll
+        for (int q = 0; q < SP_RNCH; ++q) s[j] = sp_dot8(sp_xs16(xs + q * 256 + lane * 8), u[j][q], s[j]);
+    }
+    #pragma unroll
+    for (int j = 0; j < SP_RG; ++j) {
+        const float g = __shfl_sync(SP_FULL, h, min(k + j, cnt - 1));
+        const float hj = k + j < cnt ? g * sp_warp_sum(s[j]) : 0.0f;
+        #pragma unroll
+        for (int q = 0; q < SP_RNCH; ++q) sp_fma8(acc[q], hj, w[j][q]);
+    }
+}
+
+/* Token row x's output y = sum over its active neurons j of g_j dot(x, Wu[j]) Wd[j] (g_j: the packed gate,
+ * recomputed from Wg for a lost tile's entries). xs: the warp's shared memory for x (256 SP_RNCH bf16). */
+template <bool VEC>
+__device__ __forceinline__ void sp_twell_rowreg(const sp_bf16 *__restrict__ x, const sp_bf16 *__restrict__ Wg,
+                                                const sp_bf16 *__restrict__ Wu, const sp_bf16 *__restrict__ Wd,
+                                                sp_bf16 *__restrict__ y, const sp_u32 *rowp, const sp_u32 *pool,
+                                                int ntiles, int W, int T, int F, int D, int lane, sp_bf16 *xs)
+{
+    const sp_u32x4 zero = {0u, 0u, 0u, 0u};
+    float acc[SP_RNCH][8];
+    #pragma unroll
+    for (int k = 0; k < SP_RNCH; ++k)
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) acc[k][e] = 0.0f;
+    /* x in the warp's shared memory, zeros past D (the dot products read every chunk) */
+    for (int d = lane * 8; d < 256 * SP_RNCH; d += 256) *(sp_u32x4 *)(xs + d) = d < D ? sp_rld8<VEC>(x + d) : zero;
+    __syncwarp();
+    for (int g = 0; g * 32 < ntiles; ++g) {
+        sp_u32 src;
+        int incl;
+        const int total = sp_twell_group(rowp, pool, ntiles, W, g, lane, T, F, true, src, incl);
+        for (int b = 0; b < total; b += 32) {
+            int col;
+            float h;
+            sp_twell_fetch(rowp, pool, src, incl, total, g, T, b + lane, col, h);
+            const int cnt = min(32, total - b);
+            if (__any_sync(SP_FULL, h < 0.0f)) {   /* a lost tile's entries: the gate again, from X and Wg */
+                for (int k = 0; k < cnt; ++k) {
+                    const int ck = __shfl_sync(SP_FULL, col, k);
+                    float s = 0.0f;
+                    #pragma unroll
+                    for (int q = 0; q < SP_RNCH; ++q) {
+                        const int d = q * 256 + lane * 8;
+                        if (d < D) s = sp_dot8(sp_xs16(xs + q * 256 + lane * 8), sp_rld8<VEC>(Wg + (size_t)ck * D + d), s);
+                    }
+                    s = sp_warp_sum(s);
+                    if (lane == k && h < 0.0f) h = sp_bf16_to_f32(sp_f32_to_bf16(fmaxf(s, 0.0f)));
+                }
+            }
+            for (int k = 0; k < cnt; k += SP_RG) {
+                /* every load of the step issued before any use */
+                sp_u32x4 u[SP_RG][SP_RNCH], w[SP_RG][SP_RNCH];
+                sp_rstep_load<VEC>(Wu, Wd, col, k, cnt, D, lane, u, w);
+                sp_rstep_use(acc, xs, h, k, cnt, lane, u, w);
+            }
+        }
+    }
+    #pragma unroll
+    for (int q = 0; q < SP_RNCH; ++q) {
+        const int d = q * 256 + lane * 8;
+        if (d >= D) continue;
+        sp_u32x4 o;
+        o.x = sp_pack_bf16x2(acc[q][0], acc[q][1]); o.y = sp_pack_bf16x2(acc[q][2], acc[q][3]);
+        o.z = sp_pack_bf16x2(acc[q][4], acc[q][5]); o.w = sp_pack_bf16x2(acc[q][6], acc[q][7]);
+        if (VEC) {
+            *(sp_u32x4 *)(y + d) = o;
+        } else {
+            const sp_u32 v[4] = {o.x, o.y, o.z, o.w};
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) { y[d + 2 * e] = (sp_bf16)(v[e] & 0xffffu); y[d + 2 * e + 1] = (sp_bf16)(v[e] >> 16); }
+        }
+    }
+}
+]], {nch = nch, dots = c.dots})
+end
+
+-- The kernel: c.warps token rows per CTA, no CTA-wide synchronisation (each warp's rows and shared memory
+-- are its own). Rows the producer routed to the dense path are left to it.
+function M.kernel(name, c, p, ARGS, consts)
+  return text.fill([[
+extern "C" __global__ void __launch_bounds__(${threads})
+${sig}
+    extern __shared__ __align__(16) unsigned char sp_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int row = blockIdx.x * ${warps} + warp;
+    if (row >= M || (row_info[row] & 0x80000000u)) return;
+    sp_bf16 *out = Y + (size_t)row * D;
+    if (D > 256 * SP_RNCH || D % 8 != 0) {   /* not what this kernel was compiled for: loud, never out of bounds */
+        for (int d = lane; d < D; d += 32) out[d] = (sp_bf16)0x7fc0u;
+        return;
+    }
+    const int ntiles = (F + T - 1) / T, W = S + 1;
+    const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
+    sp_bf16 *xs = (sp_bf16 *)sp_smem + (size_t)warp * 256 * SP_RNCH;
+    const bool vec = ((((unsigned long long)X) | ((unsigned long long)Wg) | ((unsigned long long)Wu)
+                       | ((unsigned long long)Wd) | ((unsigned long long)Y)) & 15ull) == 0;
+    if (vec) sp_twell_rowreg<true>(X + (size_t)row * D, Wg, Wu, Wd, out, rowp, pool, ntiles, W, T, F, D, lane, xs);
+    else sp_twell_rowreg<false>(X + (size_t)row * D, Wg, Wu, Wd, out, rowp, pool, ntiles, W, T, F, D, lane, xs);
+}
+]], {threads = 32 * c.warps, warps = c.warps, sig = row.signature(name, ARGS, consts)})
+end
+
+return M
