@@ -7,9 +7,9 @@
 # one `sptune check` (one data set, one cuBLAS dense gated FFN timed in the same run) over the hot
 # values: the first hot/8 of the neurons as a dense tensor-core slice, the rest sparse (0: all
 # sparse, 8: the dense layer). Env: LAYERS ("d,d_ff ..."), MS, NNZ, HOTS, PRODUCER and SPARSE (the
-# configuration's two parts; at d > 2048 warps=16 becomes 8: shared memory), ROUTES (the dense path's
-# thresholds tried with each hot < 8; the table shows the faster), RUNS, DIST (problem dimensions appended to
-# each shape, e.g. ",dead=0,tail=0,dense=0" for uniform firing), GENS (the data generators, "0 1": every
+# configuration's two parts; the register consumer by default; a row consumer's warps=16 becomes 8 at
+# d > 2048: shared memory), ROUTES (the dense path's thresholds tried with each hot < 8; the table shows the
+# faster), RUNS, DIST (problem dimensions appended to each shape, e.g. ",dead=0,tail=0,dense=0" for uniform firing), GENS (the data generators, "0 1": every
 # configuration on each; gen 1 makes the activations by the layer itself), GEN1 (dimensions appended for gen 1
 # alone, e.g. ",spread=0.1": gen 0 has no spread). Prints a markdown table last:
 # each hot value's time and speed-up, and the best; with several generators, each hot value's worst speed-up
@@ -18,7 +18,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" twell-hot
 prod="${PRODUCER:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15}"
-sparse0="${SPARSE:-warps=16,split=1,unroll=4,ldg=nc,dots=8,dunroll=2,route=512}"
+sparse0="${SPARSE:-warps=2,split=1,unroll=4,ldg=nc,consumer=reg,dots=1,dunroll=1,route=512}"
 hots="${HOTS:-0 1 2 4 8}"
 routes="${ROUTES:-512}"
 order="${ORDER:-1}"
