@@ -573,7 +573,7 @@ int main(void)
     o.warmup_ms = 0;
     sp_cache *cache = NULL;
     CHECK_ST(sp_bench_open(0, &o, &b), SPTUNE_OK);
-    /* SPTUNE_TEST_CACHE: a kernel cache filled elsewhere (sptune compile), so that a run on the GPU machine compiles less */
+    /* SPTUNE_TEST_CACHE: a kernel cache filled elsewhere (sptune compile): the GPU machine compiles less */
     CHECK_ST(sp_cache_open(sp_test_cache_dir("test_gpu_ops"), &cache), SPTUNE_OK);
     if (sp_test_failures) return sp_test_done("test_gpu_ops");
     /* SPTUNE_TEST_OPS=op,op narrows the run (the API cases run with gemm or slotfill-spmm, or "api") */
