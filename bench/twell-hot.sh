@@ -11,9 +11,10 @@
 # d > 2048: shared memory), ROUTES (the dense path's thresholds tried with each hot < 8; the table shows the
 # faster), RUNS, DIST (problem dimensions appended to each shape, e.g. ",dead=0,tail=0,dense=0" for uniform
 # firing), GENS (the data generators, "0 1": every configuration on each; gen 1 makes the activations by the
-# layer itself), GEN1 (dimensions appended for gen 1 alone, e.g. ",spread=0.1": gen 0 has no spread). Prints a markdown table last:
-# each hot value's time and speed-up, and the best; with several generators, each hot value's worst speed-up
-# over them and what `sptune best` serves from these rows and the shipped ones (the best worst case).
+# layer itself), GEN1 (dimensions appended for gen 1 alone, e.g. ",spread=0.1": gen 0 has no spread).
+# Prints a markdown table last: each hot value's time and speed-up, and the best; with several generators,
+# each hot value's worst speed-up over them and what `sptune best` serves from these rows and the shipped ones
+# (the best worst case).
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" twell-hot
