@@ -618,7 +618,7 @@ def twell_ffn_choice(M, D, F, nnz=40, calibrated=False, device=None):
     return _choices.get((idx, token_bucket(M), D, F, int(nnz), bool(calibrated)))
 
 
-def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=False):
+def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=False, dense_fallback=True):
     import torch
     shape = _fast_twell_args(x, w_gate, w_up, w_down)
     M, D, F = shape if shape is not None else check_twell_ffn(x, w_gate, w_up, w_down)
@@ -641,7 +641,7 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=Fals
     if tune and not plan[4]:
         plan = _twell_autotune(torch, x, w_gate, w_up, w_down, M, key, plan)
     k, order, array, dense, _ = plan
-    if dense:
+    if dense and dense_fallback:
         return _dense_ffn(x, w_gate, w_up, w_down)
     y = torch.empty((M, D), dtype=x.dtype, device=device)
     stream, here = _stream_of(torch, device)
@@ -656,7 +656,7 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=Fals
     return y
 
 
-def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False, autotune=False):
+def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False, autotune=False, dense_fallback=True):
     """The gated FFN layer Y = (relu(X Wg^T) * X Wu^T) Wd with TwELL activation sparsity.
 
     x: M x d, w_gate, w_up, w_down: d_ff x d (row j: neuron j), all bf16, contiguous, on one CUDA
@@ -670,12 +670,14 @@ def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False, autotune=False)
     (sptune.autotune), then the fastest of them against the dense layer on cuBLAS, and every later call runs the
     faster (twell_ffn_choice says which, with both times): never slower than dense on the caller's data. Make that
     first call outside CUDA graph capture (during a capture it raises SptuneError); the choice is per process and
-    is not written to any database."""
+    is not written to any database.
+    dense_fallback=False: always run sptune's kernels, even where the records (or autotune) say the dense layer is
+    faster (benchmarks and tests of the kernel path)."""
     if _compiling():   # torch.compile traces the registered op; eager calls skip its dispatcher
         op = _torch_op()
         if op is not None:
-            return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated), bool(autotune))
-    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune)
+            return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated), bool(autotune), bool(dense_fallback))
+    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback)
 
 
 def _compiling():
@@ -702,11 +704,11 @@ def _torch_op():
 
     @custom_op("sptune::twell_ffn", mutates_args=())
     def _op_impl(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
-                 nnz: int, calibrated: bool, autotune: bool) -> torch.Tensor:
-        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune)
+                 nnz: int, calibrated: bool, autotune: bool, dense_fallback: bool) -> torch.Tensor:
+        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback)
 
     @_op_impl.register_fake
-    def _(x, w_gate, w_up, w_down, nnz, calibrated, autotune):
+    def _(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback):
         return x.new_empty(x.shape)
 
     _op = _op_impl
