@@ -41,6 +41,7 @@ typedef struct candidate {
        NULL otherwise, and across names the one kind of data an op with kinds was measured on ("" none) */
     char *own, *worst;
     char across[256];
+    sp_problem p;         /* problem, parsed */
 } candidate;
 
 /* Parameters a request fixes ("window=128,decode=owner"): each as (parameter index, value index). */
@@ -223,6 +224,7 @@ static int visit(const sp_result *r, void *ud)
         }
     if (parsed < 0 && !(parsed = sp_problem_parse(s->t, r->problem_key, &p) == SPTUNE_OK)) sp_clear_error();
     if (!parsed) return 0;   /* another version's dimensions */
+    c.p = p;
     c.distance = distance(s->t, &p, s->want);
     if (!isfinite(c.distance)) return 0;
     /* A key written before the op had some of its dimensions (data dimensions with defaults added
@@ -264,10 +266,8 @@ static sptune_status pick_across(scan *s)
 {
     for (size_t i = 0; s->across && i < s->n; i++) {
         candidate *c = &s->c[i];
-        sp_problem p;
         sp_across_pick pk;
-        if (sp_problem_parse(s->t, c->problem, &p) != SPTUNE_OK) { sp_clear_error(); continue; }
-        if (!sp_across_choose(s->across, &p, c->problem, c->gpu, c->other_version, &pk)) {
+        if (!sp_across_choose(s->across, &c->p, c->problem, c->gpu, c->other_version, &pk)) {
             if (pk.kinds == 1) snprintf(c->across, sizeof c->across, "%.200s", pk.note);   /* one kind alone */
             continue;
         }

@@ -33,15 +33,14 @@ end
 -- Constraints on top of the row consumer's: the parameters it does not use stay at their defaults (one kernel
 -- per configuration), at most 8 warps (a CTA's registers), and the rows a lane's registers hold in flight at
 -- most 16 chunks' worth (sm_90a: D = 2048 with dots = 2 takes 255 registers without spilling, D = 4096 with
--- one entry 253; more spills). The other consumers read 4 or 8 Wu rows together, with CTAs of 4 warps or more.
+-- one entry 253; more spills).
 function M.constraints(row_params)
   local defaults = {}
   for _, p in ipairs(row_params) do defaults[p.name] = p.default end
   return {
-    {why = "consumer=reg: one warp per row (split=1), unroll and dunroll at their defaults, warps <= 8, dots <= 2;"
-       .. " the other consumers: warps >= 4, dots >= 4",
+    {why = "consumer=reg: one warp per row (split=1), unroll and dunroll at their defaults, warps <= 8, dots <= 2",
      check = function(c)
-       if c.consumer ~= "reg" then return c.dots >= 4 and c.warps >= 4 end
+       if c.consumer ~= "reg" then return true end
        if c.split ~= 1 then return false, "split" end
        if c.unroll ~= defaults.unroll then return false, "unroll" end
        if c.dunroll ~= 1 then return false, "dunroll" end

@@ -74,6 +74,9 @@ constraints[#constraints + 1] = row.smem_constraint("the consumer's rows fit in 
   function(c) return c.consumer ~= "row" end)
 for _, k in ipairs(tile.constraints(row.params, function(c) return c.bn end)) do constraints[#constraints + 1] = k end
 for _, k in ipairs(rowreg.constraints(row.params)) do constraints[#constraints + 1] = k end
+-- keep's 2 warps and dots 1 and 2 are the register consumer's: the others keep their spaces
+constraints[#constraints + 1] = {why = "consumer=row or tile: warps >= 4, dots >= 4",
+  check = function(c) return c.consumer == "reg" or (c.warps >= 4 and c.dots >= 4) end}
 
 -- The hot slice's width for configuration c on a layer of F neurons: hot/8 of F rounded up to whole
 -- tiles (so that the cold tiles stay aligned), at most F. The same expression sizes hot_h below.
