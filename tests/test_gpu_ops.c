@@ -42,13 +42,15 @@ static const char *const gemm_wgmma_configs[] = {
 static const char *const gated_configs[] = {
     "warps=8,split=1,unroll=4,dots=8,dunroll=2", "warps=4,split=2,unroll=2,dots=8,dunroll=1",
     "warps=16,split=8,unroll=4,dots=4,dunroll=2", "consumer=tile", NULL};
-/* twell-ffn: the tile consumer after the Hopper producer, few slots (pool overflow); the register consumer
- * with one and two entries a step, in CTAs of 4, 8 and 2 warps. */
+/* twell-ffn: the tile consumer after the Hopper producer, few slots (pool overflow); the register consumers
+ * with one and two entries a step, in CTAs of 4, 8 and 2 warps (regmma: 4 and 8). */
 static const char *const ffn_tile_configs[] = {
     "consumer=tile,mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=7",
     "consumer=reg,warps=4,split=1,dots=1,dunroll=1",
     "consumer=reg,mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=7,warps=8,split=1,dots=2,dunroll=1",
     "consumer=reg,mainloop=wgmma,bm=128,bn=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,warps=2,split=1,dots=1,dunroll=1",
+    "consumer=regmma,warps=4,split=1,dots=1,dunroll=1",
+    "consumer=regmma,mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=7,warps=8,split=1,dots=2,dunroll=1",
     NULL};
 /* twell-d2t's whole space has more: the smallest tile, and the persistent kernel with one
  * warpgroup and no L2 grouping. */
@@ -366,7 +368,8 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
                                         "M=333,D=264,F=1000,nnz=60,dense=1,dense_nnz=400"};
 /* The hot/cold split (hot > 0; sm_90a): slices of 1/8 to all of the neurons, F % bn != 0 and D % 64 != 0
  * (partial hot tiles and k-tiles) in the last shape, with the row, register and tile consumers and without the
- * dense path; the register consumer with a partial 256-column chunk (D = 264) and lost tiles. */
+ * dense path; the register consumers with a partial 256-column chunk (D = 264) and lost tiles (regmma: without
+ * tail guards at D = 256 and 2048, its Wd rows after the dot products at D = 2048 with two entries a step). */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
@@ -375,7 +378,10 @@ static const char *const ws_configs[] = {
     HOPPER "bn=256,route=256,warps=8,split=1,hot=2", HOPPER "bn=128,consumer=tile,hot=4",
     HOPPER "bn=256,route=-1,hot=4", HOPPER "bn=256,hot=8", "route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1",
     HOPPER "bn=256,route=512,consumer=reg,warps=2,split=1,dots=1,dunroll=1,hot=1",
-    HOPPER "bn=128,route=-1,consumer=reg,warps=8,split=1,dots=2,dunroll=1,hot=2"};
+    HOPPER "bn=128,route=-1,consumer=reg,warps=8,split=1,dots=2,dunroll=1,hot=2",
+    "route=256,consumer=regmma,warps=4,split=1,dots=1,dunroll=1",
+    HOPPER "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
+    HOPPER "bn=128,route=-1,consumer=regmma,warps=8,split=1,dots=2,dunroll=1,hot=2"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};

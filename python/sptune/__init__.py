@@ -514,29 +514,41 @@ _retired = []   # workspaces outgrown: kept, since a captured CUDA graph may sti
 _ops_lock = threading.Lock()
 
 
-def _fast_twell_args(x, w_gate, w_up, w_down):
-    """(M, D, F) when the arguments are plainly right (attribute reads only), else None: check_twell_ffn then
-    says what is wrong."""
-    try:
+_torch = None   # the torch module once an op has run (an import statement per call costs a dict lookup and more)
+
+
+def _torch_module():
+    global _torch
+    if _torch is None:
         import torch
-        bf = torch.bfloat16
+        _torch = torch
+    return _torch
+
+
+def _fast_twell_args(x, w_gate, w_up, w_down):
+    """(M, D, F, device index) when the arguments are plainly right (attribute reads and a few C calls, the
+    cheapest torch has: get_device for the device, dtype identity), else None: check_twell_ffn then says what is
+    wrong."""
+    try:
+        bf = _torch_module().bfloat16
         M, D = x.shape
         F, D2 = w_gate.shape
-        if not (x.dtype is bf and w_gate.dtype is bf and w_up.dtype is bf and w_down.dtype is bf and x.is_cuda
+        dev = x.get_device()
+        if not (x.dtype is bf and w_gate.dtype is bf and w_up.dtype is bf and w_down.dtype is bf and dev >= 0
                 and D2 == D and w_up.shape == w_gate.shape and w_down.shape == w_gate.shape
                 and 0 < M < 2 ** 31 and 0 < D < 2 ** 31 and 0 < F < 2 ** 31
-                and x.is_contiguous() and w_gate.is_contiguous() and w_up.is_contiguous() and w_down.is_contiguous()
-                and x.device == w_gate.device == w_up.device == w_down.device):
+                and w_gate.get_device() == dev and w_up.get_device() == dev and w_down.get_device() == dev
+                and x.is_contiguous() and w_gate.is_contiguous() and w_up.is_contiguous() and w_down.is_contiguous()):
             return None
-        return M, D, F
+        return M, D, F, dev
     except (AttributeError, TypeError, ValueError, ImportError):
         return None
 
 
 def _workspace(torch, device, stream, nbytes):
     """The (device, stream)'s workspace as (tensor, address, bytes), grown to nbytes; during a CUDA graph
-    capture a larger one is not kept (it would come from the graph's pool)."""
-    key = (device.index, stream)
+    capture a larger one is not kept (it would come from the graph's pool). device: its index."""
+    key = (device, stream)
     ws = _workspaces.get(key)
     if ws is None or ws[2] < nbytes:
         t = torch.empty(max(nbytes, 256), dtype=torch.uint8, device=device)
@@ -551,10 +563,18 @@ def _workspace(torch, device, stream, nbytes):
 
 
 def _stream_of(torch, device):
-    """The current stream's handle on device (the cheaper call when device is the current one)."""
-    if device.index is None or torch.cuda.current_device() == device.index:
-        return torch.cuda.current_stream().cuda_stream, True
-    return torch.cuda.current_stream(device).cuda_stream, False
+    """The current stream's handle on device (a torch.device or an index), and whether device is the current one
+    (then a launch needs no switch of device). torch's raw-stream call (what its own compiled kernels launch
+    with) where it has one: a fraction of a microsecond against several for a Stream object."""
+    cur = torch.cuda.current_device()
+    idx = device if isinstance(device, int) else device.index
+    if idx is None:
+        idx = cur
+    here = cur == idx
+    raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+    if raw is not None:
+        return raw(idx), here
+    return (torch.cuda.current_stream() if here else torch.cuda.current_stream(device)).cuda_stream, here
 
 
 def _dense_ffn(x, w_gate, w_up, w_down):
@@ -619,18 +639,21 @@ def twell_ffn_choice(M, D, F, nnz=40, calibrated=False, device=None):
 
 
 def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=False, dense_fallback=True):
-    import torch
+    torch = _torch_module()
     shape = _fast_twell_args(x, w_gate, w_up, w_down)
-    M, D, F = shape if shape is not None else check_twell_ffn(x, w_gate, w_up, w_down)
-    device = x.device
-    key = (device.index, token_bucket(M), D, F, int(nnz), bool(calibrated))
+    if shape is not None:
+        M, D, F, dev = shape
+    else:
+        M, D, F = check_twell_ffn(x, w_gate, w_up, w_down)
+        dev = x.get_device()
+    key = (dev, token_bucket(M), D, F, int(nnz), bool(calibrated))
     plan = _plans.get(key)
     if tune and (plan is None or not plan[4]) and torch.cuda.is_current_stream_capturing():
         raise SptuneError("sptune.twell_ffn(autotune=True): the first call for this shape times kernels on the "
                           "caller's tensors and cannot run inside a CUDA graph capture: call it once before capturing")
     if plan is None:
         # on x's device: the kernel object ("auto") is got and its module loaded in that device's context
-        with torch.cuda.device(device):
+        with torch.cuda.device(dev):
             k = kernel("twell-ffn", f"M={key[1]},D={D},F={F},nnz={int(nnz)},order={1 if calibrated else 0}")
         order = [("X", "Wg", "Wu", "Wd", "Y").index(n) for n in k.tensor_names]
         # what the record served says (its worst case over the data it was measured on): dense is faster
@@ -643,15 +666,16 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=Fals
     k, order, array, dense, _ = plan
     if dense and dense_fallback:
         return _dense_ffn(x, w_gate, w_up, w_down)
-    y = torch.empty((M, D), dtype=x.dtype, device=device)
-    stream, here = _stream_of(torch, device)
-    _, wsp, wsn = _workspace(torch, device, stream, k.workspace)
+    y = x.new_empty((M, D))
+    stream, here = _stream_of(torch, dev)
+    ws = _workspaces.get((dev, stream))
+    _, wsp, wsn = ws if ws is not None and ws[2] >= k.workspace else _workspace(torch, dev, stream, k.workspace)
     ptrs = (x.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), w_down.data_ptr(), y.data_ptr())
     args = array(*[ptrs[i] for i in order])
     if here:
         k._launch_array(args, wsp, wsn, stream, M)
     else:
-        with torch.cuda.device(device):
+        with torch.cuda.device(dev):
             k._launch_array(args, wsp, wsn, stream, M)
     return y
 

@@ -15,16 +15,33 @@
 -- for a problem holds cdiv(D, 256) chunks, and one rendered without a problem D <= 2048 (a larger D then
 -- writes NaN rows: loud). Pointers not 16-byte aligned take element-wise loads (correct, slower).
 -- Lost tiles and the dense path's rows as the row consumer (its comments): twell-ffn semantics only.
+--
+-- consumer=regmma: the same loads, the arithmetic on tensor cores (mma.sync m16n8k16, sm_80 and later). The
+-- plain kernel spends 484 instructions an entry at D = 2048, 320 of them FFMA and the bf16 unpacking that feeds
+-- them (offline count, bench/RESULTS.md); here an entry costs 4 mma a 256-column chunk. mma sums over k, and
+-- lane l supplies A[l/4][..] and B[..][l/4] of its own k slots, so with A = x and B = Wu, C[g][g] is the dot
+-- product over lane group g's columns (the 8 diagonal entries summed across the warp: the whole dot product);
+-- with A = h I (h in bf16, as the tile consumer and the dense layer round it) and B = Wd, C[m][n] = h B[m][n]:
+-- each of B's 128 values added to one accumulator, held by another lane (sp_rmma_col says which column).
+-- Where p.D is a multiple of 256 the loads lose their tail guards (runtime D must then equal p.D).
 local text = require("lib.text")
 local row = require("lib.twell_row")
 
 local M = {}
 
 M.MAX_D = 4096
+-- regmma: past this many chunks a step (dots * chunks) the accumulators and a step's Wu and Wd rows would not
+-- fit in registers together (sm_90a: 208 bytes spilled at D = 4096), so the Wd rows come after the dot products.
+M.SPLIT = 8
 -- 256-column chunks the kernel holds for problem p (nil: rendered without one).
 function M.chunks(p) return p and (p.D + 255) // 256 or 8 end
 
 function M.smem(c, p) return c.warps * M.chunks(p) * 256 * 2 end
+
+-- The consumers this module emits.
+function M.is(c) return c.consumer == "reg" or c.consumer == "regmma" end
+-- regmma rendered for a D with no partial chunk: no tail guards (D then checked at run time).
+local function full(c, p) return c.consumer == "regmma" and p ~= nil and p.D % 256 == 0 end
 
 function M.launch(c, p)
   return {grid = {(p.M + c.warps - 1) // c.warps, 1, 1}, block = {32 * c.warps, 1, 1}, smem = M.smem(c, p)}
@@ -38,29 +55,156 @@ function M.constraints(row_params)
   local defaults = {}
   for _, p in ipairs(row_params) do defaults[p.name] = p.default end
   return {
-    {why = "consumer=reg: one warp per row (split=1), unroll and dunroll at their defaults, warps <= 8, dots <= 2",
+    {why = "consumer=reg/regmma: one warp per row (split=1), unroll and dunroll at their defaults, warps <= 8, dots <= 2",
      check = function(c)
-       if c.consumer ~= "reg" then return true end
+       if not M.is(c) then return true end
        if c.split ~= 1 then return false, "split" end
        if c.unroll ~= defaults.unroll then return false, "unroll" end
        if c.dunroll ~= 1 then return false, "dunroll" end
        return c.warps <= 8 and c.dots <= 2
      end},
-    {why = "consumer=reg: D % 8 == 0 and D <= 4096 (the output row in registers), dots * cdiv(D, 256) <= 16",
+    {why = "consumer=reg/regmma: D % 8 == 0 and D <= 4096 (the output row in registers), dots * cdiv(D, 256) <= 16",
      check = function(c, gpu, p)
-       return c.consumer ~= "reg" or p == nil or (p.D % 8 == 0 and p.D <= M.MAX_D
+       return not M.is(c) or p == nil or (p.D % 8 == 0 and p.D <= M.MAX_D
          and c.dots * M.chunks(p) <= 16 and M.smem(c, p) <= gpu.smem_per_block)
      end},
   }
 end
 
+-- consumer=regmma's pieces (the module's opening comment says how the mma fragments are used).
+local MMA_DEFS = [[
+
+#define SP_RDC (4 / SP_RG) /* independent mma chains an entry's dot product is split over (latency) */
+#define SP_RSPLIT (SP_RG * SP_RNCH > ${split}) /* a step's Wd rows requested after its dot products */]]
+local MMA_LOAD = [[
+
+/* 8 bf16 of Wu or Wd at src, volatile when VEC: ptxas keeps volatile accesses in order, so every load of a step
+ * (and x's volatile shared loads after them) is issued before its first mma, one round trip an entry (plain
+ * loads it sinks below the dot product's mma: the Wd rows then wait for the Wu rows) */
+template <bool VEC>
+__device__ __forceinline__ sp_u32x4 sp_rvld8(const sp_bf16 *src)
+{
+    if (!VEC) return sp_rld8<false>(src);
+    sp_u32x4 q;
+    asm volatile("ld.volatile.global.v4.u32 {%0, %1, %2, %3}, [%4];" : "=r"(q.x), "=r"(q.y), "=r"(q.z), "=r"(q.w) : "l"(src));
+    return q;
+}
+/* Entries k .. k + SP_RG - 1's rows of W (Wu or Wd; clamped to the batch's last entry as sp_rstep_load), each
+ * load at a constant offset from its row's base (D: the kernel's 256 SP_RNCH when p.D has no partial chunk,
+ * which drops the guards) */
+template <bool VEC>
+__device__ __forceinline__ void sp_rmma_load(const sp_bf16 *__restrict__ W, int col, int k, int cnt, int D, int lane,
+                                             sp_u32x4 (&r)[SP_RG][SP_RNCH])
+{
+    const sp_u32x4 zero = {0u, 0u, 0u, 0u};
+    #pragma unroll
+    for (int j = 0; j < SP_RG; ++j) {
+        const sp_bf16 *p = W + (size_t)__shfl_sync(SP_FULL, col, min(k + j, cnt - 1)) * D + lane * 8;
+        #pragma unroll
+        for (int q = 0; q < SP_RNCH; ++q) r[j][q] = q * 256 + lane * 8 < D ? sp_rvld8<VEC>(p + q * 256) : zero;
+    }
+}]]
+local MMA_DEVICE = [[
+
+/* consumer=regmma: x's 16 bytes as sp_rmma_use's A fragment wants them, words 0 2 1 3 (rows g and g + 8 of
+ * one A serve both mma of a chunk, no register moves); any 8 bf16 so permuted keep their dot product */
+__device__ __forceinline__ sp_u32x4 sp_rperm(sp_u32x4 q)
+{
+    const sp_u32x4 r = {q.x, q.z, q.y, q.w};
+    return r;
+}
+/* D += A B on tensor cores, volatile: kept after the step's loads (ptxas otherwise sinks the Wd loads below
+ * the first mma, which waits for Wu: two round trips an entry) */
+__device__ __forceinline__ void sp_rmma(float *d, sp_u32 a0, sp_u32 a1, sp_u32 a2, sp_u32 a3, sp_u32 b0, sp_u32 b1)
+{
+    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
+                 "{%0, %1, %2, %3};" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
+                 : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
+}
+/* consumer=regmma: a step, its arithmetic on tensor cores. A = x (permuted: sp_rperm) against B = Wu's words 0 1
+ * puts the chunk's dot product over lane group g in C[g][g], against words 2 3 in C[g + 8][g]: both held by
+ * lane 4 g + g / 2 (elements g & 1 and 2 + (g & 1)), accumulated apart (the other rows are cross terms). That
+ * lane also takes h in A = h I; clamped repeats past the batch's end get h = 0 as in sp_rstep_use. The Wd rows
+ * are requested with the Wu rows, or, past SP_RSPLIT (their registers and the accumulators' would spill), once
+ * the dot products are done: a second round trip. */
+template <bool VEC>
+__device__ __forceinline__ void sp_rmma_step(float (&acc)[SP_RNCH][8], const sp_bf16 *__restrict__ Wu,
+                                             const sp_bf16 *__restrict__ Wd, const sp_bf16 *xs, int col, float h,
+                                             int k, int cnt, int D, int lane)
+{
+    const bool diag = (lane & 3) == (lane >> 3), hi = (lane >> 2) & 1;
+    sp_u32x4 u[SP_RG][SP_RNCH], w[SP_RG][SP_RNCH];
+    sp_rmma_load<VEC>(Wu, col, k, cnt, D, lane, u);
+    if (!SP_RSPLIT) sp_rmma_load<VEC>(Wd, col, k, cnt, D, lane, w);
+    float c[SP_RG][SP_RDC][4];
+    #pragma unroll
+    for (int j = 0; j < SP_RG; ++j)
+        #pragma unroll
+        for (int r = 0; r < SP_RDC; ++r)
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) c[j][r][e] = 0.0f;
+    #pragma unroll
+    for (int q = 0; q < SP_RNCH; ++q) {
+        const sp_u32x4 x = sp_xs16(xs + q * 256 + lane * 8);
+        #pragma unroll
+        for (int j = 0; j < SP_RG; ++j) {
+            sp_rmma(c[j][(2 * q) % SP_RDC], x.x, x.y, x.z, x.w, u[j][q].x, u[j][q].y);
+            sp_rmma(c[j][(2 * q + 1) % SP_RDC], x.x, x.y, x.z, x.w, u[j][q].z, u[j][q].w);
+        }
+    }
+    if (SP_RSPLIT) sp_rmma_load<VEC>(Wd, col, k, cnt, D, lane, w);
+    #pragma unroll
+    for (int j = 0; j < SP_RG; ++j) {
+        float s = 0.0f;
+        #pragma unroll
+        for (int r = 0; r < SP_RDC; r += 2) s += (hi ? c[j][r][1] : c[j][r][0]) + (hi ? c[j][r + 1][3] : c[j][r + 1][2]);
+        const float g = __shfl_sync(SP_FULL, h, min(k + j, cnt - 1));
+        const float hj = k + j < cnt ? g * sp_warp_sum(diag ? s : 0.0f) : 0.0f;
+        const sp_u32 hb = diag ? (sp_u32)sp_f32_to_bf16(hj) << (hi ? 16 : 0) : 0u;
+        #pragma unroll
+        for (int q = 0; q < SP_RNCH; ++q) {
+            sp_rmma(acc[q], hb, 0u, 0u, hb, w[j][q].x, w[j][q].y);
+            sp_rmma(acc[q] + 4, hb, 0u, 0u, hb, w[j][q].z, w[j][q].w);
+        }
+    }
+}
+/* consumer=regmma: the chunk column that accumulator e of a lane's acc[q] holds: C element e & 3 of the
+ * chunk's mma e / 4 is h times Wd's value in lane 8 t + g / 2 (+ 4 for odd elements), its word 2 (e / 4) +
+ * (e & 2) / 2, half g & 1 (lane = 4 g + t) */
+__device__ __forceinline__ int sp_rmma_col(int lane, int e)
+{
+    const int g = lane >> 2, t = lane & 3, r = e & 3;
+    return 8 * (8 * t + 4 * (r & 1) + (g >> 1)) + 4 * (e >> 2) + 2 * (r >> 1) + (g & 1);
+}]]
+-- The output row into the warp's shared memory in column order (x is no longer read), then stored as reg's.
+local MMA_GATHER = [[
+
+    __syncwarp();
+    #pragma unroll
+    for (int q = 0; q < SP_RNCH; ++q)
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) xs[q * 256 + sp_rmma_col(lane, e)] = sp_f32_to_bf16(acc[q][e]);
+    __syncwarp();]]
+local MMA_PACK = [[
+        o = *(const sp_u32x4 *)(xs + d);]]
+local REG_STEP = [[
+                /* every load of the step issued before any use */
+                sp_u32x4 u[SP_RG][SP_RNCH], w[SP_RG][SP_RNCH];
+                sp_rstep_load<VEC>(Wu, Wd, col, k, cnt, D, lane, u, w);
+                sp_rstep_use(acc, xs, h, k, cnt, lane, u, w);]]
+local MMA_STEP = [[
+                sp_rmma_step<VEC>(acc, Wu, Wd, xs, col, h, k, cnt, ${dl}, lane);]]
+local REG_PACK = [[
+        o.x = sp_pack_bf16x2(acc[q][0], acc[q][1]); o.y = sp_pack_bf16x2(acc[q][2], acc[q][3]);
+        o.z = sp_pack_bf16x2(acc[q][4], acc[q][5]); o.w = sp_pack_bf16x2(acc[q][6], acc[q][7]);]]
+
 -- The device function (after lib/twell_row.lua's, whose sp_twell_group, sp_twell_fetch, sp_dot8, sp_fma8,
 -- sp_warp_sum and sp_ld16 it uses).
 function M.device(c, p)
-  local nch = M.chunks(p)
+  local nch, mma = M.chunks(p), c.consumer == "regmma"
   return text.fill([[
 #define SP_RNCH ${nch}   /* 256-column chunks of the output row a lane holds: D <= 256 * SP_RNCH */
-#define SP_RG ${dots}    /* entries whose Wu and Wd rows are requested together */
+#define SP_RG ${dots}    /* entries whose Wu and Wd rows are requested together */${mdefs}
 
 /* 16 bytes of x from shared memory, volatile: read for every entry, never hoisted into 32 (or, unpacked, 64)
  * registers a lane that the Wu and Wd loads in flight need more */
@@ -79,7 +223,7 @@ __device__ __forceinline__ sp_u32x4 sp_rld8(const sp_bf16 *src)
     q.x = (sp_u32)src[0] | ((sp_u32)src[1] << 16); q.y = (sp_u32)src[2] | ((sp_u32)src[3] << 16);
     q.z = (sp_u32)src[4] | ((sp_u32)src[5] << 16); q.w = (sp_u32)src[6] | ((sp_u32)src[7] << 16);
     return q;
-}
+}${mload}
 
 /* A step's loads: the Wu and Wd rows of the batch's entries k .. k + SP_RG - 1 (clamped to its last entry:
  * repeated rows, L1 hits, where the batch ends; their gates are zero) */
@@ -119,7 +263,7 @@ __device__ __forceinline__ void sp_rstep_use(float (&acc)[SP_RNCH][8], const sp_
         #pragma unroll
         for (int q = 0; q < SP_RNCH; ++q) sp_fma8(acc[q], hj, w[j][q]);
     }
-}
+}${mdevice}
 
 /* Token row x's output y = sum over its active neurons j of g_j dot(x, Wu[j]) Wd[j] (g_j: the packed gate,
  * recomputed from Wg for a lost tile's entries). xs: the warp's shared memory for x (256 SP_RNCH bf16). */
@@ -136,7 +280,7 @@ __device__ __forceinline__ void sp_twell_rowreg(const sp_bf16 *__restrict__ x, c
         #pragma unroll
         for (int e = 0; e < 8; ++e) acc[k][e] = 0.0f;
     /* x in the warp's shared memory, zeros past D (the dot products read every chunk) */
-    for (int d = lane * 8; d < 256 * SP_RNCH; d += 256) *(sp_u32x4 *)(xs + d) = d < D ? sp_rld8<VEC>(x + d) : zero;
+    for (int d = lane * 8; d < 256 * SP_RNCH; d += 256) *(sp_u32x4 *)(xs + d) = ${xval};
     __syncwarp();
     for (int g = 0; g * 32 < ntiles; ++g) {
         sp_u32 src;
@@ -154,27 +298,23 @@ __device__ __forceinline__ void sp_twell_rowreg(const sp_bf16 *__restrict__ x, c
                     #pragma unroll
                     for (int q = 0; q < SP_RNCH; ++q) {
                         const int d = q * 256 + lane * 8;
-                        if (d < D) s = sp_dot8(sp_xs16(xs + q * 256 + lane * 8), sp_rld8<VEC>(Wg + (size_t)ck * D + d), s);
+                        if (d < D) s = sp_dot8(sp_xs16(xs + q * 256 + lane * 8), ${gval}, s);
                     }
                     s = sp_warp_sum(s);
                     if (lane == k && h < 0.0f) h = sp_bf16_to_f32(sp_f32_to_bf16(fmaxf(s, 0.0f)));
                 }
             }
             for (int k = 0; k < cnt; k += SP_RG) {
-                /* every load of the step issued before any use */
-                sp_u32x4 u[SP_RG][SP_RNCH], w[SP_RG][SP_RNCH];
-                sp_rstep_load<VEC>(Wu, Wd, col, k, cnt, D, lane, u, w);
-                sp_rstep_use(acc, xs, h, k, cnt, lane, u, w);
+${step}
             }
         }
-    }
+    }${gather}
     #pragma unroll
     for (int q = 0; q < SP_RNCH; ++q) {
         const int d = q * 256 + lane * 8;
         if (d >= D) continue;
         sp_u32x4 o;
-        o.x = sp_pack_bf16x2(acc[q][0], acc[q][1]); o.y = sp_pack_bf16x2(acc[q][2], acc[q][3]);
-        o.z = sp_pack_bf16x2(acc[q][4], acc[q][5]); o.w = sp_pack_bf16x2(acc[q][6], acc[q][7]);
+${pack}
         if (VEC) {
             *(sp_u32x4 *)(y + d) = o;
         } else {
@@ -184,7 +324,12 @@ __device__ __forceinline__ void sp_twell_rowreg(const sp_bf16 *__restrict__ x, c
         }
     }
 }
-]], {nch = nch, dots = c.dots})
+]], {nch = nch, dots = c.dots, mdefs = mma and text.fill(MMA_DEFS, {split = M.SPLIT}) or "", mdevice = mma and MMA_DEVICE or "",
+      step = mma and text.fill(MMA_STEP, {dl = full(c, p) and "256 * SP_RNCH" or "D"}) or REG_STEP,
+      gather = mma and MMA_GATHER or "", pack = mma and MMA_PACK or REG_PACK,
+      xval = mma and "sp_rperm(d < D ? sp_rld8<VEC>(x + d) : zero)" or "d < D ? sp_rld8<VEC>(x + d) : zero",
+      mload = mma and MMA_LOAD or "",
+      gval = mma and "sp_rperm(sp_rld8<VEC>(Wg + (size_t)ck * D + d))" or "sp_rld8<VEC>(Wg + (size_t)ck * D + d)"})
 end
 
 -- The kernel: c.warps token rows per CTA, no CTA-wide synchronisation (each warp's rows and shared memory
@@ -198,7 +343,7 @@ ${sig}
     const int row = blockIdx.x * ${warps} + warp;
     if (row >= M || (row_info[row] & 0x80000000u)) return;
     sp_bf16 *out = Y + (size_t)row * D;
-    if (D > 256 * SP_RNCH || D % 8 != 0) {   /* not what this kernel was compiled for: loud, never out of bounds */
+    if (${dbad}) {   /* not what this kernel was compiled for: loud, never out of bounds */
         for (int d = lane; d < D; d += 32) out[d] = (sp_bf16)0x7fc0u;
         return;
     }
@@ -210,7 +355,8 @@ ${sig}
     if (vec) sp_twell_rowreg<true>(X + (size_t)row * D, Wg, Wu, Wd, out, rowp, pool, ntiles, W, T, F, D, lane, xs);
     else sp_twell_rowreg<false>(X + (size_t)row * D, Wg, Wu, Wd, out, rowp, pool, ntiles, W, T, F, D, lane, xs);
 }
-]], {threads = 32 * c.warps, warps = c.warps, sig = row.signature(name, ARGS, consts)})
+]], {threads = 32 * c.warps, warps = c.warps, sig = row.signature(name, ARGS, consts),
+      dbad = full(c, p) and "D != 256 * SP_RNCH" or "D > 256 * SP_RNCH || D % 8 != 0"})
 end
 
 return M

@@ -42,14 +42,14 @@ local keep = {
   bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
   warps = {2, 4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {1, 2, 4, 8}, dunroll = {1, 2},
-  consumer = {"row", "tile", "reg"}, route = {512, 256, 1024, 2048, 0, -1},
+  consumer = {"row", "tile", "reg", "regmma"}, route = {512, 256, 1024, 2048, 0, -1},
 }
 -- What this op's consumer and dots also mean (the register consumer is twell-ffn's alone).
 local docs = {
   consumer = "gated: one warp per token row on CUDA cores with its output row in shared memory (row) or in"
-    .. " registers (reg: lib/twell_rowreg.lua), or 16-token tiles whose union of active neurons runs on tensor"
-    .. " cores (tile)",
-  dots = "gated: entries whose Wu rows are read together (row: 4 or 8; reg: 1 or 2, their Wd rows with them)",
+    .. " registers (reg: lib/twell_rowreg.lua; regmma: the same with its arithmetic on tensor cores), or 16-token"
+    .. " tiles whose union of active neurons runs on tensor cores (tile)",
+  dots = "gated: entries whose Wu rows are read together (row: 4 or 8; reg, regmma: 1 or 2, their Wd rows with them)",
 }
 local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
               doc = "hot/cold split: the first hot/8 of the neurons (ordered most frequent first:"
@@ -76,7 +76,7 @@ for _, k in ipairs(tile.constraints(row.params, function(c) return c.bn end)) do
 for _, k in ipairs(rowreg.constraints(row.params)) do constraints[#constraints + 1] = k end
 -- keep's 2 warps and dots 1 and 2 are the register consumer's: the others keep their spaces
 constraints[#constraints + 1] = {why = "consumer=row or tile: warps >= 4, dots >= 4",
-  check = function(c) return c.consumer == "reg" or (c.warps >= 4 and c.dots >= 4) end}
+  check = function(c) return rowreg.is(c) or (c.warps >= 4 and c.dots >= 4) end}
 
 -- The hot slice's width for configuration c on a layer of F neurons: hot/8 of F rounded up to whole
 -- tiles (so that the cold tiles stay aligned), at most F. The same expression sizes hot_h below.
@@ -233,7 +233,7 @@ return {
       at.hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
                                  persistent = persistent}
     end
-    at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or c.consumer == "reg" and rowreg.launch(c, p)
+    at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or rowreg.is(c) and rowreg.launch(c, p)
       or row.launch(c, p, true)
     for k, v in pairs(dense.launches(gpu)) do at[k] = v end
     local l = {}
@@ -262,7 +262,7 @@ return {
     if has.consume then
       local consume
       if c.consumer == "tile" then consume = tile.kernel(n.consume, kargs, consts, true)
-      elseif c.consumer == "reg" then consume = rowreg.device(c, p) .. rowreg.kernel(n.consume, c, p, kargs, consts)
+      elseif rowreg.is(c) then consume = rowreg.device(c, p) .. rowreg.kernel(n.consume, c, p, kargs, consts)
       else consume = row.kernel(n.consume, c, true, kargs, consts, true) end
       sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or has.dense_h) and tile.device() or ""), consume})
     end
