@@ -5,7 +5,8 @@ A result's template_hash covers the template and every file of templates/lib, so
 a new field) makes every shipped row "an earlier version": served only where nothing current exists,
 marked stale. This script re-renders each row of db/data/*.tsv whose hash is the old tree's with the
 old templates and with the current ones, and moves the row to the current hash only when the two
-CUDA sources are byte-identical after the tool's opening comment (which names the hash and problem).
+CUDA sources are identical once comments are taken out (the tool's opening comment names the hash and problem;
+the others explain the code and cannot change what NVRTC makes of it).
 Rows whose kernels changed keep their old hash: they must be re-measured.
 
 The old templates come from git: every commit that touched templates/ is unpacked (under --work) and
@@ -21,6 +22,8 @@ import subprocess
 import sys
 
 HEAD = re.compile(r"\A/\* sptune .*?\*/\n", re.S)
+# C comments (the kernels have no string literal holding "/*" or "//": their strings are PTX)
+COMMENT = re.compile(r"/\*.*?\*/|//[^\n]*", re.S)
 HASH = re.compile(r"\(content ([0-9a-f]{64})\)")
 
 
@@ -36,7 +39,7 @@ def render(sptune, templates, op, gpu, config, problem):
     if r.returncode != 0:
         return None, None
     m = HASH.search(r.stdout)
-    return (m.group(1) if m else None), HEAD.sub("", r.stdout, count=1)
+    return (m.group(1) if m else None), COMMENT.sub("", HEAD.sub("", r.stdout, count=1))
 
 
 def history(sptune, work, ops):

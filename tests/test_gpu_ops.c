@@ -369,7 +369,8 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
 /* The hot/cold split (hot > 0; sm_90a): slices of 1/8 to all of the neurons, F % bn != 0 and D % 64 != 0
  * (partial hot tiles and k-tiles) in the last shape, with the row, register and tile consumers and without the
  * dense path; the register consumers with a partial 256-column chunk (D = 264) and lost tiles (regmma: without
- * tail guards at D = 256 and 2048, its Wd rows after the dot products at D = 2048 with two entries a step). */
+ * tail guards at D = 256 and 2048, its Wd rows after the dot products at D = 2048 with two entries a step; with
+ * the rows two steps ahead prefetched: pf). */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
@@ -381,7 +382,8 @@ static const char *const ws_configs[] = {
     HOPPER "bn=128,route=-1,consumer=reg,warps=8,split=1,dots=2,dunroll=1,hot=2",
     "route=256,consumer=regmma,warps=4,split=1,dots=1,dunroll=1",
     HOPPER "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
-    HOPPER "bn=128,route=-1,consumer=regmma,warps=8,split=1,dots=2,dunroll=1,hot=2"};
+    HOPPER "bn=128,route=-1,consumer=regmma,warps=8,split=1,dots=2,dunroll=1,hot=2",
+    "route=256,consumer=regmma,warps=4,split=1,dots=2,dunroll=1,pf=2"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};

@@ -32,8 +32,10 @@ static sptune_kernel *served(const char *db, const char *cache, const char *prob
 static int has_hot(const sptune_kernel *k, const char *hot)
 {
     const char *c = k ? sptune_kernel_config(k) : "";
-    const size_t n = strlen(c), h = strlen(hot);
-    return n >= h && strcmp(c + n - h, hot) == 0;
+    const size_t h = strlen(hot);
+    for (const char *at = strstr(c, hot); at; at = strstr(at + 1, hot))
+        if (at[h] == ',' || at[h] == 0) return 1;   /* the whole value, wherever the parameter sits */
+    return 0;
 }
 
 int main(void)

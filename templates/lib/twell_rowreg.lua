@@ -38,6 +38,12 @@ function M.chunks(p) return p and (p.D + 255) // 256 or 8 end
 
 function M.smem(c, p) return c.warps * M.chunks(p) * 256 * 2 end
 
+-- Its own parameter (twell-ffn appends it to its space).
+M.params = {
+  {name = "pf", values = {0, 1, 2, 4}, default = 0,
+   doc = "consumer=regmma: steps ahead whose Wu and Wd rows are prefetched into L2 (0: none)"},
+}
+
 -- The consumers this module emits.
 function M.is(c) return c.consumer == "reg" or c.consumer == "regmma" end
 -- regmma rendered for a D with no partial chunk: no tail guards (D then checked at run time).
@@ -55,6 +61,7 @@ function M.constraints(row_params)
   local defaults = {}
   for _, p in ipairs(row_params) do defaults[p.name] = p.default end
   return {
+    {why = "pf > 0: consumer=regmma's", check = function(c) return c.pf == 0 or c.consumer == "regmma" end},
     {why = "consumer=reg/regmma: one warp per row (split=1), unroll and dunroll at their defaults, warps <= 8, dots <= 2",
      check = function(c)
        if not M.is(c) then return true end
@@ -104,9 +111,31 @@ __device__ __forceinline__ void sp_rmma_load(const sp_bf16 *__restrict__ W, int 
         for (int q = 0; q < SP_RNCH; ++q) r[j][q] = q * 256 + lane * 8 < D ? sp_rvld8<VEC>(p + q * 256) : zero;
     }
 }]]
+-- pf > 0: the rows of the entries pf steps ahead requested into L2 (prefetch: no registers held), those of the
+-- first pf steps when a batch starts. Why: at D = 4096 with firing rates near uniform (gen=1) the cold weights
+-- (200 MB) do not stay in L2, the consumer waits on DRAM (24 % L2 hits, DRAM 51 % busy, 13 long-scoreboard stalls
+-- an issue; bench/RESULTS.md) and its registers allow one entry's rows in flight a warp.
+local PF_CALL = [[
+
+    sp_rmma_prefetch(Wu, Wd, col, k == 0 ? SP_RG : k + SP_RPF * SP_RG, min(k + (SP_RPF + 1) * SP_RG, cnt), D, lane);]]
+local PF_DEVICE = [[
+
+#define SP_RPF ${pf}    /* steps ahead whose rows are prefetched into L2 */
+/* The Wu and Wd rows of the batch's entries e0 .. e1 - 1 into L2, a 128-byte line a lane at a time */
+__device__ __forceinline__ void sp_rmma_prefetch(const sp_bf16 *Wu, const sp_bf16 *Wd, int col, int e0, int e1, int D,
+                                                 int lane)
+{
+    for (int e = e0; e < e1; ++e) {
+        const size_t row = (size_t)__shfl_sync(SP_FULL, col, e) * D;
+        for (int o = lane * 64; o < D; o += 32 * 64) {
+            asm volatile("prefetch.global.L2 [%0];" :: "l"(Wu + row + o));
+            asm volatile("prefetch.global.L2 [%0];" :: "l"(Wd + row + o));
+        }
+    }
+}]]
 local MMA_DEVICE = [[
 
-/* consumer=regmma: x's 16 bytes as sp_rmma_use's A fragment wants them, words 0 2 1 3 (rows g and g + 8 of
+/* consumer=regmma: x's 16 bytes as sp_rmma_step's A fragment wants them, words 0 2 1 3 (rows g and g + 8 of
  * one A serve both mma of a chunk, no register moves); any 8 bf16 so permuted keep their dot product */
 __device__ __forceinline__ sp_u32x4 sp_rperm(sp_u32x4 q)
 {
@@ -120,7 +149,7 @@ __device__ __forceinline__ void sp_rmma(float *d, sp_u32 a0, sp_u32 a1, sp_u32 a
     asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, {%8, %9}, "
                  "{%0, %1, %2, %3};" : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3])
                  : "r"(a0), "r"(a1), "r"(a2), "r"(a3), "r"(b0), "r"(b1));
-}
+}${pfdev}
 /* consumer=regmma: a step, its arithmetic on tensor cores. A = x (permuted: sp_rperm) against B = Wu's words 0 1
  * puts the chunk's dot product over lane group g in C[g][g], against words 2 3 in C[g + 8][g]: both held by
  * lane 4 g + g / 2 (elements g & 1 and 2 + (g & 1)), accumulated apart (the other rows are cross terms). That
@@ -135,7 +164,7 @@ __device__ __forceinline__ void sp_rmma_step(float (&acc)[SP_RNCH][8], const sp_
     const bool diag = (lane & 3) == (lane >> 3), hi = (lane >> 2) & 1;
     sp_u32x4 u[SP_RG][SP_RNCH], w[SP_RG][SP_RNCH];
     sp_rmma_load<VEC>(Wu, col, k, cnt, D, lane, u);
-    if (!SP_RSPLIT) sp_rmma_load<VEC>(Wd, col, k, cnt, D, lane, w);
+    if (!SP_RSPLIT) sp_rmma_load<VEC>(Wd, col, k, cnt, D, lane, w);${pfcall}
     float c[SP_RG][SP_RDC][4];
     #pragma unroll
     for (int j = 0; j < SP_RG; ++j)
@@ -324,7 +353,8 @@ ${pack}
         }
     }
 }
-]], {nch = nch, dots = c.dots, mdefs = mma and text.fill(MMA_DEFS, {split = M.SPLIT}) or "", mdevice = mma and MMA_DEVICE or "",
+]], {nch = nch, dots = c.dots, mdefs = mma and text.fill(MMA_DEFS, {split = M.SPLIT}) or "", mdevice = mma and (text.fill(MMA_DEVICE, {
+        pfcall = c.pf > 0 and PF_CALL or "", pfdev = c.pf > 0 and text.fill(PF_DEVICE, {pf = c.pf}) or ""})) or "",
       step = mma and text.fill(MMA_STEP, {dl = full(c, p) and "256 * SP_RNCH" or "D"}) or REG_STEP,
       gather = mma and MMA_GATHER or "", pack = mma and MMA_PACK or REG_PACK,
       xval = mma and "sp_rperm(d < D ? sp_rld8<VEC>(x + d) : zero)" or "d < D ? sp_rld8<VEC>(x + d) : zero",

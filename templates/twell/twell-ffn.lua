@@ -56,7 +56,7 @@ local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
                 .. " sptune_twell_hot_order) run as a dense tensor-core slice for every token, the rest sparse;"
                 .. " 0: all sparse, 8: the dense layer"}}
 local params = {}
-for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT}) do
+for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT, rowreg.params}) do
   for _, p in ipairs(src) do
     local values, default = keep[p.name] or p.values, p.default
     local ok = false
