@@ -41,6 +41,7 @@ typedef struct candidate {
        NULL otherwise, and across names the one kind of data an op with kinds was measured on ("" none) */
     char *own, *worst;
     char across[256];
+    int own_data;         /* config and times are those measured on the application's own tensors (across: which) */
     sp_problem p;         /* problem, parsed */
 } candidate;
 
@@ -117,7 +118,7 @@ static double distance(const sp_template *t, const sp_problem *a, const sp_probl
         if (strcmp(a->name[i], b->name[i]) != 0) return INFINITY;
         if (a->v[i] == b->v[i]) continue; /* equal, zeros included (a flag such as fp16=0) */
         if (sp_template_dim_category(t, i)) { /* another kind of data: one step (as far as a size twice as large) */
-            d += 1;
+            if (!sp_api_kinds_alike(t, i, a->v[i], b->v[i])) d += 1;
             continue;
         }
         if (sp_template_dim_default(t, i, NULL)) {
@@ -278,7 +279,9 @@ static sptune_status pick_across(scan *s)
         c->worst = worst;
         c->median_ms = pk.median_ms;
         c->baseline_ms = pk.baseline_ms;
-        snprintf(c->across, sizeof c->across, "%d kinds of data: %.220s", pk.kinds, pk.note);
+        c->own_data = pk.own;
+        if (pk.own) snprintf(c->across, sizeof c->across, "%.250s", pk.note);
+        else snprintf(c->across, sizeof c->across, "%d kinds of data: %.220s", pk.kinds, pk.note);
     }
     return SPTUNE_OK;
 }
@@ -403,7 +406,9 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
                                       sp_template_param(t, p)->values[measured.idx[p]].text);
             sp_clear_error();
             char across[640] = "", alone[320] = "";
-            if (c->worst)
+            if (c->own_data)
+                snprintf(across, sizeof across, ", %.256s", c->across);
+            else if (c->worst)
                 snprintf(across, sizeof across, " on its worst data (%.200s) of %.256s", c->worst, c->across);
             else if (c->across[0])
                 snprintf(alone, sizeof alone, "; measured on one kind of data alone (%.200s): other data may run it "

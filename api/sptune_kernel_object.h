@@ -73,6 +73,13 @@ sptune_status sp_api_request_copy(const sptune_kernel_request *in, sptune_kernel
  * problem, best first (the order sptune_kernel_get considers them in), distinct, as text (each to free). */
 sptune_status sp_api_ranked_configs(const sptune_kernel_request *req, int max, char **configs, int *n);
 
+/* Records k's times on the caller's tensors (ms: runs of them, ascending; dense_ms: the dense layer's on the same
+ * tensors, <= 0 none) in the user's database (db_path as a request's: NULL the default, "" none) as a result of k's
+ * problem with the op's own-data kind (ranges' own), so that the lookup serves it from then on; nothing for an op
+ * without such a kind. where: what was recorded ("" nothing). */
+sptune_status sp_api_autotune_record(const sptune_kernel *k, const char *db_path, long long tokens, const float *ms,
+                                     int runs, double dense_ms, char *where, size_t wlen);
+
 /* The arguments' declared sizes for problem p and configuration cfg: each scalar's at its typical size [0] and at its
  * bound [1] (-1 where none is declared or it does not evaluate), and each pointer's element count with the scalars
  * there (-1 where it needs the data). */

@@ -8,6 +8,7 @@
 #include "sp_bench.h"
 #include "sp_slotfill_dist.h"
 #include "sp_status.h"
+#include "sp_template.h"
 #include "sp_tensor_file.h"
 #include "sp_twell_layer.h"
 
@@ -66,6 +67,22 @@ static int slotfill_problem(const cli_cmd *cmd, long long tokens, char *problem,
     return st == SPTUNE_OK ? CLI_OK : cli_input_error(cmd->name, st);
 }
 
+/* problem marked as measured on the caller's own tensors where op's data has such a kind (ranges' own: twell's gen=2),
+ * so that its results are told apart from the generators' and served for it (sp_template_dim_own). */
+static sptune_status mark_own(const char *op, char *problem, size_t len)
+{
+    sp_template *t = NULL;
+    sptune_status st = sp_template_load(op, &t);
+    for (int d = 0; st == SPTUNE_OK && d < sp_template_ndims(t); d++) {
+        double v;
+        const size_t n = strlen(problem);
+        if (sp_template_dim_own(t, d, &v) && snprintf(problem + n, len - n, ",%s=%g", sp_template_dim(t, d), v) >= (int)(len - n))
+            st = sp_fail(SPTUNE_ERR_INVALID, "the measured problem does not fit in %zu bytes", len);
+    }
+    sp_template_free(t);
+    return st;
+}
+
 /* op's problem measured from the user's tensors into problem (cli_data_shape). */
 static int data_problem(const cli_cmd *cmd, const char *op, int full, char *problem, size_t len)
 {
@@ -110,6 +127,7 @@ static int data_problem(const cli_cmd *cmd, const char *op, int full, char *prob
         for (int i = 0; i < threads; i++)
             if (running[i]) pthread_join(th[i], NULL);
         st = sptune_twell_describe_gate(gate, T, F, M ? M : T, D, ord && !strcmp(ord, "1"), problem, len);
+        if (st == SPTUNE_OK) st = mark_own(op, problem, len);
         if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
     }
     free(xf);

@@ -7,6 +7,7 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <math.h>
 #include <string.h>
 
 const char sp_template_key = 'T';
@@ -214,6 +215,13 @@ int sp_template_dim_as_before(const sp_template *t, int i)
 int sp_template_dim_across(const sp_template *t, int i)
 {
     return t && i >= 0 && i < t->ndims && t->dim_across[i];
+}
+
+int sp_template_dim_own(const sp_template *t, int i, double *v)
+{
+    if (!t || i < 0 || i >= t->ndims || isnan(t->dim_own[i])) return 0;
+    if (v) *v = t->dim_own[i];
+    return 1;
 }
 
 int sp_template_dim_category(const sp_template *t, int i)

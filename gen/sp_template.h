@@ -91,6 +91,10 @@ int sp_template_dim_as_before(const sp_template *t, int i);
  * what a user's problem is: results that differ only in such dimensions are one problem measured on several kinds
  * of data, and the lookup serves the configuration whose worst speed-up over them is best. */
 int sp_template_dim_across(const sp_template *t, int i);
+/* 1 and *v when across dimension i has a value for results measured on the caller's own tensors (ranges' own:
+ * autotune and `sptune tune --data` record them so; no generator makes such data): where a problem has them, they
+ * are what the lookup serves, not the best worst case over the generators' kinds. */
+int sp_template_dim_own(const sp_template *t, int i, double *v);
 
 /* The dimension a launch may lower below the problem's (the token count: "M", "N"), NULL when none.
  * The source does not depend on it (emit is not given it), so one kernel serves every value up to the

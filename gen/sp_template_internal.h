@@ -42,6 +42,7 @@ struct sp_template {
     int dim_category[SP_MAX_DIMS];                     /* the value names a kind (ranges' category = true) */
     int dim_as_before[SP_MAX_DIMS];                    /* its default is the data before it existed (as_before) */
     int dim_across[SP_MAX_DIMS];                       /* how the tuner made the data, not the problem (across) */
+    double dim_own[SP_MAX_DIMS];                       /* an across category's value for the caller's own data (own); NAN none */
     int tokens;        /* index of the dimension a launch may lower (the token count), -1 when none */
     int nconstraints;
     char **why;        /* nconstraints entries */

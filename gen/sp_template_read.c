@@ -326,6 +326,7 @@ static void read_ranges(lua_State *L, sp_template *t, int m)
         t->dim_category[d] = 0;
         t->dim_as_before[d] = 0;
         t->dim_across[d] = 0;
+        t->dim_own[d] = NAN;
         for (int a = 0; a < t->nargs; a++)
             if (t->args[a].role == SP_ROLE_DIM && strcmp(t->args[a].name, t->dims[d]) == 0 &&
                 (t->args[a].type == SP_ARG_I32 || t->args[a].type == SP_ARG_U32)) {
@@ -361,7 +362,15 @@ static void read_ranges(lua_State *L, sp_template *t, int m)
             t->dim_across[d] = lua_toboolean(L, -1);
             if (t->dim_across[d] && !t->dim_optional[d])
                 vfail(L, t, "ranges.%s: across needs a default (a problem need not say how its data was made)", t->dims[d]);
-            lua_pop(L, 6);
+            if (rawfield(L, x, "own") != LUA_TNIL) {
+                t->dim_own[d] = lua_tonumber(L, -1);
+                if (lua_type(L, -1) != LUA_TNUMBER || !t->dim_across[d] || !t->dim_category[d] ||
+                    !(t->dim_own[d] >= t->dim_min[d] && t->dim_own[d] <= t->dim_max[d]) ||
+                    t->dim_own[d] != floor(t->dim_own[d]))
+                    vfail(L, t, "ranges.%s: own is the value, within the range, of an across category that marks "
+                          "results measured on the caller's own tensors", t->dims[d]);
+            }
+            lua_pop(L, 7);
         }
         lua_pop(L, 1);
     }

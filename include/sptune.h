@@ -148,8 +148,13 @@ SPTUNE_API const char *sptune_kernel_recorded(const sptune_kernel *k, const char
  * timed runs; those that need more workspace than workspace_bytes are passed over) and the fastest returned in
  * *out (sptune_kernel_origin's detail ends with what was timed). The outputs hold the last candidate's result
  * afterwards: launch *out to compute. Call it once, outside CUDA graph capture (a capturing stream is refused:
- * autotune first, then capture the kernel it returns), with a batch like those to come; every recorded result is
- * left as it was. SPTUNE_ERR_NO_GPU without a GPU, the launch's error when a candidate fails. */
+ * autotune first, then capture the kernel it returns), with a batch like those to come. For an op whose data has
+ * kinds (twell: gen), the fastest is recorded in the user's database (req->db_path: NULL the default one, "" none)
+ * as a result of req->problem measured on the application's own tensors (gen=2, baseline: the dense layer timed
+ * with it), which sptune_kernel_get then serves for that problem (exact, over the generators' results) in this
+ * process and later ones; a database that cannot be written costs the record, not the kernel (the detail says so).
+ * Other recorded results are left as they were. SPTUNE_ERR_NO_GPU without a GPU, the launch's error when a
+ * candidate fails. */
 SPTUNE_API sptune_status sptune_kernel_autotune(const sptune_kernel_request *req, void *stream, long long tokens,
                                                 const unsigned long long *tensors, unsigned long long workspace,
                                                 size_t workspace_bytes, sptune_kernel **out);

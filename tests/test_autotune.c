@@ -1,14 +1,76 @@
 /* Autotuning on the caller's data (sptune_kernel_autotune), what runs without a GPU: the candidates it times are
  * the recorded configurations nearest the problem, distinct, valid for it, taking the fixed parameters, best first
- * with the served one first; nothing recorded, no candidates; bad arguments refused before any GPU question; and
+ * with the served one first; nothing recorded, no candidates; what it found recorded in the user's database as a
+ * result on the caller's own tensors (gen=2) and served from then on, over the shipped results (nothing recorded
+ * with no database, or for an op whose data has no such kind); bad arguments refused before any GPU question; and
  * without a GPU it says so. (Its timing runs in test_gpu_api on a GPU.) */
 #include "sp_status.h"
 #include "sp_test.h"
 #include "sptune.h"
 #include "sptune_kernel_object.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+
+/* sp_api_autotune_record, the last step of autotuning, with times made up: what the lookup serves afterwards. */
+static void check_record(const sptune_kernel_request *base, const char *other)
+{
+    char db[600], where[768];
+    snprintf(db, sizeof db, "%s/autotune.db", sp_test_tmpdir("test_autotune"));
+    remove(db);
+    sptune_kernel_request rq = *base;
+    rq.db_path = db;
+    rq.fixed = other;   /* a configuration the shipped results do not serve here */
+    sptune_kernel *k = NULL, *again = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &k), SPTUNE_OK);
+    if (!k) return;
+    const float ms[5] = {0.50f, 0.51f, 0.52f, 0.53f, 0.60f};
+    CHECK_ST(sp_api_autotune_record(k, db, 12000, ms, 5, 0.9, where, sizeof where), SPTUNE_OK);
+    CHECK_MSG(strstr(where, "recorded in") && strstr(where, ",gen=2,"), "%s", where);
+    rq.fixed = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &again), SPTUNE_OK);
+    const char *detail = "";
+    double expected = 0, baseline = 0;
+    if (again) {
+        CHECK_MSG(!strcmp(sptune_kernel_config(again), other), "served %s", sptune_kernel_config(again));
+        CHECK(sptune_kernel_origin(again, &detail) == SPTUNE_ORIGIN_EXACT);
+        CHECK_MSG(strstr(detail, "measured on the application's own tensors (gen=2"), "%s", detail);
+        CHECK_ST(sptune_kernel_expected(again, &expected, &baseline), SPTUNE_OK);
+        CHECK_MSG(expected > 0.519 && expected < 0.521 && baseline > 0.899 && baseline < 0.901, "%g %g", expected, baseline);
+    }
+    sptune_kernel_free(again);
+    /* no dense layer timed (it needed more workspace than the caller had): recorded all the same, compared by time */
+    const float faster[5] = {0.40f, 0.41f, 0.42f, 0.43f, 0.44f};
+    CHECK_ST(sp_api_autotune_record(k, db, 12000, faster, 5, -1, where, sizeof where), SPTUNE_OK);
+    CHECK_ST(sptune_kernel_get(&rq, &again), SPTUNE_OK);
+    if (again) {
+        CHECK_MSG(!strcmp(sptune_kernel_config(again), other), "served %s", sptune_kernel_config(again));
+        CHECK_ST(sptune_kernel_expected(again, &expected, &baseline), SPTUNE_OK);
+        CHECK_MSG(expected > 0.419 && expected < 0.421 && baseline < 0, "%g %g", expected, baseline);
+        sptune_kernel_origin(again, &detail);
+        CHECK_MSG(strstr(detail, "own tensors (gen=2,spread=0.5)"), "%s", detail);
+    }
+    sptune_kernel_free(again);
+    /* no database asked for: nothing recorded */
+    CHECK_ST(sp_api_autotune_record(k, "", 12000, ms, 5, 0.9, where, sizeof where), SPTUNE_OK);
+    CHECK(where[0] == 0);
+    sptune_kernel_free(k);
+    /* an op whose problems say what their data is (gemm): nothing recorded */
+    sptune_kernel_request g = {.op = "gemm", .problem = "M=256,N=256,K=256", .gpu = "h200", .db_path = "",
+                               .cache_dir = base->cache_dir};
+    CHECK_ST(sptune_kernel_get(&g, &k), SPTUNE_OK);
+    if (k) CHECK_ST(sp_api_autotune_record(k, db, 256, ms, 5, -1, where, sizeof where), SPTUNE_OK);
+    CHECK(where[0] == 0);
+    sptune_kernel_free(k);
+    /* the problem asked with a generator's kind by name: the result on the application's tensors still serves it
+       (a problem's kinds of data are one problem) */
+    rq.problem = "M=16384,D=2048,F=5632,nnz=40,gen=1";
+    rq.db_path = db;
+    CHECK_ST(sptune_kernel_get(&rq, &again), SPTUNE_OK);
+    if (again) CHECK_MSG(!strcmp(sptune_kernel_config(again), other), "%s", sptune_kernel_config(again));
+    sptune_kernel_free(again);
+}
 
 int main(void)
 {
@@ -25,6 +87,7 @@ int main(void)
                               sptune_kernel_config(k));
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++) CHECK_MSG(strcmp(configs[i], configs[j]) != 0, "candidate %d twice: %s", i, configs[i]);
+    if (n >= 2) check_record(&req, configs[1]);
     for (int i = 0; i < n; i++) free(configs[i]);
     sptune_kernel_free(k);
 

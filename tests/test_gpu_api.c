@@ -503,7 +503,25 @@ static void run_autotune(sp_bench *b)
     CHECK_ST(sptune_kernel_workspace(k, 1, &ws_bytes), SPTUNE_OK);
     CHECK_ST(SP_CU(cu->MemAlloc(&ws, ws_bytes)), SPTUNE_OK);
     CHECK(tensors_of(k, &a, t) == 5);
-    CHECK_ST(sptune_kernel_autotune(&req, b->stream, 333, t, ws, ws_bytes, &best), SPTUNE_OK);
+    /* recorded in a database of the test's own, then served from it */
+    char db[600];
+    snprintf(db, sizeof db, "%s/autotune.db", sp_test_tmpdir("test_gpu_api"));
+    remove(db);
+    sptune_kernel_request rec = req;
+    rec.db_path = db;
+    CHECK_ST(sptune_kernel_autotune(&rec, b->stream, 333, t, ws, ws_bytes, &best), SPTUNE_OK);
+    if (best) {
+        sptune_kernel *again = NULL;
+        const char *served = NULL;
+        CHECK_ST(sptune_kernel_get(&rec, &again), SPTUNE_OK);
+        if (again) {
+            CHECK_MSG(!strcmp(sptune_kernel_config(again), sptune_kernel_config(best)), "served %s, autotuned %s",
+                      sptune_kernel_config(again), sptune_kernel_config(best));
+            CHECK(sptune_kernel_origin(again, &served) == SPTUNE_ORIGIN_EXACT);
+            CHECK_MSG(strstr(served, "measured on the application's own tensors (gen=2"), "%s", served);
+        }
+        sptune_kernel_free(again);
+    }
     if (best) {
         const char *detail = NULL;
         sptune_kernel_origin(best, &detail);

@@ -54,6 +54,8 @@ static void test_validation(void)
             "ranges.kind: a category is numbered by integers (int = true)");
     invalid("dims = {'M', 'gen'}, ranges = {gen = {0, 1, int = true, across = true}}, " P1 ", " FN,
             "ranges.gen: across needs a default");
+    invalid("dims = {'M', {'gen', 0}}, ranges = {gen = {0, 2, int = true, category = true, across = true, own = 3}}, " P1
+            ", " FN, "ranges.gen: own is the value, within the range, of an across category");
     invalid("dims = {'M'}, ranges = {N = {0, 3}}, " P1 ", " FN, "ranges names N, which is not a dimension");
     invalid("params = {{name = 'a', values = {'k=v'}}}, " FN, "params[1].values[1] = 'k=v'");
     invalid("params = {{name = 'a', values = {''}}}, " FN, "params[1].values[1] = ''");

@@ -186,7 +186,11 @@ int main(void)
     }
     CHECK_MSG(spread[1] > 1.5 * spread[0], "the layer's tokens differ more: cv %.2f against %.2f", spread[1], spread[0]);
     sp_problem q0;
-    CHECK_MSG(sp_problem_parse(t, "M=600,D=128,F=800,gen=2", &q0) == SPTUNE_ERR_INVALID, "gen=2 refused");
+    CHECK_MSG(sp_problem_parse(t, "M=600,D=128,F=800,gen=3", &q0) == SPTUNE_ERR_INVALID, "gen=3 refused");
+    /* gen=2 names an application's own tensors: a problem, but no generator draws it */
+    q0 = problem(t, "M=600,D=128,F=800,nnz=30,gen=2");
+    CHECK_ST(sp_twell_dist_get(&q0, 800, &d), SPTUNE_ERR_INVALID);
+    CHECK_MSG(strstr(sptune_last_error(), "own tensors"), "%s", sptune_last_error());
     {
         const int m = 400, D = 256, f = 800;
         sp_problem q = problem(t, "M=400,D=256,F=800,nnz=30,dense_nnz=400,dense=1");

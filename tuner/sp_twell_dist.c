@@ -32,6 +32,9 @@ sptune_status sp_twell_dist_get(const sp_problem *p, int F, sp_twell_dist *d)
     d->spread = 0.5;
     sp_problem_get(p, "gen", &gen);
     sp_problem_get(p, "spread", &d->spread);
+    if (gen == 2)
+        return sp_fail(SPTUNE_ERR_INVALID, "gen=2 marks results measured on an application's own tensors (autotune, "
+                       "`sptune tune --data FILE`): no generator makes that data; give --data, or gen=0 or 1");
     if (!(gen == 0 || gen == 1)) return sp_fail(SPTUNE_ERR_INVALID, "gen=%g: 0 (rates per neuron) or 1 (made by the layer)", gen);
     if (!(d->spread >= 0 && d->spread <= 3)) return sp_fail(SPTUNE_ERR_INVALID, "spread=%g: a log-gain sigma in [0, 3]", d->spread);
     d->gen = (int)gen;

@@ -286,7 +286,9 @@ def autotune(op, problem, tensors, workspace, workspace_bytes, stream=0, tokens=
     configurations recorded nearest it and, for twell-ffn, the dense layer, each launched on `tensors` (the inputs'
     and outputs' device pointers in declaration order, as Kernel.launch_ws takes them), `workspace` and `stream`
     with `tokens` tokens (default: the problem's), timed, the fastest returned as a Kernel. Call it once,
-    before capturing a CUDA graph; the outputs hold the last candidate's result: launch the returned kernel."""
+    before capturing a CUDA graph; the outputs hold the last candidate's result: launch the returned kernel. For TwELL
+    ops the fastest is recorded in the user's database (db_path; "" none) as measured on the application's own
+    tensors (gen=2), and served for that problem from then on."""
     lib = _library()
     req = _request(op, problem, gpu, db_path, cache_dir, fixed)
     if tokens is None:   # the problem's token count (M of twell-ffn and gemm, N of slotfill-spmm)
@@ -609,8 +611,12 @@ def _twell_autotune(torch, x, w_gate, w_up, w_down, M, key, plan):
     tensors = {"X": x, "Wg": w_gate, "Wu": w_up, "Wd": w_down, "Y": torch.empty((M, x.shape[1]), dtype=x.dtype,
                                                                                  device=device)}
     stream, _ = _stream_of(torch, device)
-    # room for candidates that need more than the served kernel (those needing more still are passed over)
-    ws = torch.empty(max(2 * k0.workspace, 256), dtype=torch.uint8, device=device)
+    # room for candidates that need more than the served kernel (those needing more still are passed over), and for
+    # the dense layer on sptune's kernels (hot=8: its time is the recorded result's baseline, which later processes
+    # weigh against the dense layer)
+    with torch.cuda.device(device):
+        dense_ws = kernel("twell-ffn", k0.problem, fixed="hot=8").workspace
+    ws = torch.empty(max(2 * k0.workspace, dense_ws, 256), dtype=torch.uint8, device=device)
     with torch.cuda.device(device):
         k = autotune("twell-ffn", k0.problem, [tensors[n].data_ptr() for n in k0.tensor_names], ws.data_ptr(),
                      ws.numel(), stream, tokens=M)
@@ -693,8 +699,10 @@ def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False, autotune=False,
     tensors the kernel served, the configurations recorded nearest and the dense layer on sptune's kernels
     (sptune.autotune), then the fastest of them against the dense layer on cuBLAS, and every later call runs the
     faster (twell_ffn_choice says which, with both times): never slower than dense on the caller's data. Make that
-    first call outside CUDA graph capture (during a capture it raises SptuneError); the choice is per process and
-    is not written to any database.
+    first call outside CUDA graph capture (during a capture it raises SptuneError). The fastest of sptune's kernels
+    is recorded in the user's database (measured on the application's tensors: gen=2) and served for that shape in
+    later processes; the choice between it and cuBLAS is this process's (a later one without autotune compares the
+    recorded time with the dense layer timed with it, on sptune's kernels).
     dense_fallback=False: always run sptune's kernels, even where the records (or autotune) say the dense layer is
     faster (benchmarks and tests of the kernel path)."""
     if _compiling():   # torch.compile traces the registered op; eager calls skip its dispatcher

@@ -23,9 +23,11 @@ end
 -- are those of a large gain) through gate weights whose per-neuron biases set the heavy-tailed rates. Added after
 -- results were recorded, with defaults that are the data those were measured on (as_before: a key without them is
 -- the same problem). Neither is a user's: a model's activations come from neither generator, so a configuration is
--- served for the best worst case over the data it was measured on (across).
+-- served for the best worst case over the data it was measured on (across). gen 2 (own) is no generator: it marks
+-- results timed on an application's own tensors (sptune_kernel_autotune, `sptune tune --data`), which the lookup
+-- serves where a problem has them.
 M.made = {{"gen", 0}, {"spread", 0.5}}
-M.made_ranges = {gen = {0, 1, int = true, category = true, as_before = true, across = true},
+M.made_ranges = {gen = {0, 2, int = true, category = true, as_before = true, across = true, own = 2},
                  spread = {0, 3, as_before = true, across = true}}
 
 -- The op's own dimensions followed by the distribution's, then `after` (optional: {name, default} pairs).
