@@ -8,7 +8,7 @@ source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" ffn
 shape="${SHAPE:-M=16384,D=2048,F=5632,nnz=40}"
 producer="${PRODUCER:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,slots=15}"
-consumers="${CONSUMERS:-warps=2,split=1,unroll=4,ldg=nc,consumer=reg,dots=1,dunroll=1 warps=16,split=1,unroll=4,dots=8,dunroll=2 consumer=tile}"
+consumers="${CONSUMERS:-warps=2,split=1,unroll=4,ldg=nc,consumer=regmma,dots=1,dunroll=1 warps=2,split=1,unroll=4,ldg=nc,consumer=reg,dots=1,dunroll=1 warps=16,split=1,unroll=4,dots=8,dunroll=2 consumer=tile}"
 # shellcheck disable=SC2086 # consumers: one per word
 bench_sweep twell-ffn "$shape" "${RUNS:-20}" "$out/ffn.log" "$producer" $consumers
 echo

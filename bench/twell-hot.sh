@@ -19,7 +19,7 @@ set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" twell-hot
 prod="${PRODUCER:-mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15}"
-sparse0="${SPARSE:-warps=2,split=1,unroll=4,ldg=nc,consumer=reg,dots=1,dunroll=1,route=512}"
+sparse0="${SPARSE:-warps=2,split=1,unroll=4,ldg=nc,consumer=regmma,dots=1,dunroll=1,route=512}"
 hots="${HOTS:-0 1 2 4 8}"
 routes="${ROUTES:-512}"
 order="${ORDER:-1}"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Where twell-ffn's time goes, kernel by kernel, on the GPU machine over a build made elsewhere:
-#   bash bench/twell-profile.sh [build-static]      SHAPE=... CONFIGS="cfg;cfg" PEER=build-peer
+#   bash bench/twell-profile.sh [build-static]      SHAPE=... [SPARSE=... or CONFIGS="cfg;cfg"] PEER=build-peer
 # Nsight Compute (clocks left alone) on one `sptune check` per configuration: for each kernel of the
 # pipeline's last launch its duration, warp instructions, achieved occupancy, L1/L2/DRAM throughput,
 # L1 and L2 hit rates, registers and long-scoreboard stalls. With PEER (a checkout of SakanaAI/
@@ -12,7 +12,7 @@ source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" twell-profile
 shape="${SHAPE:-M=16384,D=2048,F=5632,nnz=40,dense=0,order=1}"
 prod="mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,load=tma,epi=overlap,group_m=8,slots=15"
-sparse="warps=2,split=1,unroll=4,ldg=nc,consumer=reg,dots=1,dunroll=1,route=512"   # the register consumer (served since 2026-12-02)
+sparse="${SPARSE:-warps=2,split=1,unroll=4,ldg=nc,consumer=regmma,dots=1,dunroll=1,route=512}"   # the register consumer on tensor cores (served since 2026-12-02)
 configs="${CONFIGS:-$prod,$sparse,hot=0;$prod,$sparse,hot=1}"
 metrics=gpu__time_duration.sum,smsp__inst_executed.sum,sm__warps_active.avg.pct_of_peak_sustained_active
 metrics+=,l1tex__throughput.avg.pct_of_peak_sustained_active,lts__throughput.avg.pct_of_peak_sustained_elapsed
