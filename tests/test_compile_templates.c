@@ -190,8 +190,8 @@ static void check_reg_consumer_limits(void)
 /* Paths a sample may miss that both targets must compile (sm_120 included: mma.sp and plain loads only):
  * slotfill-spmm's sp24 kernel (2:4 weights, dist=3) in both data types, one and two tiles per warp; twell-ffn's
  * register consumers at their widest row (D = 4096: 16 chunks; regmma's Wd rows then after the dot products, the
- * rows two steps ahead prefetched), with two entries a step and a partial chunk (regmma: guarded loads), and regmma
- * at D = 2048 without guards. */
+ * rows two steps ahead prefetched, no tail guards), and with two entries a step and a partial chunk (regmma:
+ * guarded loads). */
 static void check_named_paths(void)
 {
     static const struct { const char *op, *shape, *config; } named[] = {
@@ -202,7 +202,6 @@ static void check_named_paths(void)
         {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40,order=1", "consumer=reg,warps=8,split=1,dots=2,dunroll=1,bn=256,slots=31"},
         {"twell-ffn", "M=1000,D=4096,F=1037,nnz=40", "consumer=regmma,warps=2,split=1,dots=1,dunroll=1,pf=2"},
         {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40,order=1", "consumer=regmma,warps=8,split=1,dots=2,dunroll=1,bn=256,slots=31"},
-        {"twell-ffn", "M=1000,D=2048,F=1037,nnz=40", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1"},
     };
     static const char *targets[] = {"h100", "rtx-pro-6000"};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)
