@@ -3,11 +3,13 @@
  *   got for a maximum, launched for counts from 1 to it (tails, primes), through sptune_kernel_launch
  *   and the family helpers, each output verified against the harness's fp32 reference;
  * - CUDA graphs: twell-ffn captured once, replayed, its inputs then overwritten and replayed again;
- * - autotuning on the caller's data: the fastest candidate computes exactly; refused during a capture;
+ * - autotuning on the caller's data: the fastest candidate computes exactly, is recorded in a database and served
+ *   from it (measured on the application's own tensors); refused during a capture;
  * - threads and contexts: kernel objects got and launched from several threads at once (the primary
  *   context) and from a second context of the same device, every output verified;
  * - the host cost of a cached get and of a launch (printed; performance claims live in bench/).
- * Without a GPU it skips and says how many cases it did not run. */
+ * Without a GPU it skips and says how many cases it did not run. SPTUNE_TEST_CACHE: a kernel cache filled elsewhere
+ * (`sptune compile`), so that the GPU machine compiles less. */
 #include "sp_cache.h"
 #include "sp_clock.h"
 #include "sp_case.h"
@@ -561,7 +563,7 @@ int main(void)
     o.energy_ms = 0;   /* correctness here; energy is the benchmarks' */
     CHECK_ST(sp_bench_open(0, &o, &b), SPTUNE_OK);
     CHECK_ST(sp_cuda_load(&cu), SPTUNE_OK);
-    snprintf(cache_dir, sizeof cache_dir, "%s", sp_test_tmpdir("test_gpu_api"));
+    snprintf(cache_dir, sizeof cache_dir, "%s", sp_test_cache_dir("test_gpu_api"));
     if (sp_test_failures) return sp_test_done("test_gpu_api");
     run_token_range(&b);
     run_d2t_helper(&b);
