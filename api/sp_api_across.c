@@ -21,6 +21,8 @@ typedef struct entry {
 struct sp_across {
     const sp_template *t;
     int n_dims;
+    int own_dim;          /* the dimension whose value own marks the caller's own tensors (ranges' own), -1 none */
+    double own;
     entry *e;
     size_t n, cap;
 };
@@ -35,6 +37,7 @@ sptune_status sp_across_new(const sp_template *t, sp_across **out)
     if (!a) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     a->t = t;
     a->n_dims = sp_template_ndims(t);
+    a->own_dim = sp_template_own_dim(t, &a->own);
     *out = a;
     return SPTUNE_OK;
 }
@@ -64,21 +67,11 @@ int sp_api_kinds_alike(const sp_template *t, int i, double x, double y)
                       ((x == own && y == def) || (x == def && y == own)));
 }
 
-/* The dimension whose value marks results measured on the caller's own tensors (ranges' own), -1 none. */
-static int own_dim(const sp_across *a, double *v)
-{
-    for (int d = 0; d < a->n_dims; d++)
-        if (sp_template_dim_own(a->t, d, v)) return d;
-    return -1;
-}
-
 sptune_status sp_across_add(sp_across *a, const sp_problem *p, const char *key, const char *gpu, int other_version,
                             const char *config, double median_ms, double baseline_ms)
 {
-    double own = 0;
-    const int od = own_dim(a, &own);
     /* results measured on the caller's own tensors are compared by time alone, among themselves */
-    const int mine = od >= 0 && p->n == a->n_dims && p->v[od] == own;
+    const int mine = a->own_dim >= 0 && p->n == a->n_dims && p->v[a->own_dim] == a->own;
     if (!(median_ms > 0) || (!(baseline_ms > 0) && !mine) || p->n != a->n_dims) return SPTUNE_OK;
     if (a->n == a->cap) {
         size_t cap = a->cap ? 2 * a->cap : 64;
@@ -176,8 +169,6 @@ int sp_across_choose(const sp_across *a, const sp_problem *p, const char *key, c
 {
     if (!a || p->n != a->n_dims) return 0;
     const int predates = sp_api_key_predates(a->t, key);
-    double own = 0;
-    const int od = own_dim(a, &own);
     long own_best = -1;   /* the fastest result on the caller's own tensors */
     long kind_of[KINDS];  /* an entry of each kind of data */
     int kinds = 0;
@@ -189,7 +180,8 @@ int sp_across_choose(const sp_across *a, const sp_problem *p, const char *key, c
         if (e->predates != predates || e->other_version != other_version || strcmp(e->gpu, gpu) != 0 ||
             !same_problem(a, e->v, p->v))
             continue;
-        if (od >= 0 && e->v[od] == own) {   /* no generator's: out of the worst case, and served where present */
+        /* the caller's own tensors, no generator's: out of the worst case, and served where present */
+        if (a->own_dim >= 0 && e->v[a->own_dim] == a->own) {
             if (own_best < 0 || e->ms < a->e[own_best].ms) own_best = (long)i;
             continue;
         }

@@ -41,10 +41,9 @@ sptune_status sp_api_autotune_record(const sptune_kernel *k, const char *db_path
     sptune_status st = SPTUNE_OK;
     if (!t && (st = sp_template_load(k->op, &loaded)) != SPTUNE_OK) return st;
     if (!t) t = loaded;
-    int od = -1, found = 0;
     double own = 0;
-    for (int d = 0; d < sp_template_ndims(t) && od < 0; d++)
-        if (sp_template_dim_own(t, d, &own)) od = d;
+    const int od = sp_template_own_dim(t, &own);
+    int found = 0;
     sp_problem p = k->want;
     for (int i = 0; od >= 0 && i < p.n; i++)
         if (!strcmp(p.name[i], sp_template_dim(t, od))) { p.v[i] = own; found = 1; }

@@ -73,12 +73,11 @@ static sptune_status mark_own(const char *op, char *problem, size_t len)
 {
     sp_template *t = NULL;
     sptune_status st = sp_template_load(op, &t);
-    for (int d = 0; st == SPTUNE_OK && d < sp_template_ndims(t); d++) {
-        double v;
-        const size_t n = strlen(problem);
-        if (sp_template_dim_own(t, d, &v) && snprintf(problem + n, len - n, ",%s=%g", sp_template_dim(t, d), v) >= (int)(len - n))
-            st = sp_fail(SPTUNE_ERR_INVALID, "the measured problem does not fit in %zu bytes", len);
-    }
+    double v;
+    const int d = st == SPTUNE_OK ? sp_template_own_dim(t, &v) : -1;
+    const size_t n = strlen(problem);
+    if (d >= 0 && snprintf(problem + n, len - n, ",%s=%g", sp_template_dim(t, d), v) >= (int)(len - n))
+        st = sp_fail(SPTUNE_ERR_INVALID, "the measured problem does not fit in %zu bytes", len);
     sp_template_free(t);
     return st;
 }

@@ -224,6 +224,13 @@ int sp_template_dim_own(const sp_template *t, int i, double *v)
     return 1;
 }
 
+int sp_template_own_dim(const sp_template *t, double *v)
+{
+    for (int d = 0; t && d < t->ndims; d++)
+        if (sp_template_dim_own(t, d, v)) return d;
+    return -1;
+}
+
 int sp_template_dim_category(const sp_template *t, int i)
 {
     return t && i >= 0 && i < t->ndims && t->dim_category[i];

@@ -95,6 +95,8 @@ int sp_template_dim_across(const sp_template *t, int i);
  * autotune and `sptune tune --data` record them so; no generator makes such data): where a problem has them, they
  * are what the lookup serves, not the best worst case over the generators' kinds. */
 int sp_template_dim_own(const sp_template *t, int i, double *v);
+/* The dimension with such a value (*v set), -1 when the op's data has none. */
+int sp_template_own_dim(const sp_template *t, double *v);
 
 /* The dimension a launch may lower below the problem's (the token count: "M", "N"), NULL when none.
  * The source does not depend on it (emit is not given it), so one kernel serves every value up to the
