@@ -169,6 +169,9 @@ static void check_reg_consumer_limits(void)
         {"M=1000,D=2048,F=1037,nnz=40", "consumer=regmma,warps=4,split=2,dots=1,dunroll=1", 0},
         {"M=1000,D=2048,F=1037,nnz=40", "consumer=reg,warps=4,split=1,dots=1,dunroll=1,pf=1", 0},   /* regmma's */
         {"M=1000,D=2048,F=1037,nnz=40", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,pf=4", 1},
+        {"M=1000,D=4096,F=1037,nnz=40", "consumer=regmma,warps=2,split=1,dots=1,dunroll=1,passes=8", 1},
+        {"M=1000,D=2048,F=1037,nnz=40", "consumer=reg,warps=4,split=1,dots=1,dunroll=1,passes=2", 0},   /* regmma's */
+        {"M=1000,D=2048,F=1037,nnz=40", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,pf=1,passes=2", 0},
     };
     sp_gpu_profile h100;
     sp_template *t = NULL;
@@ -191,7 +194,7 @@ static void check_reg_consumer_limits(void)
  * slotfill-spmm's sp24 kernel (2:4 weights, dist=3) in both data types, one and two tiles per warp; twell-ffn's
  * register consumers at their widest row (D = 4096: 16 chunks; regmma's Wd rows then after the dot products, the
  * rows two steps ahead prefetched, no tail guards), and with two entries a step and a partial chunk (regmma:
- * guarded loads). */
+ * guarded loads); regmma in two kernels (passes = 4) with whole column slices and with a partial one (D = 3584). */
 static void check_named_paths(void)
 {
     static const struct { const char *op, *shape, *config; } named[] = {
@@ -202,6 +205,8 @@ static void check_named_paths(void)
         {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40,order=1", "consumer=reg,warps=8,split=1,dots=2,dunroll=1,bn=256,slots=31"},
         {"twell-ffn", "M=1000,D=4096,F=1037,nnz=40", "consumer=regmma,warps=2,split=1,dots=1,dunroll=1,pf=2"},
         {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40,order=1", "consumer=regmma,warps=8,split=1,dots=2,dunroll=1,bn=256,slots=31"},
+        {"twell-ffn", "M=1000,D=4096,F=1037,nnz=40", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,passes=4"},
+        {"twell-ffn", "M=1000,D=3584,F=1037,nnz=40", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,passes=4"},
     };
     static const char *targets[] = {"h100", "rtx-pro-6000"};
     for (size_t i = 0; i < sizeof named / sizeof named[0]; i++)

@@ -370,7 +370,8 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
  * (partial hot tiles and k-tiles) in the last shape, with the row, register and tile consumers and without the
  * dense path; the register consumers with a partial 256-column chunk (D = 264) and lost tiles (regmma: without
  * tail guards at D = 256 and 2048, its Wd rows after the dot products at D = 2048 with two entries a step; with
- * the rows two steps ahead prefetched: pf). */
+ * the rows two steps ahead prefetched: pf; in two kernels, passes = 2 and 8: slices of one to four chunks, partial at
+ * D = 264, past D at D = 256 and 264). */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
@@ -383,7 +384,9 @@ static const char *const ws_configs[] = {
     "route=256,consumer=regmma,warps=4,split=1,dots=1,dunroll=1",
     HOPPER "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
     HOPPER "bn=128,route=-1,consumer=regmma,warps=8,split=1,dots=2,dunroll=1,hot=2",
-    "route=256,consumer=regmma,warps=4,split=1,dots=2,dunroll=1,pf=2"};
+    "route=256,consumer=regmma,warps=4,split=1,dots=2,dunroll=1,pf=2",
+    "route=256,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,passes=2",
+    HOPPER "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=2,dunroll=1,hot=1,passes=8"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};
@@ -396,6 +399,8 @@ static void run_ffn_workspace(sp_bench *b, sp_cache *cache)
     CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
     if (!t) return;
     int n = 0;
+    /* SPTUNE_TEST_MATCH: only the configurations that contain it (a new path checked in seconds on the GPU) */
+    const char *match = getenv("SPTUNE_TEST_MATCH");
     for (size_t s = 0; s < sizeof ws_shapes / sizeof ws_shapes[0]; s++) {
         sp_problem p;
         sp_case cs;
@@ -409,7 +414,7 @@ static void run_ffn_workspace(sp_bench *b, sp_cache *cache)
             int ok = 0;
             CHECK_ST(sp_config_parse(t, ws_configs[c], &cfg), SPTUNE_OK);
             CHECK_ST(sp_template_check(t, &cfg, &b->gpu, &p, &ok, NULL), SPTUNE_OK);
-            if (!ok) continue;   /* the Hopper one elsewhere */
+            if (!ok || (match && !strstr(ws_configs[c], match))) continue;   /* the Hopper one elsewhere */
             for (size_t i = 0; i < sizeof ws_pools / sizeof ws_pools[0]; i++)
                 for (size_t j = 0; j < sizeof ws_dense / sizeof ws_dense[0]; j++) {
                     sp_eval e;

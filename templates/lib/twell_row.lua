@@ -270,9 +270,11 @@ end
 -- A consumer kernel's signature (the op's declared arguments, lib/args.lua) and the opening
 -- brace; consts = {T = ..., S = ...} makes the tile width and slots constants (twell-ffn, whose
 -- producer fixes them and writes the packed gate the consumer only reads); consts.prologue (optional)
--- follows them (twell-ffn's hot/cold split: the names of the cold part).
-function M.signature(name, ARGS, consts)
-  local head = name .. "(" .. args.params(ARGS, nil, consts and {packed = true, pool = true}) .. ")\n{"
+-- follows them (twell-ffn's hot/cold split: the names of the cold part). writes: packed and pool stay
+-- writable (the register consumer's dot-product pass stores each entry's product where its gate was).
+function M.signature(name, ARGS, consts, writes)
+  local head = name .. "(" .. args.params(ARGS, nil, consts and not writes and {packed = true, pool = true} or nil)
+    .. ")\n{"
   if consts then
     head = head .. "\n    const int T = " .. consts.T .. ", S = " .. consts.S
       .. "; /* the producer's tile width and slots */" .. (consts.prologue or "")

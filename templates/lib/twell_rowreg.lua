@@ -40,20 +40,35 @@ function M.chunks(p) return p and (p.D + 255) // 256 or 8 end
 
 function M.smem(c, p) return c.warps * M.chunks(p) * 256 * 2 end
 
--- Its own parameter (twell-ffn appends it to its space).
+-- Its own parameters (twell-ffn appends them to its space).
 M.params = {
   {name = "pf", values = {0, 1, 2, 4}, default = 0,
    doc = "consumer=regmma: steps ahead whose Wu and Wd rows are prefetched into L2 (0: none)"},
+  {name = "passes", values = {1, 2, 4, 8}, default = 1,
+   doc = "consumer=regmma: 1: one kernel; P > 1: two, the dot products in P ranges of the neurons, then the output"
+     .. " in P slices of its columns, so that each pass's weights (1/P of the cold Wu or Wd) stay in L2"},
 }
 
 -- The consumers this module emits.
 function M.is(c) return c.consumer == "reg" or c.consumer == "regmma" end
 -- regmma rendered for a D with no partial chunk: no tail guards (D then checked at run time).
 local function full(c, p) return c.consumer == "regmma" and p ~= nil and p.D % 256 == 0 end
+-- passes > 1: the column slice's chunks, and the entries an output pass's step takes (as many Wd registers as a
+-- fused step's Wu rows, at most 8)
+local function slice_chunks(c, p) return (M.chunks(p) + c.passes - 1) // c.passes end
+local function slice_dots(c, p) return math.max(1, math.min(8, c.dots * M.chunks(p) // slice_chunks(c, p))) end
+-- passes > 1 without a partial slice: every slice's loads lose their guards too
+local function full_slices(c, p) return full(c, p) and M.chunks(p) % c.passes == 0 end
 
+-- The consumer's launch; passes > 1: the output pass's, and the dot-product pass's second (passes CTAs a row block).
 function M.launch(c, p)
-  return {grid = {(p.M + c.warps - 1) // c.warps, 1, 1}, block = {32 * c.warps, 1, 1}, smem = M.smem(c, p)}
+  local rows = (p.M + c.warps - 1) // c.warps
+  if c.passes == 1 then return {grid = {rows, 1, 1}, block = {32 * c.warps, 1, 1}, smem = M.smem(c, p)} end
+  return {grid = {rows * c.passes, 1, 1}, block = {32 * c.warps, 1, 1}, smem = c.warps * slice_chunks(c, p) * 512},
+         {grid = {rows * c.passes, 1, 1}, block = {32 * c.warps, 1, 1}, smem = M.smem(c, p)}
 end
+-- passes > 1: the consumer's two kernels
+function M.split(c) return c.consumer == "regmma" and c.passes > 1 end
 
 -- Constraints on top of the row consumer's: the parameters it does not use stay at their defaults (one kernel
 -- per configuration), at most 8 warps (a CTA's registers), and the rows a lane's registers hold in flight at
@@ -64,6 +79,8 @@ function M.constraints(row_params)
   for _, p in ipairs(row_params) do defaults[p.name] = p.default end
   return {
     {why = "pf > 0: consumer=regmma's", check = function(c) return c.pf == 0 or c.consumer == "regmma" end},
+    {why = "passes > 1: consumer=regmma's, without pf (each pass's weights stay in L2)",
+     check = function(c) return c.passes == 1 or (c.consumer == "regmma" and c.pf == 0) end},
     {why = "consumer=reg/regmma: one warp per row (split=1), unroll and dunroll at their defaults, warps <= 8, dots <= 2",
      check = function(c)
        if not M.is(c) then return true end
@@ -232,9 +249,8 @@ local REG_PACK = [[
 
 -- The device function (after lib/twell_row.lua's, whose sp_twell_group, sp_twell_fetch, sp_dot8, sp_fma8,
 -- sp_warp_sum and sp_ld16 it uses).
-function M.device(c, p)
-  local nch, mma = M.chunks(p), c.consumer == "regmma"
-  return text.fill([[
+-- The pieces every register consumer renders: x's and the rows' loads, reg's step and (regmma) the mma pieces.
+local DEVICE = [[
 #define SP_RNCH ${nch}   /* 256-column chunks of the output row a lane holds: D <= 256 * SP_RNCH */
 #define SP_RG ${dots}    /* entries whose Wu and Wd rows are requested together */${mdefs}
 
@@ -295,7 +311,9 @@ __device__ __forceinline__ void sp_rstep_use(float (&acc)[SP_RNCH][8], const sp_
         #pragma unroll
         for (int q = 0; q < SP_RNCH; ++q) sp_fma8(acc[q], hj, w[j][q]);
     }
-}${mdevice}
+}${mdevice}]]
+-- The fused consumer (passes = 1): one kernel, a token row's dot products and output together.
+local FUSED = [[
 
 /* Token row x's output y = sum over its active neurons j of g_j dot(x, Wu[j]) Wd[j] (g_j: the packed gate,
  * recomputed from Wg for a lost tile's entries). xs: the warp's shared memory for x (256 SP_RNCH bf16). */
@@ -356,7 +374,188 @@ ${pack}
         }
     }
 }
-]], {nch = nch, dots = c.dots, mdefs = mma and text.fill(MMA_DEFS, {split = M.SPLIT}) or "", mdevice = mma and (text.fill(MMA_DEVICE, {
+]]
+
+-- passes > 1: the consumer in two kernels, each pass of each over a part of the weights small enough to stay
+-- in L2. Why: at D = 4096 with firing rates near uniform (gen=1) a row's entries land anywhere in the cold
+-- neurons' Wu and Wd rows (200 MB against the H200's 50 MB of L2): the fused consumer read them at 24 % L2 hits,
+-- DRAM 51 % busy, 0.89 ms against 0.11 ms where they stayed in L2 (gen=0; bench/RESULTS.md). The dot products
+-- are independent entry by entry, so the first kernel takes the neurons in `passes` ranges (CTAs in range-major
+-- order: the GPU's resident CTAs work in one range, 1/passes of Wu, at a time) and stores each entry's h = g
+-- dot(x, Wu[col]) in bf16 where its gate was (the fused consumer rounds h so too: same outputs); the output's
+-- columns are independent, so the second takes them in `passes` slices (1/passes of Wd at a time), its row
+-- slice in registers. The price: x read once per range, the entries' list once per slice.
+local SPLIT_DEVICE = [[
+
+#define SP_RNCS ${ncs}   /* passes > 1: 256-column chunks of the column slice an output pass writes */
+#define SP_RGS ${gs}     /* passes > 1: entries whose Wd slices the output pass requests together */
+
+/* passes > 1: entry f of the group as sp_twell_fetch gives it, and the word that holds it (null past the group's
+ * end and for a lost tile's entries, whose gates are to be recomputed: val -1) */
+__device__ __forceinline__ const sp_u32 *sp_rsplit_fetch(const sp_u32 *rowp, const sp_u32 *pool, sp_u32 src, int incl,
+                                                         int total, int g, int T, int f, int &col, float &val)
+{
+    int lo = 0;
+    #pragma unroll
+    for (int step = 16; step > 0; step >>= 1)
+        if (__shfl_sync(SP_FULL, incl, lo + step - 1) <= f) lo += step;
+    const int owner = lo & 31;
+    const sp_u32 s = __shfl_sync(SP_FULL, src, owner);
+    const int prev = __shfl_sync(SP_FULL, incl, (owner + 31) & 31), k = f - (owner ? prev : 0);
+    col = (g * 32 + owner) * T + k;
+    val = f < total && s == 0xC0000000u ? -1.0f : 0.0f;
+    if (f >= total || s == 0xC0000000u) return nullptr;
+    const sp_u32 *at = (s & 0x80000000u) ? pool + (s & 0x3fffffffu) + k : rowp + s + k;
+    const sp_u32 e = *at;
+    col = (g * 32 + owner) * T + (int)(e & 0xffffu);
+    val = __uint_as_float(e & 0xffff0000u);
+    return at;
+}
+
+/* passes > 1, the dot-product pass over n of a row's tiles (rowp: the first; F: the columns from there on; Wu:
+ * their first neuron's row): each stored entry's gate g becomes h = g dot(x, Wu[col]) in bf16, in place; lost
+ * tiles are the output pass's. xs: the warp's shared memory for x, permuted as sp_rmma_step reads it. */
+template <bool VEC>
+__device__ __forceinline__ void sp_twell_rdots(const sp_bf16 *__restrict__ x, const sp_bf16 *__restrict__ Wu,
+                                               sp_u32 *rowp, sp_u32 *pool, int n, int W, int T, int F, int D, int lane,
+                                               sp_bf16 *xs)
+{
+    const sp_u32x4 zero = {0u, 0u, 0u, 0u};
+    const bool diag = (lane & 3) == (lane >> 3), hi = (lane >> 2) & 1;
+    for (int d = lane * 8; d < 256 * SP_RNCH; d += 256) *(sp_u32x4 *)(xs + d) = sp_rperm(d < D ? sp_rld8<VEC>(x + d) : zero);
+    __syncwarp();
+    for (int g = 0; g * 32 < n; ++g) {
+        sp_u32 src;
+        int incl;
+        const int total = sp_twell_group(rowp, pool, n, W, g, lane, T, F, false, src, incl);
+        for (int b = 0; b < total; b += 32) {
+            int col;
+            float gate, h = 0.0f;
+            const sp_u32 *at = sp_rsplit_fetch(rowp, pool, src, incl, total, g, T, b + lane, col, gate);
+            const int cnt = min(32, total - b);
+            for (int k = 0; k < cnt; k += SP_RG) {
+                sp_u32x4 u[SP_RG][SP_RNCH];
+                sp_rmma_load<VEC>(Wu, col, k, cnt, ${dl}, lane, u);
+                float c[SP_RG][SP_RDC][4];
+                #pragma unroll
+                for (int j = 0; j < SP_RG; ++j)
+                    #pragma unroll
+                    for (int r = 0; r < SP_RDC; ++r)
+                        #pragma unroll
+                        for (int e = 0; e < 4; ++e) c[j][r][e] = 0.0f;
+                #pragma unroll
+                for (int q = 0; q < SP_RNCH; ++q) {
+                    const sp_u32x4 xq = sp_xs16(xs + q * 256 + lane * 8);
+                    #pragma unroll
+                    for (int j = 0; j < SP_RG; ++j) {
+                        sp_rmma(c[j][(2 * q) % SP_RDC], xq.x, xq.y, xq.z, xq.w, u[j][q].x, u[j][q].y);
+                        sp_rmma(c[j][(2 * q + 1) % SP_RDC], xq.x, xq.y, xq.z, xq.w, u[j][q].z, u[j][q].w);
+                    }
+                }
+                #pragma unroll
+                for (int j = 0; j < SP_RG; ++j) {
+                    float s = 0.0f;
+                    #pragma unroll
+                    for (int r = 0; r < SP_RDC; r += 2)
+                        s += (hi ? c[j][r][1] : c[j][r][0]) + (hi ? c[j][r + 1][3] : c[j][r + 1][2]);
+                    const float dot = sp_warp_sum(diag ? s : 0.0f);
+                    if (lane == k + j) h = gate * dot;
+                }
+            }
+            if (at) *(sp_u32 *)at = ((sp_u32)sp_f32_to_bf16(h) << 16) | (*at & 0xffffu);
+        }
+    }
+}
+
+/* passes > 1, the output pass over one column slice (Wd and y from its first column, B columns: at most
+ * 256 SP_RNCS): y = sum over the row's entries of h Wd[col], h as the dot-product pass stored it (a lost tile's:
+ * the gate and the dot product again here, from X, Wg and Wu over the whole row). xs: the warp's shared memory
+ * for the gather. */
+template <bool VEC>
+__device__ __forceinline__ void sp_twell_raxpy(const sp_bf16 *__restrict__ x, const sp_bf16 *__restrict__ Wg,
+                                               const sp_bf16 *__restrict__ Wu, const sp_bf16 *__restrict__ Wd,
+                                               sp_bf16 *__restrict__ y, const sp_u32 *rowp, const sp_u32 *pool,
+                                               int ntiles, int W, int T, int F, int D, int B, int lane, sp_bf16 *xs)
+{
+    const sp_u32x4 zero = {0u, 0u, 0u, 0u};
+    const bool diag = (lane & 3) == (lane >> 3), hi = (lane >> 2) & 1;
+    float acc[SP_RNCS][8];
+    #pragma unroll
+    for (int q = 0; q < SP_RNCS; ++q)
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) acc[q][e] = 0.0f;
+    for (int g = 0; g * 32 < ntiles; ++g) {
+        sp_u32 src;
+        int incl;
+        const int total = sp_twell_group(rowp, pool, ntiles, W, g, lane, T, F, true, src, incl);
+        for (int b = 0; b < total; b += 32) {
+            int col;
+            float h;
+            const bool lost = !sp_rsplit_fetch(rowp, pool, src, incl, total, g, T, b + lane, col, h) && b + lane < total;
+            const int cnt = min(32, total - b);
+            if (__any_sync(SP_FULL, lost)) {   /* a lost tile's entries: gate and dot product from X, Wg and Wu */
+                for (int k = 0; k < cnt; ++k) {
+                    if (!__shfl_sync(SP_FULL, (int)lost, k)) continue;
+                    const size_t ck = (size_t)__shfl_sync(SP_FULL, col, k) * D;
+                    float sg = 0.0f, su = 0.0f;
+                    for (int d = lane * 8; d < D; d += 256) {
+                        const sp_u32x4 xv = sp_rld8<VEC>(x + d);
+                        sg = sp_dot8(xv, sp_rld8<VEC>(Wg + ck + d), sg);
+                        su = sp_dot8(xv, sp_rld8<VEC>(Wu + ck + d), su);
+                    }
+                    sg = sp_warp_sum(sg);
+                    su = sp_warp_sum(su);
+                    if (lane == k) h = sp_bf16_to_f32(sp_f32_to_bf16(fmaxf(sg, 0.0f))) * su;
+                }
+            }
+            for (int k = 0; k < cnt; k += SP_RGS) {
+                sp_u32x4 w[SP_RGS][SP_RNCS];
+                #pragma unroll
+                for (int j = 0; j < SP_RGS; ++j) {
+                    const sp_bf16 *p = Wd + (size_t)__shfl_sync(SP_FULL, col, min(k + j, cnt - 1)) * D + lane * 8;
+                    #pragma unroll
+                    for (int q = 0; q < SP_RNCS; ++q) w[j][q] = q * 256 + lane * 8 < ${bl} ? sp_rvld8<VEC>(p + q * 256) : zero;
+                }
+                #pragma unroll
+                for (int j = 0; j < SP_RGS; ++j) {
+                    const float hj = k + j < cnt ? __shfl_sync(SP_FULL, h, min(k + j, cnt - 1)) : 0.0f;
+                    const sp_u32 hb = diag ? (sp_u32)sp_f32_to_bf16(hj) << (hi ? 16 : 0) : 0u;
+                    #pragma unroll
+                    for (int q = 0; q < SP_RNCS; ++q) {
+                        sp_rmma(acc[q], hb, 0u, 0u, hb, w[j][q].x, w[j][q].y);
+                        sp_rmma(acc[q] + 4, hb, 0u, 0u, hb, w[j][q].z, w[j][q].w);
+                    }
+                }
+            }
+        }
+    }
+    __syncwarp();
+    #pragma unroll
+    for (int q = 0; q < SP_RNCS; ++q)
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) xs[q * 256 + sp_rmma_col(lane, e)] = sp_f32_to_bf16(acc[q][e]);
+    __syncwarp();
+    #pragma unroll
+    for (int q = 0; q < SP_RNCS; ++q) {
+        const int d = q * 256 + lane * 8;
+        if (d >= B) continue;
+        const sp_u32x4 o = *(const sp_u32x4 *)(xs + d);
+        if (VEC) {
+            *(sp_u32x4 *)(y + d) = o;
+        } else {
+            const sp_u32 v[4] = {o.x, o.y, o.z, o.w};
+            #pragma unroll
+            for (int e = 0; e < 4; ++e) { y[d + 2 * e] = (sp_bf16)(v[e] & 0xffffu); y[d + 2 * e + 1] = (sp_bf16)(v[e] >> 16); }
+        }
+    }
+}
+]]
+
+function M.device(c, p)
+  local nch, mma = M.chunks(p), c.consumer == "regmma"
+  return text.fill(DEVICE .. (c.passes > 1 and SPLIT_DEVICE or FUSED), {nch = nch, dots = c.dots,
+      ncs = slice_chunks(c, p), gs = slice_dots(c, p), dl = full(c, p) and "256 * SP_RNCH" or "D",
+      bl = full_slices(c, p) and "256 * SP_RNCS" or "B", mdefs = mma and text.fill(MMA_DEFS, {split = M.SPLIT}) or "", mdevice = mma and (text.fill(MMA_DEVICE, {
         pfcall = c.pf > 0 and PF_CALL or "", pfdev = c.pf > 0 and text.fill(PF_DEVICE, {pf = c.pf}) or ""})) or "",
       step = mma and text.fill(MMA_STEP, {dl = full(c, p) and "256 * SP_RNCH" or "D"}) or REG_STEP,
       gather = mma and MMA_GATHER or "", pack = mma and MMA_PACK or REG_PACK,
@@ -367,7 +566,57 @@ end
 
 -- The kernel: c.warps token rows per CTA, no CTA-wide synchronisation (each warp's rows and shared memory
 -- are its own). Rows the producer routed to the dense path are left to it.
-function M.kernel(name, c, p, ARGS, consts)
+-- passes > 1: the dot-product pass (dot_name) and the output pass (name), the CTA's warps on consecutive rows of
+-- one range or slice, the grid range- or slice-major (M.launch). The dot-product pass leaves a D it was not
+-- compiled for to the output pass, which writes NaN rows for it.
+local SPLIT_KERNELS = [[
+extern "C" __global__ void __launch_bounds__(${threads})
+${dsig}
+    extern __shared__ __align__(16) unsigned char sp_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int rows = gridDim.x / ${passes}, range = blockIdx.x / rows, row = (blockIdx.x % rows) * ${warps} + warp;
+    if (row >= M || (row_info[row] & 0x80000000u) || (${dbad})) return;
+    const int ntiles = (F + T - 1) / T, W = S + 1;
+    const int t0 = range * ntiles / ${passes}, t1 = (range + 1) * ntiles / ${passes};
+    sp_u32 *rowp = packed + ((size_t)row * ntiles + t0) * W;
+    const sp_bf16 *Wr = Wu + (size_t)t0 * T * D;
+    sp_bf16 *xs = (sp_bf16 *)sp_smem + (size_t)warp * 256 * SP_RNCH;
+    if (((((unsigned long long)X) | ((unsigned long long)Wu)) & 15ull) == 0)
+        sp_twell_rdots<true>(X + (size_t)row * D, Wr, rowp, pool, t1 - t0, W, T, F - t0 * T, D, lane, xs);
+    else
+        sp_twell_rdots<false>(X + (size_t)row * D, Wr, rowp, pool, t1 - t0, W, T, F - t0 * T, D, lane, xs);
+}
+
+extern "C" __global__ void __launch_bounds__(${threads})
+${sig}
+    extern __shared__ __align__(16) unsigned char sp_smem[];
+    const int lane = threadIdx.x & 31, warp = threadIdx.x >> 5;
+    const int rows = gridDim.x / ${passes}, slice = blockIdx.x / rows, row = (blockIdx.x % rows) * ${warps} + warp;
+    if (row >= M || (row_info[row] & 0x80000000u)) return;
+    sp_bf16 *out = Y + (size_t)row * D;
+    if (${dbad}) {   /* not what this kernel was compiled for: loud, never out of bounds */
+        for (int d = lane; d < D && slice == 0; d += 32) out[d] = (sp_bf16)0x7fc0u;
+        return;
+    }
+    const int s0 = slice * 256 * SP_RNCS;
+    if (s0 >= D) return;
+    const int ntiles = (F + T - 1) / T, W = S + 1;
+    const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
+    sp_bf16 *xs = (sp_bf16 *)sp_smem + (size_t)warp * 256 * SP_RNCS;
+    const bool vec = ((((unsigned long long)X) | ((unsigned long long)Wg) | ((unsigned long long)Wu)
+                       | ((unsigned long long)Wd) | ((unsigned long long)Y)) & 15ull) == 0;
+    const int B = min(D - s0, 256 * SP_RNCS);
+    if (vec) sp_twell_raxpy<true>(X + (size_t)row * D, Wg, Wu, Wd + s0, out + s0, rowp, pool, ntiles, W, T, F, D, B, lane, xs);
+    else sp_twell_raxpy<false>(X + (size_t)row * D, Wg, Wu, Wd + s0, out + s0, rowp, pool, ntiles, W, T, F, D, B, lane, xs);
+}
+]]
+
+function M.kernel(name, c, p, ARGS, consts, dot_name)
+  if c.passes > 1 then
+    return text.fill(SPLIT_KERNELS, {threads = 32 * c.warps, warps = c.warps, passes = c.passes,
+      sig = row.signature(name, ARGS, consts), dsig = row.signature(dot_name, ARGS, consts, true),
+      dbad = full(c, p) and "D != 256 * SP_RNCH" or "D > 256 * SP_RNCH || D % 8 != 0"})
+  end
   return text.fill([[
 extern "C" __global__ void __launch_bounds__(${threads})
 ${sig}

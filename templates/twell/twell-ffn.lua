@@ -155,6 +155,7 @@ local function stages(c)
   local l = {"zero", "produce"}
   if c.hot > 0 then l[#l + 1] = "hot_up" end
   if c.hot < 8 then
+    if rowreg.split(c) then l[#l + 1] = "consume_dot" end
     l[#l + 1] = "consume"
     if c.route >= 0 then
       for _, k in ipairs({"dense_g", "dense_h", "dense_y", "finalize"}) do l[#l + 1] = k end
@@ -233,8 +234,8 @@ return {
       at.hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
                                  persistent = persistent}
     end
-    at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or rowreg.is(c) and rowreg.launch(c, p)
-      or row.launch(c, p, true)
+    if rowreg.is(c) then at.consume, at.consume_dot = rowreg.launch(c, p)
+    else at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true) end
     for k, v in pairs(dense.launches(gpu)) do at[k] = v end
     local l = {}
     for i, k in ipairs(stages(c)) do l[i] = at[k] end
@@ -262,7 +263,7 @@ return {
     if has.consume then
       local consume
       if c.consumer == "tile" then consume = tile.kernel(n.consume, kargs, consts, true)
-      elseif rowreg.is(c) then consume = rowreg.device(c, p) .. rowreg.kernel(n.consume, c, p, kargs, consts)
+      elseif rowreg.is(c) then consume = rowreg.device(c, p) .. rowreg.kernel(n.consume, c, p, kargs, consts, n.consume_dot)
       else consume = row.kernel(n.consume, c, true, kargs, consts, true) end
       sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or has.dense_h) and tile.device() or ""), consume})
     end
