@@ -315,6 +315,7 @@ __device__ __forceinline__ void sp_rstep_use(float (&acc)[SP_RNCH][8], const sp_
 -- The fused consumer (passes = 1): one kernel, a token row's dot products and output together.
 local FUSED = [[
 
+
 /* Token row x's output y = sum over its active neurons j of g_j dot(x, Wu[j]) Wd[j] (g_j: the packed gate,
  * recomputed from Wg for a lost tile's entries). xs: the warp's shared memory for x (256 SP_RNCH bf16). */
 template <bool VEC>
