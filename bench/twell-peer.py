@@ -243,7 +243,8 @@ def main():
             if "autotune" in name:
                 c = sptune.twell_ffn_choice(M, D, F, nnz=int(round(args.nnz)), calibrated=name.endswith("1"))
                 print(f"  chose {'cuBLAS dense' if c['dense'] else c['config']}: sptune {c['ms']:.4f} ms, "
-                      f"dense {c['dense_ms']:.4f} ms on the first call's tensors", flush=True)
+                      f"dense {c['dense_ms']:.4f} ms on the first call's tensors; "
+                      f"autotuned: {c['detail'].split('autotuned: ')[-1][:240]}", flush=True)
     print()
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; peer: {args.peer}; dense tokens {args.dense} %;"
           f" data generator {args.gen}" + (f", spread {args.spread}" if args.gen == 1 else ""))

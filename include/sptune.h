@@ -146,7 +146,8 @@ SPTUNE_API const char *sptune_kernel_recorded(const sptune_kernel *k, const char
  * configurations recorded nearest req->problem (a few) and, for twell-ffn, the dense layer (hot=8), each launched
  * as sptune_kernel_launch_ws would on the caller's tensors, stream and workspace (one warm-up, the median of five
  * timed runs; those that need more workspace than workspace_bytes are passed over) and the fastest returned in
- * *out (sptune_kernel_origin's detail ends with what was timed). The outputs hold the last candidate's result
+ * *out (sptune_kernel_origin's detail ends with what was timed) — the kernel served stays unless the fastest other,
+ * timed against it launch by launch, is at least 2 % faster (a brief measure must not make what is served worse). The outputs hold the last candidate's result
  * afterwards: launch *out to compute. Call it once, outside CUDA graph capture (a capturing stream is refused:
  * autotune first, then capture the kernel it returns), with a batch like those to come. For an op whose data has
  * kinds (twell: gen), the fastest is recorded in the user's database (req->db_path: NULL the default one, "" none)

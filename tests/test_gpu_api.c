@@ -483,7 +483,8 @@ static void run_host_cost(sp_bench *b)
     sptune_kernel_free(k);
 }
 
-/* Autotuning on the caller's data: the fastest of the candidates is returned and computes exactly; a stream being
+/* Autotuning on the caller's data: the fastest of the candidates (the kernel served unless another beats it by 2 %
+ * head to head) is returned and computes exactly; a stream being
  * captured into a graph is refused, and the capture goes on unharmed. */
 static void run_autotune(sp_bench *b)
 {
@@ -527,7 +528,8 @@ static void run_autotune(sp_bench *b)
     if (best) {
         const char *detail = NULL;
         sptune_kernel_origin(best, &detail);
-        CHECK_MSG(strstr(detail, "autotuned: the fastest of"), "%s", detail);
+        CHECK_MSG(strstr(detail, "autotuned: the fastest of") || strstr(detail, "autotuned: the kernel served, the best of"),
+                  "%s", detail);
         char why[512] = "";
         CHECK_ST(a.ops->poison(a.state, b->stream), SPTUNE_OK);
         CHECK_ST(helper_launch(best, "twell-ffn", b, 333, t, ws, ws_bytes), SPTUNE_OK);

@@ -2,7 +2,8 @@
 -- operation: what an inference engine calls. A pipeline of kernels on one stream with one
 -- argument list: a zero step (the pool counter and the per-token counts: nothing for the caller to
 -- reset), the TwELL producer (lib/twell_produce.lua) packs the gate from its GEMM epilogue and
--- counts each token's active neurons, the gated consumer (lib/twell_row.lua or lib/twell_tile.lua)
+-- counts each token's active neurons, the gated consumer (lib/twell_row.lua, lib/twell_tile.lua or
+-- lib/twell_rowreg.lua: one kernel, or with passes > 1 two, the dot products and then the output)
 -- computes `up` for the active neurons only and the down projection, and the dense path
 -- (lib/twell_dense.lua) takes the tokens with thousands of active neurons on tensor cores.
 -- Producer and consumer share the tile width T (= bn) and the slots per tile, which are therefore
