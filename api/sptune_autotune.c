@@ -1,11 +1,10 @@
 /* Autotuning on the caller's own data (sptune_kernel_autotune): the configurations recorded nearest the problem
  * (and, for twell-ffn, the dense layer) timed on the application's tensors, stream and workspace, the fastest
- * kept (the kernel served unless the fastest other beats it head to head by MARGIN). What the tuner's generators drew
- * is not the application's data: the recorded order of the candidates may not be the order on it, and this is where
- * that is found out. */
+ * kept (the kernel served unless the fastest other beats it head to head: sp_api_autotune_choose). What the
+ * tuner's generators drew is not the application's data: the recorded order of the candidates may not be the
+ * order on it, and this is where that is found out. */
 #include "sp_cuda.h"
 #include "sp_status.h"
-#include "sp_str.h"
 #include "sptune_kernel_object.h"
 
 #include <stdio.h>
@@ -13,11 +12,7 @@
 #include <string.h>
 
 #define CANDIDATES 4   /* recorded configurations timed, at most (plus the served one and the dense layer) */
-#define RUNS 5         /* timed runs per candidate, after one warm-up */
-/* The fastest candidate replaces the kernel served now only when, timed against it launch by launch, it is at
- * least this much faster: one round of five runs each, one candidate after another (compiles in between), picked a 3 %
- * slower kernel than the served one (H200, d=4096: bench/RESULTS.md), which the record would then serve from then on. */
-#define MARGIN 0.02
+#define RUNS SP_AUTOTUNE_RUNS
 
 static int by_value(const void *a, const void *b)
 {
@@ -48,12 +43,13 @@ static sptune_status time_once(const sp_tune_launch *l, sptune_kernel *k, float 
     return SP_CU(cu->EventElapsedTime(ms, l->a, l->b));
 }
 
-/* The median of RUNS timed launches of k (after one untimed), in ms; t: every run, ascending. With other (not
- * NULL), its launches alternate with k's (each after one untimed): what drifts meanwhile (clocks, other work on the
- * GPU) drifts for both, and *other_ms and other_t get its median and runs. */
-static sptune_status time_kernel(const sp_tune_launch *l, sptune_kernel *k, double *ms, float t[RUNS],
-                                 sptune_kernel *other, double *other_ms, float other_t[RUNS])
+/* sp_autotune_timer's time on the GPU (ctx: the sp_tune_launch): the median of RUNS timed launches of k (after one
+ * untimed); with other, its launches alternate with k's (each after one untimed): what drifts meanwhile (clocks,
+ * other work on the GPU) drifts for both. */
+static sptune_status time_kernel(void *ctx, sptune_kernel *k, double *ms, float *t, sptune_kernel *other,
+                                 double *other_ms, float *other_t)
 {
+    const sp_tune_launch *l = ctx;
     sptune_status st = sptune_kernel_launch_ws(k, l->stream, l->tokens, l->tensors, l->ws, l->ws_bytes);
     if (st == SPTUNE_OK && other) st = sptune_kernel_launch_ws(other, l->stream, l->tokens, l->tensors, l->ws, l->ws_bytes);
     for (int r = 0; st == SPTUNE_OK && r < RUNS; r++)
@@ -66,14 +62,6 @@ static sptune_status time_kernel(const sp_tune_launch *l, sptune_kernel *k, doub
         *other_ms = other_t[RUNS / 2];
     }
     return SPTUNE_OK;
-}
-
-/* 1 when configuration text c sets name=value (the whole value). */
-static int sets(const char *c, const char *name, const char *value)
-{
-    size_t n = 0;
-    const char *v = sp_kv_find(c, name, strlen(name), &n);
-    return v && n == strlen(value) && !strncmp(v, value, n);
 }
 
 sptune_status sptune_kernel_autotune(const sptune_kernel_request *caller, void *stream, long long tokens,
@@ -90,104 +78,57 @@ sptune_status sptune_kernel_autotune(const sptune_kernel_request *caller, void *
     const sptune_kernel_request *req = &rq;
     if (tokens < 1) return sp_fail(SPTUNE_ERR_INVALID, "%s: tokens=%lld (the batch to time: 1 to the problem's)", fn, tokens);
     /* the kernel served now: it is a candidate, and it checks the request before any GPU question */
-    sptune_kernel *best = NULL;
-    st = sptune_kernel_get(req, &best);
+    sptune_kernel *served = NULL;
+    st = sptune_kernel_get(req, &served);
     if (st != SPTUNE_OK) return st;
     const sp_cuda_api *cu;
-    if ((st = sp_cuda_load(&cu)) != SPTUNE_OK) { sptune_kernel_free(best); return st; }
+    if ((st = sp_cuda_load(&cu)) != SPTUNE_OK) { sptune_kernel_free(served); return st; }
     if (cu->StreamIsCapturing) {
         CUstreamCaptureStatus cap = CU_STREAM_CAPTURE_STATUS_NONE;
         if ((st = SP_CU(cu->StreamIsCapturing((CUstream)stream, &cap))) == SPTUNE_OK && cap != CU_STREAM_CAPTURE_STATUS_NONE)
             st = sp_fail(SPTUNE_ERR_INVALID, "%s: the stream is being captured into a CUDA graph; autotuning times "
                          "kernels and cannot run inside a capture: autotune before capturing, then capture the kernel "
                          "it returns", fn);
-        if (st != SPTUNE_OK) { sptune_kernel_free(best); return st; }
+        if (st != SPTUNE_OK) { sptune_kernel_free(served); return st; }
     }
     /* the candidates: the recorded configurations nearest the problem, and twell-ffn's dense layer (hot=8) */
     char *configs[CANDIDATES + 1];
     int n = 0;
-    if ((st = sp_api_ranked_configs(req, CANDIDATES, configs, &n)) != SPTUNE_OK) { sptune_kernel_free(best); return st; }
+    if ((st = sp_api_ranked_configs(req, CANDIDATES, configs, &n)) != SPTUNE_OK) { sptune_kernel_free(served); return st; }
     /* the dense layer: hot=8 fixed, the rest as the lookup has it (the sparse part's parameters at their defaults:
        the served configuration with hot=8 alone is seldom valid) */
-    if (!strcmp(best->op, "twell-ffn") && n < CANDIDATES + 1 && (configs[n] = strdup("hot=8"))) n++;
+    if (!strcmp(served->op, "twell-ffn") && n < CANDIDATES + 1 && (configs[n] = strdup("hot=8"))) n++;
     sp_tune_launch l = {cu, (CUstream)stream, tokens, tensors, workspace, workspace_bytes, NULL, NULL};
-    double best_ms = -1, dense_ms = -1;   /* dense: twell-ffn's dense layer (hot=8), the recorded result's baseline */
-    float best_t[RUNS], t[RUNS];
-    int timed = 0;
+    sp_autotune_choice ch;
+    const sp_autotune_timer timer = {time_kernel, &l};
     if ((st = SP_CU(cu->EventCreate(&l.a, CU_EVENT_DEFAULT))) == SPTUNE_OK) st = SP_CU(cu->EventCreate(&l.b, CU_EVENT_DEFAULT));
-    size_t need = 0;
-    if (st == SPTUNE_OK && sptune_kernel_workspace(best, 0, &need) == SPTUNE_OK && need > workspace_bytes)
-        st = sp_fail(SPTUNE_ERR_INVALID, "%s: the workspace has %zu bytes, the kernel served now needs %zu "
-                     "(sptune_kernel_workspace)", fn, workspace_bytes, need);
-    if (st == SPTUNE_OK && (st = time_kernel(&l, best, &best_ms, best_t, NULL, NULL, NULL)) == SPTUNE_OK) {
-        timed = 1;
-        if (sets(best->config, "hot", "8")) dense_ms = best_ms;
-    }
-    sptune_kernel *const served = best;   /* kept until a challenger has beaten it head to head */
-    for (int i = 0; st == SPTUNE_OK && i < n; i++) {
-        if (!strcmp(configs[i], best->config) || !strcmp(configs[i], served->config)) continue;
-        sptune_kernel_request one = rq;
-        one.fixed = configs[i];   /* every parameter fixed (this configuration), or hot=8 alone (the dense layer) */
-        sptune_kernel *k = NULL;
-        double ms = -1;
-        if (sptune_kernel_get(&one, &k) != SPTUNE_OK ||
-            (sptune_kernel_workspace(k, 0, &need) == SPTUNE_OK && need > workspace_bytes)) {
-            sp_clear_error();   /* not this one: invalid here, or more workspace than the caller has */
-            sptune_kernel_free(k);
-            continue;
-        }
-        st = time_kernel(&l, k, &ms, t, NULL, NULL, NULL);
-        timed++;
-        if (st == SPTUNE_OK && sets(k->config, "hot", "8") && (dense_ms < 0 || ms < dense_ms)) dense_ms = ms;
-        if (st == SPTUNE_OK && ms < best_ms) {
-            if (best != served) sptune_kernel_free(best);
-            best = k;
-            best_ms = ms;
-            memcpy(best_t, t, sizeof t);
-        } else {
-            sptune_kernel_free(k);
-        }
-    }
-    /* the head-to-head: the fastest against the kernel served now, launch by launch */
-    double served_ms = -1, challenger_ms = -1;
-    float served_t[RUNS];
-    int kept = best == served;
-    if (st == SPTUNE_OK && !kept &&
-        (st = time_kernel(&l, best, &challenger_ms, best_t, served, &served_ms, served_t)) == SPTUNE_OK) {
-        best_ms = challenger_ms;
-        if (challenger_ms > served_ms * (1.0 - MARGIN)) {
-            sptune_kernel_free(best);
-            best = served;
-            best_ms = served_ms;
-            memcpy(best_t, served_t, sizeof served_t);
-            kept = 1;
-        }
-    }
-    if (best != served) sptune_kernel_free(served);
+    if (st == SPTUNE_OK) st = sp_api_autotune_choose(req, served, configs, n, workspace_bytes, &timer, &ch);
     if (l.a) cu->EventDestroy(l.a);
     if (l.b) cu->EventDestroy(l.b);
     for (int i = 0; i < n; i++) free(configs[i]);
     if (st != SPTUNE_OK) {
-        sptune_kernel_free(best);
+        sptune_kernel_free(served);
         return st;
     }
+    sptune_kernel *best = ch.best;
+    if (best != served) sptune_kernel_free(served);
     /* recorded for the next lookups; a database that cannot be written costs the record, not the kernel: the
        detail says so */
     char where[768];
-    if (sp_api_autotune_record(best, req->db_path, tokens, best_t, RUNS, dense_ms, where, sizeof where) != SPTUNE_OK) {
+    if (sp_api_autotune_record(best, req->db_path, tokens, ch.best_t, RUNS, ch.dense_ms, where, sizeof where) != SPTUNE_OK) {
         snprintf(where, sizeof where, "not recorded: %.600s", sptune_last_error());
         sp_clear_error();
     }
     const size_t len = strlen(best->detail);
     char duel[160] = "";
-    if (served_ms >= 0 && kept)
+    if (ch.served_ms >= 0 && ch.kept)
         snprintf(duel, sizeof duel, " (kept: the fastest other, head to head, %.4f ms against its %.4f ms; a "
-                 "challenger must be %.0f %% faster)", challenger_ms, served_ms, 100 * MARGIN);
-    else if (served_ms >= 0)
-        snprintf(duel, sizeof duel, " (head to head against the kernel served: %.4f ms)", served_ms);
+                 "challenger must be %.0f %% faster)", ch.challenger_ms, ch.served_ms, 100 * SP_AUTOTUNE_MARGIN);
+    else if (ch.served_ms >= 0)
+        snprintf(duel, sizeof duel, " (head to head against the kernel served: %.4f ms)", ch.served_ms);
     snprintf(best->detail + len, sizeof best->detail - len, "; autotuned: %s of %d timed on the caller's data at %lld "
-             "tokens, %.4f ms%s%s%s", kept ? "the kernel served, the best" : "the fastest", timed, tokens, best_ms, duel,
-             where[0] ? "; " : "", where);
+             "tokens, %.4f ms%s%s%s", ch.kept ? "the kernel served, the best" : "the fastest", ch.timed, tokens,
+             ch.best_ms, duel, where[0] ? "; " : "", where);
     *out = best;
     return SPTUNE_OK;
 }

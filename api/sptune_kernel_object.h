@@ -80,6 +80,35 @@ sptune_status sp_api_ranked_configs(const sptune_kernel_request *req, int max, c
 sptune_status sp_api_autotune_record(const sptune_kernel *k, const char *db_path, long long tokens, const float *ms,
                                      int runs, double dense_ms, char *where, size_t wlen);
 
+/* Autotuning: runs timed per candidate (after one untimed); the fastest other candidate replaces the kernel served
+ * only when, timed against it launch by launch, it is at least SP_AUTOTUNE_MARGIN faster: one round of five runs
+ * each, one candidate after another (compiles in between), picked a 3 % slower kernel than the served one (H200,
+ * d=4096: bench/RESULTS.md), which its record would then have served from then on. */
+#define SP_AUTOTUNE_RUNS 5
+#define SP_AUTOTUNE_MARGIN 0.02
+/* How autotuning times a kernel: the median of SP_AUTOTUNE_RUNS launches of k in *ms and every run in t (ascending);
+ * with other (not NULL), other's launches alternate with k's and its median and runs go to *other_ms and other_t. */
+typedef struct {
+    sptune_status (*time)(void *ctx, sptune_kernel *k, double *ms, float *t, sptune_kernel *other, double *other_ms,
+                          float *other_t);
+    void *ctx;
+} sp_autotune_timer;
+/* What autotuning chose: best (the caller's to free; the served kernel itself when kept), its median and runs,
+ * the dense layer's median (hot=8; -1 when not timed), the kernels timed, and the head-to-head's medians (-1 when
+ * the served kernel was the fastest from the start). */
+typedef struct {
+    sptune_kernel *best;
+    double best_ms, dense_ms, served_ms, challenger_ms;
+    float best_t[SP_AUTOTUNE_RUNS];
+    int timed, kept;
+} sp_autotune_choice;
+/* The choice among the kernel served for req (served: timed first, and kept unless beaten head to head) and the
+ * candidate configurations (each got with every parameter fixed; those invalid or needing more than
+ * workspace_bytes passed over), timed by timer. On failure nothing is kept (served stays the caller's). */
+sptune_status sp_api_autotune_choose(const sptune_kernel_request *req, sptune_kernel *served, char *const *configs,
+                                     int n, size_t workspace_bytes, const sp_autotune_timer *timer,
+                                     sp_autotune_choice *out);
+
 /* The arguments' declared sizes for problem p and configuration cfg: each scalar's at its typical size [0] and at its
  * bound [1] (-1 where none is declared or it does not evaluate), and each pointer's element count with the scalars
  * there (-1 where it needs the data). */

@@ -3,7 +3,10 @@
  * with the served one first; nothing recorded, no candidates; what it found recorded in the user's database as a
  * result on the caller's own tensors (gen=2) and served from then on, over the shipped results (nothing recorded
  * with no database, or for an op whose data has no such kind); bad arguments refused before any GPU question; and
- * without a GPU it says so. (Its timing runs in test_gpu_api on a GPU.) */
+ * without a GPU it says so; the choice among the timed candidates (sp_api_autotune_choose) with times made up: the
+ * served kernel kept unless the fastest other beats it head to head by the margin, the dense layer's time kept,
+ * candidates needing more workspace passed over, a failing timer's error returned with nothing kept. (The GPU's
+ * timing runs in test_gpu_api.) */
 #include "sp_status.h"
 #include "sp_test.h"
 #include "sptune.h"
@@ -72,6 +75,96 @@ static void check_record(const sptune_kernel_request *base, const char *other)
     sptune_kernel_free(again);
 }
 
+/* Made-up times: the served configuration `served`, the candidate `fast` (first round, then head to head), the
+ * dense layer (hot=8) and the rest; fail: the call that fails (0: none). */
+typedef struct {
+    const char *served, *fast;
+    double served_ms, fast_ms, duel_fast_ms, duel_served_ms, dense_ms, other_ms;
+    int calls, fail, duels;
+} fake_times;
+
+static sptune_status fake_time(void *ctx, sptune_kernel *k, double *ms, float *t, sptune_kernel *other,
+                               double *other_ms, float *other_t)
+{
+    fake_times *f = ctx;
+    const char *c = sptune_kernel_config(k);
+    if (++f->calls == f->fail) return sp_fail(SPTUNE_ERR_CUDA, "made-up launch failure");
+    if (other) {
+        f->duels++;
+        CHECK_MSG(!strcmp(sptune_kernel_config(other), f->served), "head to head against %s", sptune_kernel_config(other));
+        *ms = f->duel_fast_ms;
+        *other_ms = f->duel_served_ms;
+        for (int r = 0; r < SP_AUTOTUNE_RUNS; r++) other_t[r] = (float)*other_ms;
+    } else {
+        *ms = !strcmp(c, f->served) ? f->served_ms : f->fast && !strcmp(c, f->fast) ? f->fast_ms
+            : strstr(c, ",hot=8,") ? f->dense_ms : f->other_ms;
+    }
+    for (int r = 0; r < SP_AUTOTUNE_RUNS; r++) t[r] = (float)*ms;
+    return SPTUNE_OK;
+}
+
+static void check_choose(const sptune_kernel_request *req)
+{
+    char *configs[8];
+    int n = 0;
+    sptune_kernel *served = NULL;
+    CHECK_ST(sp_api_ranked_configs(req, 4, configs, &n), SPTUNE_OK);
+    CHECK_ST(sptune_kernel_get(req, &served), SPTUNE_OK);
+    if (!served || n < 2) goto done;
+    configs[n++] = strdup("hot=8");
+    const char *fast = configs[1];
+    sp_autotune_choice ch;
+    /* the served kernel fastest from the start: kept, no head-to-head; the dense layer's time kept for the record */
+    fake_times f = {sptune_kernel_config(served), fast, 1.0, 1.1, 0, 0, 2.0, 1.2, 0, 0, 0};
+    sp_autotune_timer timer = {fake_time, &f};
+    CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_OK);
+    CHECK(ch.best == served && ch.kept && f.duels == 0 && ch.served_ms < 0 && ch.best_ms == 1.0);
+    CHECK_MSG(ch.dense_ms == 2.0 && ch.timed == f.calls && ch.timed >= 3, "dense %g, timed %d of %d", ch.dense_ms, ch.timed,
+              f.calls);
+    /* a candidate ahead in the first round, within the margin head to head: the served kernel kept, at its time then */
+    fake_times g = f;
+    g.calls = 0;
+    g.fast_ms = 0.97;
+    g.duel_fast_ms = 0.99;
+    g.duel_served_ms = 1.0;
+    timer.ctx = &g;
+    CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_OK);
+    CHECK(ch.best == served && ch.kept && g.duels == 1 && ch.best_ms == 1.0 && ch.best_t[0] == 1.0f);
+    CHECK(ch.challenger_ms == 0.99 && ch.served_ms == 1.0);
+    /* beaten by more than the margin head to head: the candidate, at its head-to-head time */
+    g.calls = g.duels = 0;
+    g.duel_fast_ms = 0.95;
+    CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_OK);
+    CHECK(ch.best != served && !ch.kept && g.duels == 1 && ch.best_ms == 0.95 && ch.best_t[0] == 0.95f);
+    if (ch.best != served) {
+        CHECK_MSG(!strcmp(sptune_kernel_config(ch.best), fast), "%s", sptune_kernel_config(ch.best));
+        sptune_kernel_free(ch.best);
+    }
+    /* a failing launch: its error, nothing kept (the served kernel stays the caller's) */
+    g.calls = g.duels = 0;
+    g.fail = 2;
+    CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_ERR_CUDA);
+    CHECK(ch.best == NULL);
+    /* the head-to-head failing after a candidate led: its error, the candidate freed */
+    g.calls = 0;
+    g.fail = 0;
+    CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_OK);
+    const int first_round = g.calls - 1;
+    if (ch.best != served) sptune_kernel_free(ch.best);
+    g.calls = g.duels = 0;
+    g.fail = first_round + 1;
+    CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_ERR_CUDA);
+    CHECK(ch.best == NULL && g.duels == 0);
+    /* a workspace the served kernel does not fit: refused before any timing */
+    g.calls = 0;
+    g.fail = 0;
+    CHECK_ST(sp_api_autotune_choose(req, served, configs, n, 1, &timer, &ch), SPTUNE_ERR_INVALID);
+    CHECK_MSG(strstr(sptune_last_error(), "the workspace has 1 bytes") && g.calls == 0, "%s", sptune_last_error());
+done:
+    for (int i = 0; i < n; i++) free(configs[i]);
+    sptune_kernel_free(served);
+}
+
 int main(void)
 {
     const char *cache = sp_test_cache_dir("test_autotune");
@@ -88,6 +181,7 @@ int main(void)
     for (int i = 0; i < n; i++)
         for (int j = 0; j < i; j++) CHECK_MSG(strcmp(configs[i], configs[j]) != 0, "candidate %d twice: %s", i, configs[i]);
     if (n >= 2) check_record(&req, configs[1]);
+    check_choose(&req);
     for (int i = 0; i < n; i++) free(configs[i]);
     sptune_kernel_free(k);
 
