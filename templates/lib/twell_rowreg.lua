@@ -385,7 +385,9 @@ ${pack}
 -- order: the GPU's resident CTAs work in one range, 1/passes of Wu, at a time) and stores each entry's h = g
 -- dot(x, Wu[col]) in bf16 where its gate was (the fused consumer rounds h so too: same outputs); the output's
 -- columns are independent, so the second takes them in `passes` slices (1/passes of Wd at a time), its row
--- slice in registers. The price: x read once per range, the entries' list once per slice.
+-- slice in registers. The price: x read once per range, the entries' list once per slice. sp_rsplit_fetch and the
+-- dot products repeat sp_twell_fetch's search and sp_rmma_step's mma block: sharing them would change those
+-- kernels' text and leave their shipped measurements stale.
 local SPLIT_DEVICE = [[
 
 #define SP_RNCS ${ncs}   /* passes > 1: 256-column chunks of the column slice an output pass writes */
