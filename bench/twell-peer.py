@@ -18,7 +18,8 @@ whole output and the outputs off by more than 2^-7 |ref| + 1e-3 rms(ref) + the b
 h (the tuner's check, tuner/sp_case_twell_ffn.c). --gen 1 makes the activations by the layer instead (the tuner's
 second generator: Gaussian tokens of log-normal gains, sigma --spread, through gate weights whose biases set the
 rates). sptune.twell_ffn(autotune=True) rows: autotuned on their first call (the check's), which prints what it
-chose. Times: CUDA events after 5 warm-up calls, per call (the
+chose, into a fresh database unless --db says otherwise (one run's records served to the next would measure the
+records, not the served kernels). Times: CUDA events after 5 warm-up calls, per call (the
 median of 20, each between its own events: the host's work before the first kernel counts) and back to back
 (the median of 5 groups of 20 calls between one pair of events: the kernels' own time).
 Prints a markdown table last."""
@@ -173,7 +174,14 @@ def main():
                     help="how the activations are made: 0 each neuron fires at its rate (the recipe above), 1 by the "
                          "layer itself (Gaussian tokens of log-normal gains through biased gate weights)")
     ap.add_argument("--spread", type=float, default=0.5, help="--gen 1: sigma of the tokens' log-gain")
+    ap.add_argument("--db", default=None,
+                    help="the tuning database sptune reads and autotune=True records into (default: a fresh one for "
+                         "this run, so that one run's autotuned records are neither served to the next nor left in "
+                         "the user's; 'user': the user's own, as an application would)")
     args = ap.parse_args()
+    if args.db != "user":
+        import tempfile
+        os.environ["SPTUNE_DB"] = args.db or os.path.join(tempfile.mkdtemp(prefix="twell-peer-"), "tuning.db")
     import sptune
     peer = load_peer(args.peer)
     rows = []
