@@ -31,7 +31,7 @@ sptune_status sp_api_autotune_choose(const sptune_kernel_request *req, sptune_ke
     out->timed = 1;
     if (sets(served->config, "hot", "8")) out->dense_ms = out->best_ms;
     for (int i = 0; st == SPTUNE_OK && i < n; i++) {
-        if (!strcmp(configs[i], best->config) || !strcmp(configs[i], served->config)) continue;
+        if (!strcmp(configs[i], served->config)) continue;   /* timed already (the candidates are distinct) */
         sptune_kernel_request one = *req;
         one.fixed = configs[i];   /* every parameter fixed (this configuration), or hot=8 alone (the dense layer) */
         sptune_kernel *k = NULL;

@@ -43,13 +43,11 @@ sptune_status sp_api_autotune_record(const sptune_kernel *k, const char *db_path
     if (!t) t = loaded;
     double own = 0;
     const int od = sp_template_own_dim(t, &own);
-    int found = 0;
-    sp_problem p = k->want;
-    for (int i = 0; od >= 0 && i < p.n; i++)
-        if (!strcmp(p.name[i], sp_template_dim(t, od))) { p.v[i] = own; found = 1; }
     sp_template_free(loaded);
     if (od < 0) return SPTUNE_OK;   /* the op's data has no own kind: its problems say what the data is */
-    if (!found) return sp_fail(SPTUNE_ERR_INVALID, "%s: the problem %s has no dimension for its kind of data", fn, k->op);
+    sp_problem p = k->want;   /* its dimensions in the template's order */
+    if (od >= p.n) return sp_fail(SPTUNE_ERR_INVALID, "%s: the problem %s has no dimension for its kind of data", fn, k->op);
+    p.v[od] = own;
     char path[4096];
     if (!db_path) {
         if ((st = sptune_default_db_path(path, sizeof path)) != SPTUNE_OK) return st;

@@ -616,8 +616,7 @@ def _twell_autotune(torch, x, w_gate, w_up, w_down, M, key, plan):
     # weigh against the dense layer)
     with torch.cuda.device(device):
         dense_ws = kernel("twell-ffn", k0.problem, fixed="hot=8").workspace
-    ws = torch.empty(max(2 * k0.workspace, dense_ws, 256), dtype=torch.uint8, device=device)
-    with torch.cuda.device(device):
+        ws = torch.empty(max(2 * k0.workspace, dense_ws, 256), dtype=torch.uint8, device=device)
         k = autotune("twell-ffn", k0.problem, [tensors[n].data_ptr() for n in k0.tensor_names], ws.data_ptr(),
                      ws.numel(), stream, tokens=M)
         order = [("X", "Wg", "Wu", "Wd", "Y").index(n) for n in k.tensor_names]
@@ -674,8 +673,7 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=Fals
         return _dense_ffn(x, w_gate, w_up, w_down)
     y = x.new_empty((M, D))
     stream, here = _stream_of(torch, dev)
-    ws = _workspaces.get((dev, stream))
-    _, wsp, wsn = ws if ws is not None and ws[2] >= k.workspace else _workspace(torch, dev, stream, k.workspace)
+    _, wsp, wsn = _workspace(torch, dev, stream, k.workspace)
     ptrs = (x.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), w_down.data_ptr(), y.data_ptr())
     args = array(*[ptrs[i] for i in order])
     if here:
