@@ -19,9 +19,11 @@ h (the tuner's check, tuner/sp_case_twell_ffn.c). --gen 1 makes the activations 
 second generator: Gaussian tokens of log-normal gains, sigma --spread, through gate weights whose biases set the
 rates). sptune.twell_ffn(autotune=True) rows: autotuned on their first call (the check's), which prints what it
 chose, into a fresh database unless --db says otherwise (one run's records served to the next would measure the
-records, not the served kernels). Times: CUDA events after 5 warm-up calls, per call (the
-median of 20, each between its own events: the host's work before the first kernel counts) and back to back
-(the median of 5 groups of 20 calls between one pair of events: the kernels' own time).
+records, not the served kernels). Times: CUDA events, in three rounds that take the implementations in turn
+(each round starting one further along, a warm-up call before each one's samples), so that none is timed only
+right after another's heavy run: per call (the median of 21 calls, each between its own events: the host's work
+before the first kernel counts) and back to back (the median of 6 groups of 7 calls between one pair of events:
+the kernels' own time).
 Prints a markdown table last."""
 import argparse
 import importlib.util
@@ -121,31 +123,38 @@ def check(y, ref, allow):
     return ((y.float() - ref).norm() / ref.norm()).item(), int(bad.sum().item())
 
 
-def timed(fn, reps=20):
-    """(per call, back to back) in ms: the median of reps calls each between its own events (the host's
-    launch work before the first kernel counts, as for one layer called alone), and the median of 5
-    groups of reps calls between one pair of events (the host launches ahead: the kernels' own time)."""
-    for _ in range(5):
-        fn()
+def timed(fns, rounds=3, reps=7):
+    """{name: (per call, back to back)} in ms for the implementations fns ({name: fn}), in rounds that take them in
+    turn (round r starts at the r-th): per call, the median of rounds x reps calls each between its own events (the
+    host's launch work before the first kernel counts, as for one layer called alone); back to back, the median of
+    rounds x 2 groups of reps calls between one pair of events (the host launches ahead: the kernels' own time)."""
+    names = list(fns)
+    per, b2b = {n: [] for n in names}, {n: [] for n in names}
+    for n in names:
+        for _ in range(3):
+            fns[n]()
     torch.cuda.synchronize()
-    times = []
-    for _ in range(reps):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        fn()
-        b.record()
-        b.synchronize()
-        times.append(a.elapsed_time(b))
-    groups = []
-    for _ in range(5):
-        a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
-        a.record()
-        for _ in range(reps):
-            fn()
-        b.record()
-        b.synchronize()
-        groups.append(a.elapsed_time(b) / reps)
-    return sorted(times)[len(times) // 2], sorted(groups)[len(groups) // 2]
+    for r in range(rounds):
+        for n in names[r % len(names):] + names[:r % len(names)]:
+            fns[n]()   # after another implementation's calls: one unmeasured
+            torch.cuda.synchronize()
+            for _ in range(reps):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                fns[n]()
+                b.record()
+                b.synchronize()
+                per[n].append(a.elapsed_time(b))
+            for _ in range(2):
+                a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+                a.record()
+                for _ in range(reps):
+                    fns[n]()
+                b.record()
+                b.synchronize()
+                b2b[n].append(a.elapsed_time(b) / reps)
+    med = lambda v: sorted(v)[len(v) // 2]
+    return {n: (med(per[n]), med(b2b[n])) for n in names}
 
 
 def failed(shape, mean_nnz, name, e):
@@ -232,27 +241,33 @@ def main():
             out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)
         except Exception as e:   # noqa: BLE001 - the peer's refusal is a result to record
             rows.append(failed(shape, mean_nnz, "SakanaAI TwELLGatedMLP", e))
-        base_ms = base_b2b = None
+        # each checked first (autotune=True tunes on this call), then all timed together
+        checked = {}
         for name, fn in out.items():
             try:
                 y = fn()
                 torch.cuda.synchronize()
-                err, bad = check(y, ref, allow)
-                ms, b2b = timed(fn)
+                checked[name] = check(y, ref, allow)
             except Exception as e:   # noqa: BLE001
                 rows.append(failed(shape, mean_nnz, name, e))
                 continue
-            if base_ms is None:
-                base_ms, base_b2b = ms, b2b
+            if "autotune" in name:
+                c = sptune.twell_ffn_choice(M, D, F, nnz=int(round(args.nnz)), calibrated=name.endswith("1"))
+                print(f"  {name} chose {'cuBLAS dense' if c['dense'] else c['config']}: sptune {c['ms']:.4f} ms, "
+                      f"dense {c['dense_ms']:.4f} ms on the first call's tensors; "
+                      f"autotuned: {c['detail'].split('autotuned: ')[-1][:240]}", flush=True)
+        try:
+            times = timed({n: out[n] for n in checked})
+        except Exception as e:   # noqa: BLE001
+            rows += [failed(shape, mean_nnz, n, e) for n in checked]
+            continue
+        base_ms, base_b2b = times[next(iter(checked))] if checked else (None, None)
+        for name, (err, bad) in checked.items():
+            ms, b2b = times[name]
             rows.append((shape, mean_nnz, name, f"{ms:.4f}", f"{base_ms / ms:.2f}x", f"{b2b:.4f}",
                          f"{base_b2b / b2b:.2f}x", f"{err:.1e}", str(bad)))
             print(f"{shape} nnz {mean_nnz:.1f} {name}: {ms:.4f} ms per call, {b2b:.4f} ms back to back, error {err:.1e},"
                   f" {bad} outputs off", flush=True)
-            if "autotune" in name:
-                c = sptune.twell_ffn_choice(M, D, F, nnz=int(round(args.nnz)), calibrated=name.endswith("1"))
-                print(f"  chose {'cuBLAS dense' if c['dense'] else c['config']}: sptune {c['ms']:.4f} ms, "
-                      f"dense {c['dense_ms']:.4f} ms on the first call's tensors; "
-                      f"autotuned: {c['detail'].split('autotuned: ')[-1][:240]}", flush=True)
     print()
     print(f"GPU: {torch.cuda.get_device_name()}; torch {torch.__version__}; peer: {args.peer}; dense tokens {args.dense} %;"
           f" data generator {args.gen}" + (f", spread {args.spread}" if args.gen == 1 else ""))

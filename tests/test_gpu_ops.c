@@ -21,14 +21,17 @@ typedef struct op_cases { const char *op; const char *shapes[10]; const char *co
 /* The producer's wgmma main loop (sm_90a), checked at every shape wherever it is valid: a sample
  * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
  * other shapes skip it), one and two warpgroups, every bn (= T), 3-5 stages, bm = 256 (two m64
- * blocks per warpgroup), few slots (heavy overflow). */
+ * blocks per warpgroup), few slots (heavy overflow); each persistent packing (packer warps, registers). */
 static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2",
     "mainloop=wgmma,bm=256,bn=128,bk=64,stages=4,wgs=2,slots=7", "mainloop=wgmma,bm=128,bn=64,bk=64,stages=4,wgs=1,slots=63",
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=3,wgs=2,load=cpasync", "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=2,load=cpasync",
     "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2,epi=overlap,slots=15",
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=overlap,slots=7",
-    "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8", NULL};
+    "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8",
+    "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,slots=15",
+    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=regs,slots=7",
+    "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=regs", NULL};
 /* gemm's wgmma main loop: both loaders, one and two warpgroups, the store after the main loop and the
  * persistent kernel's overlapped store, bm = 256, the smallest tile. */
 static const char *const gemm_wgmma_configs[] = {
@@ -113,13 +116,15 @@ static const op_cases cases[] = {
 #define NOPS (int)(sizeof cases / sizeof cases[0])
 #define PER_SHAPE 8
 
-/* Appends the configurations of `always` that are valid for this GPU and problem. */
+/* Appends the configurations of `always` that are valid for this GPU and problem (and contain match, when
+ * set). */
 static void add_always(sp_configs *pk, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
-                       const char *const *always)
+                       const char *const *always, const char *match)
 {
     for (int i = 0; always && always[i]; i++) {
         sp_config c;
         int ok = 0;
+        if (match && !strstr(always[i], match)) continue;
         CHECK_ST(sp_config_parse(t, always[i], &c), SPTUNE_OK);
         CHECK_ST(sp_template_check(t, &c, gpu, p, &ok, NULL), SPTUNE_OK);
         if (ok) CHECK(sp_configs_push(pk, &c) == 0);
@@ -138,7 +143,10 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
         CHECK_ST(sp_problem_parse(t, oc->shapes[s], &p), SPTUNE_OK);
         CHECK_ST(sp_space_collect(t, &b->gpu, &p, &pk), SPTUNE_OK);
         CHECK_ST(sp_space_sample(&pk, t, PER_SHAPE, 1234 + (unsigned long long)s), SPTUNE_OK);
-        for (int a = 0; a < 3; a++) add_always(&pk, t, &b->gpu, &p, oc->always[a]);
+        /* SPTUNE_TEST_MATCH (as in run_ffn_workspace): the listed configurations that contain it, no sample */
+        const char *match = getenv("SPTUNE_TEST_MATCH");
+        if (match) pk.n = 0;
+        for (int a = 0; a < 3; a++) add_always(&pk, t, &b->gpu, &p, oc->always[a], match);
         sp_case cs;
         sptune_status st = sp_case_create(b, oc->op, &p, &cs);
         CHECK_MSG(st == SPTUNE_OK, "%s %s: %s", oc->op, oc->shapes[s], sptune_last_error());
@@ -371,8 +379,10 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
  * dense path; the register consumers with a partial 256-column chunk (D = 264) and lost tiles (regmma: without
  * tail guards at D = 256 and 2048, its Wd rows after the dot products at D = 2048 with two entries a step; with
  * the rows two steps ahead prefetched: pf; in two kernels, passes = 2 and 8: slices of one to four chunks, partial at
- * D = 264, past D at D = 256 and 264). */
+ * D = 264, past D at D = 256 and 264); and the producer packing from its registers (epi = regs) before each kind of
+ * consumer, hot slices of both tile widths among them. */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
+#define REGS "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs,slots=15,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
     HOPPER "bn=256,route=512,warps=16,split=1,dots=8,dunroll=2",
@@ -386,7 +396,11 @@ static const char *const ws_configs[] = {
     HOPPER "bn=128,route=-1,consumer=regmma,warps=8,split=1,dots=2,dunroll=1,hot=2",
     "route=256,consumer=regmma,warps=4,split=1,dots=2,dunroll=1,pf=2",
     "route=256,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,passes=2",
-    HOPPER "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=2,dunroll=1,hot=1,passes=8"};
+    HOPPER "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=2,dunroll=1,hot=1,passes=8",
+    REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
+    REGS "bn=128,route=-1,consumer=regmma,warps=8,split=1,dots=2,dunroll=1,hot=2",
+    REGS "bn=256,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1",
+    REGS "bn=256,route=512,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};

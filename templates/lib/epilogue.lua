@@ -270,6 +270,173 @@ ${route}
             }]], {route = c.route}) or ""})
 end
 
+-- TwELL packing straight from the accumulators (epi = regs: no staging tile, so the pipeline keeps
+-- its shared memory for a fourth stage). The four lanes of a quad hold a row's bn columns between
+-- them (lane q: columns j * 8 + q * 2 + b, lib/wgmma.lua); each lane makes a mask of its nonzeros
+-- (bit 2j + b, over two words), the quad swaps masks, and an entry's slot is the count of nonzeros in
+-- earlier columns: every lane's below its 8-column group, the lower lanes' in it, its own lower bit.
+-- The same words in the same order as twell_pack_rows writes (deterministic, no atomics for slots);
+-- a row's atomics go to one lane of its quad, and with c.route its routing (which needs its count's
+-- atomic back) waits for the next tile. A value is nonzero after relu and bf16 rounding exactly when it
+-- is above 2^-134 (half the least bf16 subnormal; NaN is not, as fmaxf makes it 0). Returns {stage =
+-- the tile's epilogue, pre, post = what runs before the first tile and after the last (nil without
+-- c.route)} for lib/mainloop.lua's persistent kernel. The stage expects in scope: acc, lane, warp, n0,
+-- t (the tile), M, N, packed, pool, pool_counter, pool_capacity (and row_info, dense_capacity with
+-- c.route); hot as in M.overlap_body (lib/twell_produce.lua): tiles of the first hot.cols columns go to
+-- hot_h as bf16 instead.
+function M.twell_pack_regs(d, c, hot)
+  local routed = (c.route or -1) >= 0
+  if d.nt > 32 or d.nt % 4 ~= 0 then error("epilogue.twell_pack_regs: a lane's masks hold 4 to 32 column groups", 2) end
+  local hot_part, tile, cols = "", "pid_n", "N"
+  if hot then
+    tile, cols = "(pid_n - hot_tiles)", "(N - hot_n)"
+    hot_part = text.fill([[
+            const int hot_n = ${H}, hot_tiles = (hot_n + ${bn} - 1) / ${bn};
+            if (pid_n < hot_tiles) {   /* a hot tile: relu(gate) to hot_h (H is a multiple of 8: whole pairs) */
+                #pragma unroll
+                for (int i = 0; i < ${mt}; ++i) {
+                    #pragma unroll
+                    for (int h = 0; h < 2; ++h) {
+                        const int grow = m0 + ${arow} + (lane >> 2) + h * 8;
+                        if (grow >= M) continue;
+                        #pragma unroll
+                        for (int j = 0; j < ${nt}; ++j) {
+                            const int col = n0 + j * 8 + q * 2;
+                            if (col < hot_n)
+                                *(sp_u32 *)(hot_h + (size_t)grow * hot_n + col) =
+                                    sp_pack_bf16x2(fmaxf(acc[i][j][2 * h], 0.0f), fmaxf(acc[i][j][2 * h + 1], 0.0f));
+                        }
+                    }
+                }
+                continue;
+            }]], {H = hot.cols, bn = c.bn, mt = d.mt, nt = d.nt, arow = d.acc_row})
+  end
+  local flush = text.fill([[
+        #pragma unroll
+        for (int i = 0; i < ${mt}; ++i)
+            if (pend_row[i] >= 0) {   /* the count before this row's tile, and the tile's (bit 31: lost) */
+                const sp_u32 before = pend_old[i] & 0x3fffffffu, cnt = pend_cnt[i] & 0x7fffffffu;
+                const bool reach = ${route} > 0 && before < ${route}u && before + cnt >= ${route}u;
+                if (((pend_cnt[i] >> 31) || reach) && !(pend_old[i] & 0x80000000u))
+                    sp_twell_route(row_info, M, pend_row[i], dense_capacity);
+                pend_row[i] = -1;
+            }]], {mt = d.mt, route = c.route or 0})
+  local stage = text.fill([[
+        {${flush}
+            const int pid_n = SP_PID_N(t), m0 = SP_PID_M(t) * ${bm};
+            const int q = lane & 3, quad = lane & ~3;
+${hot}
+            const int ntiles = (${cols} + ${bn} - 1) / ${bn};
+            const unsigned long long pool_room = min(pool_capacity, 0x40000000ull); /* offsets have 30 bits */
+            const float tiny = __int_as_float(0x00008000);   /* 2^-134 */
+            sp_u32 valid0 = ~0u, valid1 = ~0u;   /* this lane's columns inside N, bit 2j + b as below */
+            if (n0 + ${bn} > N) {
+                /* column j * 8 + q * 2 + b is inside when j * 8 + b < lim: groups j < e0 (b = 0), j < e1 (b = 1) */
+                const int lim = N - n0 - q * 2, e0 = lim <= 0 ? 0 : (lim + 7) / 8, e1 = lim <= 1 ? 0 : (lim + 6) / 8;
+                valid0 = (0x55555555u & sp_bits_below(2 * e0)) | (0xaaaaaaaau & sp_bits_below(2 * e1));
+                valid1 = (0x55555555u & sp_bits_below(2 * e0 - 32)) | (0xaaaaaaaau & sp_bits_below(2 * e1 - 32));
+            }
+            #pragma unroll
+            for (int i = 0; i < ${mt}; ++i) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int grow = m0 + ${arow} + (lane >> 2) + h * 8;
+                    const bool live = grow < M;
+                    /* bit 2j + b of (own1:own0): column j * 8 + q * 2 + b is nonzero */
+                    sp_u32 own0 = 0u, own1 = 0u;
+                    #pragma unroll
+                    for (int j = 0; j < ${nt}; ++j) {
+                        const sp_u32 two = ((acc[i][j][2 * h] > tiny ? 1u : 0u) | (acc[i][j][2 * h + 1] > tiny ? 2u : 0u)) << (2 * (j & 15));
+                        if (j < 16) own0 |= two; else own1 |= two;
+                    }
+                    own0 &= valid0;
+                    own1 &= valid1;
+                    sp_u32 qm0[4], qm1[4];   /* the quad's masks, by lane */
+                    #pragma unroll
+                    for (int k = 0; k < 4; ++k) {
+                        qm0[k] = __shfl_sync(0xffffffffu, own0, quad | k);
+                        qm1[k] = __shfl_sync(0xffffffffu, own1, quad | k);
+                    }
+                    int count = 0;
+                    #pragma unroll
+                    for (int k = 0; k < 4; ++k) count += __popc(qm0[k]) + __popc(qm1[k]);
+                    sp_u32 *const w = packed + ((size_t)grow * ntiles + ${tile}) * ${words};
+                    sp_u32 word0 = (sp_u32)count;
+                    int lost = 0;
+                    if (q == h && live) {   /* the row's atomics and first word: one lane of the quad */${route_issue}
+                        if (count > ${slots}) {
+                            const unsigned long long off = atomicAdd(pool_counter, (unsigned long long)(count + 1));
+                            /* no room: the counter says how much was needed; the tile is marked lost */
+                            lost = off + (unsigned long long)count + 1ull > pool_room;
+                            if (!lost) {
+                                pool[off] = (sp_u32)count;
+                                word0 = 0x80000000u | (sp_u32)off;
+                            }
+                        }${route}
+                        w[0] = lost ? 0xC0000000u : word0;
+                    }
+                    if (count > ${slots}) {   /* the quad agrees on count */
+                        word0 = __shfl_sync(0xfu << quad, word0, quad | h);
+                        lost = __shfl_sync(0xfu << quad, lost, quad | h);
+                    }
+                    if (!live || lost || (own0 | own1) == 0u) continue;
+                    sp_u32 *const dst = count > ${slots} ? pool + (word0 & 0x3fffffffu) + 1 : w + 1;
+                    #pragma unroll
+                    for (int g = 0; g < ${nt} / 4; ++g) {   /* four column groups (a byte of the mask) at a time */
+                        if ((((g < 4 ? own0 : own1) >> (8 * (g & 3))) & 0xffu) == 0u) continue;
+                        #pragma unroll
+                        for (int j = 4 * g; j < 4 * g + 4; ++j) {
+                            const unsigned two = ((j < 16 ? own0 : own1) >> (2 * (j & 15))) & 3u;
+                            if (two == 0u) continue;
+                            /* the row's nonzeros before column j * 8 + q * 2: bits below 2j (all lanes), below 2j + 2 (lower lanes) */
+                            int slot = 0;
+                            #pragma unroll
+                            for (int k = 0; k < 4; ++k)
+                                slot += sp_popc_below(qm0[k], qm1[k], k < q ? 2 * j + 2 : 2 * j);
+                            const sp_u32 v = sp_pack_bf16x2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                            const sp_u32 col = (sp_u32)(j * 8 + q * 2);
+                            if (two & 1u) dst[slot++] = (v << 16) | col;
+                            if (two & 2u) dst[slot] = (v & 0xffff0000u) | (col + 1u);
+                        }
+                    }
+                }
+            }
+        }]], {bm = c.bm, bn = c.bn, mt = d.mt, nt = d.nt, arow = d.acc_row, words = c.slots + 1, slots = c.slots,
+              hot = hot_part, tile = tile, cols = cols, flush = routed and ("\n" .. flush) or "",
+              -- a row without nonzeros in the tile adds nothing to its count: no atomic, nothing to route
+              route_issue = routed and [[
+
+                        const sp_u32 old = count > 0 ? atomicAdd(row_info + grow, (sp_u32)count) : 0u;]] or "",
+              route = routed and [[
+
+                        if (count > 0) {
+                            pend_row[i] = grow;
+                            pend_old[i] = old;
+                            pend_cnt[i] = (sp_u32)count | (lost ? 0x80000000u : 0u);
+                        }]] or ""})
+  if not routed then return {stage = stage} end
+  return {stage = stage, pre = text.fill([[
+        /* a row's routing needs its count's atomic back: checked at the next tile, when it has long returned */
+        int pend_row[${mt}];
+        sp_u32 pend_old[${mt}], pend_cnt[${mt}];
+        #pragma unroll
+        for (int i = 0; i < ${mt}; ++i) pend_row[i] = -1;]], {mt = d.mt}), post = flush}
+end
+
+-- The device functions twell_pack_regs counts with: the low n bits set (n of 0 .. 32, clamped), and the
+-- set bits of the 64-bit mask (hi:lo) below bit n.
+M.popc_below_device = [[
+__device__ __forceinline__ sp_u32 sp_bits_below(int n)
+{
+    return n <= 0 ? 0u : n >= 32 ? ~0u : (1u << n) - 1u;
+}
+__device__ __forceinline__ int sp_popc_below(sp_u32 lo, sp_u32 hi, int n)
+{
+    return n <= 32 ? __popc(n == 32 ? lo : lo & ((1u << n) - 1u))
+                   : __popc(lo) + __popc(n == 64 ? hi : hi & ((1u << (n - 32)) - 1u));
+}
+]]
+
 -- The device function the routing above calls (emitted once per source when c.route is set): the
 -- row's flag taken once (atomicOr), then a slot in the list; no slot left, the flag is given back
 -- and the row stays on the sparse path (which recomputes lost tiles: exact either way).

@@ -105,10 +105,34 @@ function M.persistent_threads(c, drainers) return 32 * (4 * c.wgs + 1 + drainers
 -- to sC, in scope: acc, n0, lane, wg) for each finished tile; the next warp drives the copy engine;
 -- x.drainers warps ("packers" in the code: TwELL packs, gemm stores) then run x.drain on the staged
 -- tile (in scope: sC, m0, pid_n, lane, pw = the drain warp's index) while the main loop goes on.
--- x.staging: bytes of the staging tile; x.b_mn: B is MN-major (K x N, lib/wgmma.lua).
+-- x.staging: bytes of the staging tile; x.b_mn: B is MN-major (K x N, lib/wgmma.lua); x.pre and x.post (optional):
+-- what the warpgroups run before their first tile and after their last.
 function M.persistent(c, x)
   local d = wgmma.derive(c)
   local l = layout(c, x.staging)
+  -- drainers = 0: the warpgroups run x.stage as the whole epilogue (from their registers), no handover
+  local stage, drain, handover = x.stage(d), "", ""
+  if x.drainers > 0 then
+    handover = string.format("\n        sp_mbar_init(staged, %d);\n        sp_mbar_init(packed_bar, %d);",
+                             32 * d.mma_warps, 32 * x.drainers)
+    stage = text.fill([[
+            /* the packers are done with the previous tile's staging */
+            if (n > 0) sp_mbar_wait(packed_bar, (n - 1) & 1);
+${stage}
+            sp_mbar_arrive(staged);]], {stage = stage})
+    drain = text.fill([[ else {
+        const int pw = warp - ${mma_warps} - 1;
+        int n = 0;
+        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
+            const int pid_n = SP_PID_N(t), m0 = SP_PID_M(t) * ${bm};
+            sp_mbar_wait(staged, n & 1);
+            {
+${rows}
+            }
+            sp_mbar_arrive(packed_bar);
+        }
+    }]], {mma_warps = d.mma_warps, bm = c.bm, rows = x.drain})
+  end
   return text.fill([[
     extern __shared__ __align__(1024) unsigned char sp_smem[];
     const int tiles_m = (M + ${bm} - 1) / ${bm}, tiles_n = (N + ${bn} - 1) / ${bn}, ntiles = tiles_m * tiles_n;
@@ -123,9 +147,7 @@ function M.persistent(c, x)
         for (int s = 0; s < ${stages}; ++s) {
             sp_mbar_init(full + s * 8, 1);
             sp_mbar_init(empty + s * 8, ${mma_warps});
-        }
-        sp_mbar_init(staged, ${mma_threads});
-        sp_mbar_init(packed_bar, ${pack_threads});
+        }${handover}
         sp_fence_mbar_init();
     }
     __syncthreads();
@@ -135,16 +157,13 @@ function M.persistent(c, x)
 #define SP_PID_N(t) (((t) % (${group_m} * tiles_n)) / SP_GROUP_ROWS(t))
     if (warp < ${mma_warps}) {
         const int wg = warp >> 2;
-        int it = 0, n = 0;
+        int it = 0, n = 0;${pre}
         for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
             const int n0 = SP_PID_N(t) * ${bn};
 ${acc}
 ${consume}
-            /* the packers are done with the previous tile's staging */
-            if (n > 0) sp_mbar_wait(packed_bar, (n - 1) & 1);
 ${stage}
-            sp_mbar_arrive(staged);
-        }
+        }${post}
     } else if (warp == ${mma_warps}) {
         if (lane == 0) {
             int it = 0;
@@ -156,27 +175,15 @@ ${issue}
             }
         }
         __syncwarp();
-    } else {
-        const int pw = warp - ${mma_warps} - 1;
-        int n = 0;
-        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
-            const int pid_n = SP_PID_N(t), m0 = SP_PID_M(t) * ${bm};
-            sp_mbar_wait(staged, n & 1);
-            {
-${rows}
-            }
-            sp_mbar_arrive(packed_bar);
-        }
-    }
+    }${drain}
 #undef SP_PID_N
 #undef SP_PID_M
 #undef SP_GROUP_ROWS
 ]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
-     pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, mma_threads = 32 * d.mma_warps,
-     pack_threads = 32 * x.drainers, group_m = c.group_m,
+     pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, group_m = c.group_m, handover = handover,
      issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn, x.b_mn),
      acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn),
-     stage = x.stage(d), rows = x.drain})
+     stage = stage, drain = drain, pre = x.pre and ("\n" .. x.pre) or "", post = x.post and ("\n" .. x.post) or ""})
 end
 
 -- The persistent kernel whose drain warps store the staged tile row by row (gemm's overlapped store,

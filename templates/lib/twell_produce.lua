@@ -11,9 +11,10 @@ local M = {}
 
 M.params = {}
 for _, p in ipairs(mainloop.params) do M.params[#M.params + 1] = p end
-M.params[#M.params + 1] = {name = "epi", values = {"inline", "overlap"}, default = "inline",
+M.params[#M.params + 1] = {name = "epi", values = {"inline", "overlap", "regs"}, default = "inline",
   doc = "packing: by the whole CTA after its main loop, or (wgmma + tma) by packer warps of a persistent CTA"
-    .. " while the next tile's main loop runs"}
+    .. " while the next tile's main loop runs, or (wgmma + tma) by the warpgroups of a persistent CTA straight"
+    .. " from their accumulators (no staging tile: room for a fourth stage)"}
 M.params[#M.params + 1] = {name = "group_m", values = {1, 8}, default = 8,
                            doc = "CTA rows walked together along M before moving along N (L2 reuse)"}
 M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 31,
@@ -21,16 +22,19 @@ M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 3
 
 -- Packer warps of the persistent kernel (epi = overlap), and its drain part (lib/mainloop.lua).
 local PACKERS = 3
-local function pack_persistent(c) return {drainers = PACKERS, staging = epilogue.twell_pack_smem(c)} end
+local function pack_persistent(c)
+  if c.epi == "regs" then return {drainers = 0, staging = 0} end
+  return {drainers = PACKERS, staging = epilogue.twell_pack_smem(c)}
+end
 
 function M.overlap_smem(c) return mainloop.persistent_smem(c, pack_persistent(c).staging) end
 
 M.constraints = mainloop.constraints(function(p) return p.D end)
-M.constraints[#M.constraints + 1] = {why = "overlapped packing needs the wgmma main loop with tma",
+M.constraints[#M.constraints + 1] = {why = "persistent packing (overlap, regs) needs the wgmma main loop with tma",
   check = function(c) return c.epi == "inline" or (c.mainloop == "wgmma" and c.load == "tma") end}
-M.constraints[#M.constraints + 1] = {why = "overlapped packing: pipeline and staging tile fit in shared memory",
+M.constraints[#M.constraints + 1] = {why = "persistent packing: pipeline and staging tile fit in shared memory",
   check = function(c, gpu)
-    if c.epi ~= "overlap" then return true end
+    if c.epi == "inline" then return true end
     local need = M.overlap_smem(c)
     if need > gpu.smem_per_block then return false, string.format("%d bytes > %d", need, gpu.smem_per_block) end
     return true
@@ -39,10 +43,10 @@ M.constraints[#M.constraints + 1] = {why = "slots fit in a tile", check = functi
 M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory",
   check = function(c, gpu) return epilogue.twell_pack_smem(c) <= gpu.smem_per_block end}
 
--- The producer's best measured form on Hopper (bench/RESULTS.md): wgmma + TMA, overlapped packing,
--- 128 x 256 tiles (T = 256), 15 slots; for a template's defaults(gpu). `extra` appended.
+-- The producer's best measured form on Hopper (bench/RESULTS.md): wgmma + TMA, packing from the
+-- registers with four stages, 128 x 256 tiles (T = 256), 15 slots; for a template's defaults(gpu). `extra` appended.
 function M.hopper_default(gpu, extra)
-  return mainloop.hopper_default(gpu, "bm=128,bn=256,stages=3,epi=overlap,slots=15" .. (extra and ("," .. extra) or ""))
+  return mainloop.hopper_default(gpu, "bm=128,bn=256,stages=4,epi=regs,slots=15" .. (extra and ("," .. extra) or ""))
 end
 
 M.name_keys = {}
@@ -55,6 +59,12 @@ for _, p in ipairs(M.params) do M.name_keys[#M.name_keys + 1] = p.name end
 -- tiles of the first H neurons are not packed: their relu(gate) goes to hot_h (M x H, bf16) for the
 -- dense hot slice, and the packed gate holds the cold tiles only.
 function M.overlap_body(c, hot)
+  if c.epi == "regs" then
+    local x, r = pack_persistent(c), epilogue.twell_pack_regs(mainloop.derive(c), c, hot)
+    x.stage = function() return r.stage end
+    x.pre, x.post = r.pre, r.post
+    return mainloop.persistent(c, x)
+  end
   local drain = epilogue.twell_pack_rows(c, "pw", PACKERS)
   if hot then
     drain = text.fill([[
@@ -83,17 +93,19 @@ function M.launch(x)
   local c = x.c
   return mainloop.launch{c = c, M = x.rows, N = x.F, K = x.D, a = x.a, b = x.b, gpu = x.gpu,
                          smem = epilogue.twell_pack_smem(c),
-                         persistent = c.epi == "overlap" and pack_persistent(c) or nil}
+                         persistent = c.epi ~= "inline" and pack_persistent(c) or nil}
 end
 
 M.kernel_params = mainloop.kernel_params
-M.device = mainloop.device
+function M.device(c)
+  return mainloop.device(c) .. (c.epi == "regs" and epilogue.popc_below_device or "")
+end
 
 -- The kernel body. Expects in scope: A (rows x K), B (N x K), packed, pool, pool_counter,
 -- pool_capacity, M, N, K (M.aliases names them after the TwELL arguments); hot: M.overlap_body's.
 function M.body(c, hot)
-  if c.epi == "overlap" then return M.overlap_body(c, hot) end
-  if hot then error("twell producer: the hot/cold split needs the overlapped kernel (epi=overlap)", 2) end
+  if c.epi ~= "inline" then return M.overlap_body(c, hot) end
+  if hot then error("twell producer: the hot/cold split needs the persistent kernel (epi=overlap or regs)", 2) end
   local l = mainloop.loop(c)
   return text.lines({l.cta_prologue(c), l.mainloop(c), epilogue.twell_pack(l.derive(c), c)})
 end
@@ -121,7 +133,7 @@ M.args = {
 }
 
 function M.threads(c)
-  return c.epi == "overlap" and mainloop.persistent_threads(c, PACKERS) or mainloop.derive(c).threads
+  return c.epi ~= "inline" and mainloop.persistent_threads(c, pack_persistent(c).drainers) or mainloop.derive(c).threads
 end
 
 -- The producer kernel named name over the argument list arglist (lib/args.lua); hot: M.body's.

@@ -39,7 +39,7 @@ local wgmma = require("lib.wgmma")
 -- shapes of FFN layers (the full producer space is twell-d2t's), so that the joint space stays
 -- searchable.
 local keep = {
-  mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"}, epi = {"inline", "overlap"},
+  mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"}, epi = {"inline", "overlap", "regs"},
   bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
   warps = {2, 4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {1, 2, 4, 8}, dunroll = {1, 2},
@@ -101,8 +101,8 @@ do
     if sparse[p.name] then SPARSE[#SPARSE + 1] = {p.name, p.default} end
   end
 end
-constraints[#constraints + 1] = {why = "the hot/cold split runs on the wgmma + TMA kernels with overlapped epilogues",
-  check = function(c) return c.hot == 0 or c.epi == "overlap" end}
+constraints[#constraints + 1] = {why = "the hot/cold split runs on the wgmma + TMA kernels with persistent epilogues",
+  check = function(c) return c.hot == 0 or c.epi ~= "inline" end}
 constraints[#constraints + 1] = {why = "the hot/cold split: rows of F elements a multiple of 16 bytes (F % 8 == 0)",
   check = function(c, gpu, p) return c.hot == 0 or p == nil or p.F % 8 == 0 end}
 constraints[#constraints + 1] = {why = "hot=8 (the dense layer): the sparse part's parameters stay at their defaults",
@@ -178,6 +178,21 @@ end
 -- they make the producer's 12 warps at wgs = 2, whose registers (168 a thread, hot_up's need) they fit.
 local HOT_STORERS = 3
 
+-- The hot slice's GEMMs run the producer's tiles and pipeline, but stage their tiles for the store warps: with
+-- the producer's fourth stage (epi = regs) and the staging tile over the shared memory they take fewer stages.
+-- Their configuration, or nil where not even 3 stages fit.
+local function hot_config(c, gpu)
+  local h = {}
+  for k, v in pairs(c) do h[k] = v end
+  while h.stages >= 3 do
+    if mainloop.persistent_smem(h, epilogue.staging_bytes(h)) <= gpu.smem_per_block then return h end
+    h.stages = h.stages - 1
+  end
+  return nil
+end
+constraints[#constraints + 1] = {why = "the hot slice's GEMMs: 3 stages or more and their staging tile fit in shared memory",
+  check = function(c, gpu) return c.hot == 0 or c.mainloop ~= "wgmma" or hot_config(c, gpu) ~= nil end}
+
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
 -- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y (+)= hot_h Wd[:H], Wd read
 -- MN-major (added to what the sparse part wrote when `add`, else stored).
@@ -229,10 +244,10 @@ return {
     local at = {zero = dense.zero_launch(gpu),
                 produce = produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}}
     if c.hot > 0 then
-      local H = hot_cols(c, p.F)
-      local persistent = mainloop.store_persistent(c, HOT_STORERS)
-      at.hot_up = mainloop.launch{c = c, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
-      at.hot_y = mainloop.launch{c = c, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
+      local H, hc = hot_cols(c, p.F), hot_config(c, gpu)
+      local persistent = mainloop.store_persistent(hc, HOT_STORERS)
+      at.hot_up = mainloop.launch{c = hc, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
+      at.hot_y = mainloop.launch{c = hc, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
                                  persistent = persistent}
     end
     if rowreg.is(c) then at.consume, at.consume_dot = rowreg.launch(c, p)
@@ -279,6 +294,6 @@ ${hot}]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route
      producer = produce.kernel(c, n.produce, ARGS, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil),
      dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(gpu, n, sig) or ""),
      -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
-     hot = has.hot_up and hot_kernels(c, n, hot_cols_c(c, "F"), has.consume) or ""})
+     hot = has.hot_up and hot_kernels(hot_config(c, gpu), n, hot_cols_c(c, "F"), has.consume) or ""})
   end,
 }
