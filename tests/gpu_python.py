@@ -114,16 +114,18 @@ print(f"sptune.twell_ffn {timed(lambda: sptune.twell_ffn(x, wg, wu, wd, dense_fa
       f"with allocation);"
       f" torch dense gated FFN {timed(lambda: (torch.relu(x @ wg.T) * (x @ wu.T)) @ wd):.4f} ms; kernel {k}")
 
-def host_us(fn, n=200):
-    """Host time per call, no synchronization inside (the GPU runs behind)."""
+def host_us(fn, n=101):
+    """Host time of a call: the median of n calls, each on an idle stream (a loop of unsynchronized calls fills the
+    launch queue behind a slower GPU and then times the GPU, not the host)."""
     fn()
-    torch.cuda.synchronize()
-    t0 = time.perf_counter()
+    times = []
     for _ in range(n):
+        torch.cuda.synchronize()
+        t0 = time.perf_counter()
         fn()
-    t = (time.perf_counter() - t0) / n * 1e6
+        times.append(time.perf_counter() - t0)
     torch.cuda.synchronize()
-    return t
+    return sorted(times)[n // 2] * 1e6
 
 
 x16 = x[:16].contiguous()
