@@ -21,7 +21,8 @@ typedef struct op_cases { const char *op; const char *shapes[10]; const char *co
 /* The producer's wgmma main loop (sm_90a), checked at every shape wherever it is valid: a sample
  * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
  * other shapes skip it), one and two warpgroups, every bn (= T), 3-5 stages, bm = 256 (two m64
- * blocks per warpgroup), few slots (heavy overflow); each persistent packing (packer warps, registers). */
+ * blocks per warpgroup), few slots (heavy overflow); each persistent packing (packer warps, registers, registers in
+ * clusters of two: an odd count of tile rows leaves the last pair's second CTA past M). */
 static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2",
     "mainloop=wgmma,bm=256,bn=128,bk=64,stages=4,wgs=2,slots=7", "mainloop=wgmma,bm=128,bn=64,bk=64,stages=4,wgs=1,slots=63",
@@ -31,7 +32,9 @@ static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=overlap,group_m=8",
     "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,slots=15",
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=regs,slots=7",
-    "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=regs", NULL};
+    "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=regs",
+    "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs2,slots=15",
+    "mainloop=wgmma,bm=256,bn=128,bk=64,stages=3,wgs=2,epi=regs2,slots=7", NULL};
 /* gemm's wgmma main loop: both loaders, one and two warpgroups, the store after the main loop and the
  * persistent kernel's overlapped store, bm = 256, the smallest tile. */
 static const char *const gemm_wgmma_configs[] = {
@@ -380,9 +383,10 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
  * tail guards at D = 256 and 2048, its Wd rows after the dot products at D = 2048 with two entries a step; with
  * the rows two steps ahead prefetched: pf; in two kernels, passes = 2 and 8: slices of one to four chunks, partial at
  * D = 264, past D at D = 256 and 264); and the producer packing from its registers (epi = regs) before each kind of
- * consumer, hot slices of both tile widths among them. */
+ * consumer, hot slices of both tile widths among them, also in clusters of two CTAs (epi = regs2). */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 #define REGS "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs,slots=15,"
+#define REGS2 "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs2,slots=15,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
     HOPPER "bn=256,route=512,warps=16,split=1,dots=8,dunroll=2",
@@ -400,7 +404,9 @@ static const char *const ws_configs[] = {
     REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
     REGS "bn=128,route=-1,consumer=regmma,warps=8,split=1,dots=2,dunroll=1,hot=2",
     REGS "bn=256,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1",
-    REGS "bn=256,route=512,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2"};
+    REGS "bn=256,route=512,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2",
+    REGS2 "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
+    REGS2 "bn=128,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};

@@ -67,8 +67,13 @@ function M.launch(x)
   local tiles = ((x.M + c.bm - 1) // c.bm) * ((x.N + c.bn - 1) // c.bn)
   local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, x.M, x.b, x.N, x.K, x.b_mn) or nil
   if x.persistent then
-    return {grid = {math.min(tiles, x.gpu.sm_count), 1, 1}, block = {M.persistent_threads(c, x.persistent.drainers), 1, 1},
-            smem = M.persistent_smem(c, x.persistent.staging), tmaps = tmaps}
+    local l = {grid = {math.min(tiles, x.gpu.sm_count), 1, 1}, block = {M.persistent_threads(c, x.persistent.drainers), 1, 1},
+               smem = M.persistent_smem(c, x.persistent.staging), tmaps = tmaps}
+    if wgmma.cluster(c) == 2 then   -- pairs of tile rows, one cluster of 2 CTAs each, at most one CTA an SM
+      local pairs = ((x.M + 2 * c.bm - 1) // (2 * c.bm)) * ((x.N + c.bn - 1) // c.bn)
+      l.grid[1], l.cluster = 2 * math.min(pairs, x.gpu.sm_count // 2), {2, 1, 1}
+    end
+    return l
   end
   local d = M.derive(c)
   return {grid = {tiles, 1, 1}, block = {d.threads, 1, 1}, smem = math.max(d.smem, x.smem or 0), tmaps = tmaps}
@@ -110,6 +115,7 @@ function M.persistent_threads(c, drainers) return 32 * (4 * c.wgs + 1 + drainers
 function M.persistent(c, x)
   local d = wgmma.derive(c)
   local l = layout(c, x.staging)
+  local cl = wgmma.cluster(c)
   -- drainers = 0: the warpgroups run x.stage as the whole epilogue (from their registers), no handover
   local stage, drain, handover = x.stage(d), "", ""
   if x.drainers > 0 then
@@ -142,23 +148,23 @@ ${rows}
     sp_bf16 *sC = (sp_bf16 *)(sp_smem + (base - sp_smem_u32(sp_smem)) + ${pipe});
     const sp_u32 full = base + ${bars}, empty = full + ${stages} * 8;
     const sp_u32 staged = empty + ${stages} * 8, packed_bar = staged + 8;
-    const int KT = (K + ${bk} - 1) / ${bk};
+    const int KT = (K + ${bk} - 1) / ${bk};${pairs}
     if (tid == 0) {
         for (int s = 0; s < ${stages}; ++s) {
             sp_mbar_init(full + s * 8, 1);
-            sp_mbar_init(empty + s * 8, ${mma_warps});
+            sp_mbar_init(empty + s * 8, ${empty_count});
         }${handover}
         sp_fence_mbar_init();
     }
-    __syncthreads();
+    __syncthreads();${cluster_sync}
     /* tile t of this CTA's sequence: group_m CTA rows walked together along M (L2 reuse) */
-#define SP_GROUP_ROWS(t) min(tiles_m - ((t) / (${group_m} * tiles_n)) * ${group_m}, ${group_m})
-#define SP_PID_M(t) (((t) / (${group_m} * tiles_n)) * ${group_m} + ((t) % (${group_m} * tiles_n)) % SP_GROUP_ROWS(t))
+#define SP_GROUP_ROWS(t) min(${tm} - ((t) / (${group_m} * tiles_n)) * ${group_m}, ${group_m})
+#define SP_PID_M(t) ${pid_m}
 #define SP_PID_N(t) (((t) % (${group_m} * tiles_n)) / SP_GROUP_ROWS(t))
     if (warp < ${mma_warps}) {
         const int wg = warp >> 2;
         int it = 0, n = 0;${pre}
-        for (int t = blockIdx.x; t < ntiles; t += gridDim.x, ++n) {
+        for (int t = ${t0}; t < ${tn}; t += ${tstep}, ++n) {
             const int n0 = SP_PID_N(t) * ${bn};
 ${acc}
 ${consume}
@@ -167,7 +173,7 @@ ${stage}
     } else if (warp == ${mma_warps}) {
         if (lane == 0) {
             int it = 0;
-            for (int t = blockIdx.x; t < ntiles; t += gridDim.x) {
+            for (int t = ${t0}; t < ${tn}; t += ${tstep}) {
                 const int pid_m = SP_PID_M(t), pid_n = SP_PID_N(t);
                 for (int kt = 0; kt < KT; ++kt, ++it) {
 ${issue}
@@ -175,13 +181,27 @@ ${issue}
             }
         }
         __syncwarp();
-    }${drain}
+    }${drain}${cluster_sync}
 #undef SP_PID_N
 #undef SP_PID_M
 #undef SP_GROUP_ROWS
 ]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
      pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, group_m = c.group_m, handover = handover,
-     issue = wgmma.tma_issue(c, d, "it", "kt", "pid_m * " .. c.bm, "pid_n * " .. c.bn, x.b_mn),
+     empty_count = d.mma_warps * cl, tm = cl == 2 and "tiles_m2" or "tiles_m",
+     pid_m = cl == 2 and string.format("(2 * (((t) / (%d * tiles_n)) * %d + ((t) %% (%d * tiles_n)) %% SP_GROUP_ROWS(t)) + rank)",
+                                       c.group_m, c.group_m, c.group_m)
+       or string.format("(((t) / (%d * tiles_n)) * %d + ((t) %% (%d * tiles_n)) %% SP_GROUP_ROWS(t))", c.group_m, c.group_m, c.group_m),
+     t0 = cl == 2 and "(int)(blockIdx.x >> 1)" or "blockIdx.x", tn = cl == 2 and "npairs" or "ntiles",
+     tstep = cl == 2 and "(int)(gridDim.x >> 1)" or "gridDim.x",
+     -- clusters of 2: pair p is tiles (2 * pid_m2 + rank, pid_n); a CTA past the last tile row multiplies
+     -- the last row's A again (nothing of it is written: its rows are past M) so that its peer gets its half of B
+     pairs = cl == 2 and "\n    const int rank = sp_cluster_rank(), tiles_m2 = (tiles_m + 1) / 2, npairs = tiles_m2 * tiles_n;"
+       or "",
+     -- the peer's barriers are initialised before any copy or arrival reaches them; no CTA leaves while its
+     -- peer may still write into its shared memory or arrive on its barriers
+     cluster_sync = cl == 2 and "\n    sp_cluster_sync();" or "",
+     issue = wgmma.tma_issue(c, d, "it", "kt", (cl == 2 and "min(pid_m, tiles_m - 1) * " or "pid_m * ") .. c.bm,
+                             "pid_n * " .. c.bn, x.b_mn),
      acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn),
      stage = stage, drain = drain, pre = x.pre and ("\n" .. x.pre) or "", post = x.post and ("\n" .. x.post) or ""})
 end

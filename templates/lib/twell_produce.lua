@@ -11,10 +11,11 @@ local M = {}
 
 M.params = {}
 for _, p in ipairs(mainloop.params) do M.params[#M.params + 1] = p end
-M.params[#M.params + 1] = {name = "epi", values = {"inline", "overlap", "regs"}, default = "inline",
+M.params[#M.params + 1] = {name = "epi", values = {"inline", "overlap", "regs", "regs2"}, default = "inline",
   doc = "packing: by the whole CTA after its main loop, or (wgmma + tma) by packer warps of a persistent CTA"
     .. " while the next tile's main loop runs, or (wgmma + tma) by the warpgroups of a persistent CTA straight"
-    .. " from their accumulators (no staging tile: room for a fourth stage)"}
+    .. " from their accumulators (no staging tile: room for a fourth stage); regs2: the same in clusters of two"
+    .. " CTAs on tiles of the same Wg rows, each multicasting half of every Wg stage to both"}
 M.params[#M.params + 1] = {name = "group_m", values = {1, 8}, default = 8,
                            doc = "CTA rows walked together along M before moving along N (L2 reuse)"}
 M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 31,
@@ -23,7 +24,7 @@ M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 3
 -- Packer warps of the persistent kernel (epi = overlap), and its drain part (lib/mainloop.lua).
 local PACKERS = 3
 local function pack_persistent(c)
-  if c.epi == "regs" then return {drainers = 0, staging = 0} end
+  if c.epi == "regs" or c.epi == "regs2" then return {drainers = 0, staging = 0} end
   return {drainers = PACKERS, staging = epilogue.twell_pack_smem(c)}
 end
 
@@ -40,6 +41,17 @@ M.constraints[#M.constraints + 1] = {why = "persistent packing: pipeline and sta
     return true
   end}
 M.constraints[#M.constraints + 1] = {why = "slots fit in a tile", check = function(c) return c.slots < c.bn end}
+M.constraints[#M.constraints + 1] = {why = "epi=regs2: clusters, each CTA of the pair loading half of the tile's Wg rows (bn >= 128)",
+  check = function(c, gpu) return c.epi ~= "regs2" or (c.bn >= 128 and gpu.cluster) end}
+
+-- The configuration the main loop sees (lib/mainloop.lua, lib/wgmma.lua): epi = regs2 runs it in clusters of 2.
+local function loop_config(c)
+  if c.epi ~= "regs2" then return c end
+  local l = {}
+  for k, v in pairs(c) do l[k] = v end
+  l.cluster = 2
+  return l
+end
 M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory",
   check = function(c, gpu) return epilogue.twell_pack_smem(c) <= gpu.smem_per_block end}
 
@@ -59,11 +71,11 @@ for _, p in ipairs(M.params) do M.name_keys[#M.name_keys + 1] = p.name end
 -- tiles of the first H neurons are not packed: their relu(gate) goes to hot_h (M x H, bf16) for the
 -- dense hot slice, and the packed gate holds the cold tiles only.
 function M.overlap_body(c, hot)
-  if c.epi == "regs" then
+  if c.epi == "regs" or c.epi == "regs2" then
     local x, r = pack_persistent(c), epilogue.twell_pack_regs(mainloop.derive(c), c, hot)
     x.stage = function() return r.stage end
     x.pre, x.post = r.pre, r.post
-    return mainloop.persistent(c, x)
+    return mainloop.persistent(loop_config(c), x)
   end
   local drain = epilogue.twell_pack_rows(c, "pw", PACKERS)
   if hot then
@@ -91,14 +103,14 @@ end
 -- maps), gpu.
 function M.launch(x)
   local c = x.c
-  return mainloop.launch{c = c, M = x.rows, N = x.F, K = x.D, a = x.a, b = x.b, gpu = x.gpu,
+  return mainloop.launch{c = loop_config(c), M = x.rows, N = x.F, K = x.D, a = x.a, b = x.b, gpu = x.gpu,
                          smem = epilogue.twell_pack_smem(c),
                          persistent = c.epi ~= "inline" and pack_persistent(c) or nil}
 end
 
 M.kernel_params = mainloop.kernel_params
 function M.device(c)
-  return mainloop.device(c) .. (c.epi == "regs" and epilogue.popc_below_device or "")
+  return mainloop.device(loop_config(c)) .. ((c.epi == "regs" or c.epi == "regs2") and epilogue.popc_below_device or "")
 end
 
 -- The kernel body. Expects in scope: A (rows x K), B (N x K), packed, pool, pool_counter,

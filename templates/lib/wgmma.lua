@@ -120,8 +120,13 @@ __device__ __forceinline__ void sp_fence_proxy_async(void)
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
 ]] .. wgmma_fn(n, "", 0, "d[64 x " .. n .. "] += A(64 x 16, smem) * B(" .. n .. " x 16, smem)^T")
-    .. (c.load == "tma" and M.tma_device or "")
+    .. (c.load == "tma" and M.tma_device or "") .. (M.cluster(c) == 2 and M.cluster_device or "")
 end
+
+-- CTAs per cluster of a persistent kernel: 2 where the configuration the caller derived sets cluster = 2
+-- (lib/twell_produce.lua: epi = regs2); the pair works on tiles of the same B rows, each CTA multicasting
+-- half of every B stage to both (half the L2 traffic for B).
+function M.cluster(c) return c.cluster or 1 end
 
 -- B stored MN-major (K x N row-major in memory, as the down projection's weights Wd: row k = neuron
 -- k's output row): the copy engine lands each k-tile as bn/64 boxes of 64 k-rows x 64 columns (one
@@ -180,6 +185,41 @@ __device__ __forceinline__ void sp_tma_load_2d(sp_u32 dst, const sp_tmap *map, i
 }
 ]]
 
+-- Clusters of 2 (M.cluster; after M.tma_device).
+M.cluster_device = [[
+/* Clusters of 2: arrive on the peer CTA's barrier at the same offset as bar. */
+__device__ __forceinline__ void sp_mbar_arrive_peer(sp_u32 bar)
+{
+    asm volatile("{\n.reg .b32 r;\n.reg .b32 peer;\nmov.u32 peer, %%cluster_ctarank;\nxor.b32 peer, peer, 1;\n"
+                 "mapa.shared::cluster.u32 r, %0, peer;\n"
+                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}\n" :: "r"(bar) : "memory");
+}
+/* A stage is free once the warps of both CTAs released it: the peer's copies land in it too. */
+__device__ __forceinline__ void sp_mbar_release2(sp_u32 bar)
+{
+    sp_mbar_arrive(bar);
+    sp_mbar_arrive_peer(bar);
+}
+/* Every thread of both CTAs: their barriers initialised, or their work done. */
+__device__ __forceinline__ void sp_cluster_sync(void)
+{
+    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ int sp_cluster_rank(void)
+{
+    sp_u32 r;
+    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
+    return (int)r;
+}
+/* sp_tma_load_2d into the same offset of both CTAs of the cluster, completing on each one's bar. */
+__device__ __forceinline__ void sp_tma_load_2d_mc(sp_u32 dst, const sp_tmap *map, int c0, int c1, sp_u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
+                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
+                 :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar), "h"((unsigned short)3) : "memory");
+}
+]]
+
 -- Extra kernel parameters (after the ordinary ones): the tensor maps of A and B with tma.
 function M.kernel_params(c)
   if c.load ~= "tma" then return "" end
@@ -192,7 +232,7 @@ function M.tmaps(c, a, rows, b, cols, K, b_mn)
   if c.load ~= "tma" then return nil end
   return {{arg = a, rows = rows, cols = K, box_rows = c.bm, box_cols = M.BK, swizzle = 128},
           b_mn and {arg = b, rows = K, cols = cols, box_rows = M.BK, box_cols = M.BK, swizzle = 128}
-               or {arg = b, rows = cols, cols = K, box_rows = c.bn, box_cols = M.BK, swizzle = 128}}
+               or {arg = b, rows = cols, cols = K, box_rows = c.bn // M.cluster(c), box_cols = M.BK, swizzle = 128}}
 end
 
 -- Kernel body start: tile order (lib/cuda.lua) and the warpgroup coordinates.
@@ -280,11 +320,12 @@ function M.consume(c, d, it, advance, last, b_mn)
             sp_mbar_wait(full + st * 8, (${it} / ${stages}) & 1);
 ${tile}
             sp_wgmma_wait<1>();
-            if (kt > 0 && lane == 0) sp_mbar_arrive(empty + ((${it} - 1) % ${stages}) * 8);
+            if (kt > 0 && lane == 0) ${release}(empty + ((${it} - 1) % ${stages}) * 8);
         }
         sp_wgmma_wait<0>();
-        if (lane == 0) sp_mbar_arrive(empty + ((${last}) % ${stages}) * 8);]],
-    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d, b_mn)})
+        if (lane == 0) ${release}(empty + ((${last}) % ${stages}) * 8);]],
+    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d, b_mn),
+     release = M.cluster(c) == 2 and "sp_mbar_release2" or "sp_mbar_arrive"})
 end
 
 -- The producer warp's copies of k-tile kt (C expressions: it counts k-tiles over the kernel's
@@ -292,7 +333,14 @@ end
 -- first column of B): wait until the stage is free, announce its bytes, start the boxes.
 function M.tma_issue(c, d, it, kt, m0, n0, b_mn)
   local b_load
-  if not b_mn then
+  if M.cluster(c) == 2 then
+    -- clusters of 2 (rank in scope: the CTA's in its cluster): each loads half of B's rows for both
+    if b_mn then error("wgmma.tma_issue: clusters of 2 with B MN-major", 2) end
+    b_load = text.fill([[
+                sp_tma_load_2d_mc(sB + (sp_u32)(s * ${b_stage} + rank * ${half} * ${bk}) * 2u, &sp_tmB, ${kt} * ${bk},
+                                  ${n0} + rank * ${half}, full + s * 8);]],
+      {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0, half = c.bn // 2})
+  elseif not b_mn then
     b_load = text.fill([[
                 sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
       {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0})
