@@ -187,12 +187,14 @@ __device__ __forceinline__ void sp_tma_load_2d(sp_u32 dst, const sp_tmap *map, i
 
 -- Clusters of 2 (M.cluster; after M.tma_device).
 M.cluster_device = [[
-/* Clusters of 2: arrive on the peer CTA's barrier at the same offset as bar. */
+/* Clusters of 2: arrive on the peer CTA's barrier at the same offset as bar. The default (CTA-scope) semantics: a
+   released stage was read by wgmma only, whose reads wgmma.wait_group has completed; a cluster-scope release here
+   costs a MEMBAR.ALL.GPU every k-tile (it made the pair 20-33 % slower than one CTA, bench/RESULTS.md). */
 __device__ __forceinline__ void sp_mbar_arrive_peer(sp_u32 bar)
 {
     asm volatile("{\n.reg .b32 r;\n.reg .b32 peer;\nmov.u32 peer, %%cluster_ctarank;\nxor.b32 peer, peer, 1;\n"
                  "mapa.shared::cluster.u32 r, %0, peer;\n"
-                 "mbarrier.arrive.release.cluster.shared::cluster.b64 _, [r];\n}\n" :: "r"(bar) : "memory");
+                 "mbarrier.arrive.shared::cluster.b64 _, [r];\n}\n" :: "r"(bar) : "memory");
 }
 /* A stage is free once the warps of both CTAs released it: the peer's copies land in it too. */
 __device__ __forceinline__ void sp_mbar_release2(sp_u32 bar)
