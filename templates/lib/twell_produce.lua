@@ -43,6 +43,8 @@ M.constraints[#M.constraints + 1] = {why = "persistent packing: pipeline and sta
 M.constraints[#M.constraints + 1] = {why = "slots fit in a tile", check = function(c) return c.slots < c.bn end}
 M.constraints[#M.constraints + 1] = {why = "epi=regs2: clusters, each CTA of the pair loading half of the tile's Wg rows (bn >= 128)",
   check = function(c, gpu) return c.epi ~= "regs2" or (c.bn >= 128 and gpu.cluster) end}
+M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory",
+  check = function(c, gpu) return epilogue.twell_pack_smem(c) <= gpu.smem_per_block end}
 
 -- The configuration the main loop sees (lib/mainloop.lua, lib/wgmma.lua): epi = regs2 runs it in clusters of 2.
 local function loop_config(c)
@@ -52,8 +54,6 @@ local function loop_config(c)
   l.cluster = 2
   return l
 end
-M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory",
-  check = function(c, gpu) return epilogue.twell_pack_smem(c) <= gpu.smem_per_block end}
 
 -- The producer's best measured form on Hopper (bench/RESULTS.md): wgmma + TMA, packing from the
 -- registers with four stages, 128 x 256 tiles (T = 256), 15 slots; for a template's defaults(gpu). `extra` appended.
