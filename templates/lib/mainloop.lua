@@ -116,6 +116,8 @@ function M.persistent(c, x)
   local d = wgmma.derive(c)
   local l = layout(c, x.staging)
   local cl = wgmma.cluster(c)
+  -- the drain warps below walk the tiles one CTA at a time
+  if cl == 2 and x.drainers > 0 then error("mainloop.persistent: clusters of 2 need drainers = 0", 2) end
   -- drainers = 0: the warpgroups run x.stage as the whole epilogue (from their registers), no handover
   local stage, drain, handover = x.stage(d), "", ""
   if x.drainers > 0 then
