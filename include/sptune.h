@@ -147,9 +147,10 @@ SPTUNE_API const char *sptune_kernel_recorded(const sptune_kernel *k, const char
  * as sptune_kernel_launch_ws would on the caller's tensors, stream and workspace (one warm-up, the median of five
  * timed runs; those that need more workspace than workspace_bytes are passed over) and the fastest returned in
  * *out (sptune_kernel_origin's detail ends with what was timed) — the kernel served stays unless the fastest other,
- * timed against it launch by launch, is at least 2 % faster (a brief measure must not make what is served worse). The outputs hold the last candidate's result
- * afterwards: launch *out to compute. Call it once, outside CUDA graph capture (a capturing stream is refused:
- * autotune first, then capture the kernel it returns), with a batch like those to come. For an op whose data has
+ * timed against it launch by launch, is at least 2 % faster (a brief measure must not make what is served worse).
+ * The outputs hold the last candidate's result afterwards: launch *out to compute. Call it once, outside CUDA graph
+ * capture (a capturing stream is refused: autotune first, then capture the kernel it returns), with a batch like
+ * those to come. For an op whose data has
  * kinds (twell: gen), the fastest is recorded in the user's database (req->db_path: NULL the default one, "" none)
  * as a result of req->problem measured on the application's own tensors (gen=2, baseline: the dense layer timed
  * with it), which sptune_kernel_get then serves for that problem (exact, over the generators' results) in this

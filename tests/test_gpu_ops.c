@@ -140,14 +140,14 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
     sp_template *t = NULL;
     CHECK_ST(sp_template_load(oc->op, &t), SPTUNE_OK);
     if (!t) return;
+    /* SPTUNE_TEST_MATCH (as in run_ffn_workspace): the listed configurations that contain it, no sample */
+    const char *match = getenv("SPTUNE_TEST_MATCH");
     for (int s = 0; s < 8 && oc->shapes[s]; s++) {
         sp_problem p;
         sp_configs pk;
         CHECK_ST(sp_problem_parse(t, oc->shapes[s], &p), SPTUNE_OK);
         CHECK_ST(sp_space_collect(t, &b->gpu, &p, &pk), SPTUNE_OK);
         CHECK_ST(sp_space_sample(&pk, t, PER_SHAPE, 1234 + (unsigned long long)s), SPTUNE_OK);
-        /* SPTUNE_TEST_MATCH (as in run_ffn_workspace): the listed configurations that contain it, no sample */
-        const char *match = getenv("SPTUNE_TEST_MATCH");
         if (match) pk.n = 0;
         for (int a = 0; a < 3; a++) add_always(&pk, t, &b->gpu, &p, oc->always[a], match);
         sp_case cs;

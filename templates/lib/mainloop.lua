@@ -51,6 +51,14 @@ function M.hopper_default(gpu, extra)
 end
 
 function M.loop(c) return c.mainloop == "wgmma" and wgmma or mma end
+
+-- A copy of configuration c with field set to value (a form derived from it: another pipeline depth, a cluster).
+function M.with(c, field, value)
+  local d = {}
+  for k, v in pairs(c) do d[k] = v end
+  d[field] = value
+  return d
+end
 function M.derive(c) return M.loop(c).derive(c) end
 
 -- Kernel parameters after the ordinary ones (the tensor maps, when the main loop takes them).
@@ -67,7 +75,8 @@ function M.launch(x)
   local tiles = ((x.M + c.bm - 1) // c.bm) * ((x.N + c.bn - 1) // c.bn)
   local tmaps = c.mainloop == "wgmma" and wgmma.tmaps(c, x.a, x.M, x.b, x.N, x.K, x.b_mn) or nil
   if x.persistent then
-    local l = {grid = {math.min(tiles, x.gpu.sm_count), 1, 1}, block = {M.persistent_threads(c, x.persistent.drainers), 1, 1},
+    local l = {grid = {math.min(tiles, x.gpu.sm_count), 1, 1},
+               block = {M.persistent_threads(c, x.persistent.drainers), 1, 1},
                smem = M.persistent_smem(c, x.persistent.staging), tmaps = tmaps}
     if wgmma.cluster(c) == 2 then   -- pairs of tile rows, one cluster of 2 CTAs each, at most one CTA an SM
       local pairs = ((x.M + 2 * c.bm - 1) // (2 * c.bm)) * ((x.N + c.bn - 1) // c.bn)
@@ -116,6 +125,9 @@ function M.persistent(c, x)
   local d = wgmma.derive(c)
   local l = layout(c, x.staging)
   local cl = wgmma.cluster(c)
+  -- the tile row of tile t (with clusters of 2: of pair t, whose CTAs take rows 2 * it + rank)
+  local pid_m = string.format("(((t) / (%d * tiles_n)) * %d + ((t) %% (%d * tiles_n)) %% SP_GROUP_ROWS(t))",
+                              c.group_m, c.group_m, c.group_m)
   -- the drain warps below walk the tiles one CTA at a time
   if cl == 2 and x.drainers > 0 then error("mainloop.persistent: clusters of 2 need drainers = 0", 2) end
   -- drainers = 0: the warpgroups run x.stage as the whole epilogue (from their registers), no handover
@@ -190,9 +202,7 @@ ${issue}
 ]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
      pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, group_m = c.group_m, handover = handover,
      empty_count = d.mma_warps * cl, tm = cl == 2 and "tiles_m2" or "tiles_m",
-     pid_m = cl == 2 and string.format("(2 * (((t) / (%d * tiles_n)) * %d + ((t) %% (%d * tiles_n)) %% SP_GROUP_ROWS(t)) + rank)",
-                                       c.group_m, c.group_m, c.group_m)
-       or string.format("(((t) / (%d * tiles_n)) * %d + ((t) %% (%d * tiles_n)) %% SP_GROUP_ROWS(t))", c.group_m, c.group_m, c.group_m),
+     pid_m = cl == 2 and "(2 * " .. pid_m .. " + rank)" or pid_m,
      t0 = cl == 2 and "(int)(blockIdx.x >> 1)" or "blockIdx.x", tn = cl == 2 and "npairs" or "ntiles",
      tstep = cl == 2 and "(int)(gridDim.x >> 1)" or "gridDim.x",
      -- clusters of 2: pair p is tiles (2 * pid_m2 + rank, pid_n); a CTA past the last tile row multiplies

@@ -23,8 +23,10 @@ M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 3
 
 -- Packer warps of the persistent kernel (epi = overlap), and its drain part (lib/mainloop.lua).
 local PACKERS = 3
+-- epi = regs and regs2 pack from the accumulators: no packer warps, no staging tile.
+local function from_registers(c) return c.epi == "regs" or c.epi == "regs2" end
 local function pack_persistent(c)
-  if c.epi == "regs" or c.epi == "regs2" then return {drainers = 0, staging = 0} end
+  if from_registers(c) then return {drainers = 0, staging = 0} end
   return {drainers = PACKERS, staging = epilogue.twell_pack_smem(c)}
 end
 
@@ -41,18 +43,15 @@ M.constraints[#M.constraints + 1] = {why = "persistent packing: pipeline and sta
     return true
   end}
 M.constraints[#M.constraints + 1] = {why = "slots fit in a tile", check = function(c) return c.slots < c.bn end}
-M.constraints[#M.constraints + 1] = {why = "epi=regs2: clusters, each CTA of the pair loading half of the tile's Wg rows (bn >= 128)",
+M.constraints[#M.constraints + 1] = {
+  why = "epi=regs2: clusters, each CTA of the pair loading half of the tile's Wg rows (bn >= 128)",
   check = function(c, gpu) return c.epi ~= "regs2" or (c.bn >= 128 and gpu.cluster) end}
 M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory",
   check = function(c, gpu) return epilogue.twell_pack_smem(c) <= gpu.smem_per_block end}
 
 -- The configuration the main loop sees (lib/mainloop.lua, lib/wgmma.lua): epi = regs2 runs it in clusters of 2.
 local function loop_config(c)
-  if c.epi ~= "regs2" then return c end
-  local l = {}
-  for k, v in pairs(c) do l[k] = v end
-  l.cluster = 2
-  return l
+  return c.epi == "regs2" and mainloop.with(c, "cluster", 2) or c
 end
 
 -- The producer's best measured form on Hopper (bench/RESULTS.md): wgmma + TMA, packing from the
@@ -71,7 +70,7 @@ for _, p in ipairs(M.params) do M.name_keys[#M.name_keys + 1] = p.name end
 -- tiles of the first H neurons are not packed: their relu(gate) goes to hot_h (M x H, bf16) for the
 -- dense hot slice, and the packed gate holds the cold tiles only.
 function M.overlap_body(c, hot)
-  if c.epi == "regs" or c.epi == "regs2" then
+  if from_registers(c) then
     local x, r = pack_persistent(c), epilogue.twell_pack_regs(mainloop.derive(c), c, hot)
     x.stage = function() return r.stage end
     x.pre, x.post = r.pre, r.post
@@ -110,7 +109,7 @@ end
 
 M.kernel_params = mainloop.kernel_params
 function M.device(c)
-  return mainloop.device(loop_config(c)) .. ((c.epi == "regs" or c.epi == "regs2") and epilogue.popc_below_device or "")
+  return mainloop.device(loop_config(c)) .. (from_registers(c) and epilogue.popc_below_device or "")
 end
 
 -- The kernel body. Expects in scope: A (rows x K), B (N x K), packed, pool, pool_counter,

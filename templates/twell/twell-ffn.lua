@@ -182,15 +182,14 @@ local HOT_STORERS = 3
 -- the producer's fourth stage (epi = regs) and the staging tile over the shared memory they take fewer stages.
 -- Their configuration, or nil where not even 3 stages fit.
 local function hot_config(c, gpu)
-  local h = {}
-  for k, v in pairs(c) do h[k] = v end
-  while h.stages >= 3 do
+  for stages = c.stages, 3, -1 do
+    local h = mainloop.with(c, "stages", stages)
     if mainloop.persistent_smem(h, epilogue.staging_bytes(h)) <= gpu.smem_per_block then return h end
-    h.stages = h.stages - 1
   end
   return nil
 end
-constraints[#constraints + 1] = {why = "the hot slice's GEMMs: 3 stages or more and their staging tile fit in shared memory",
+constraints[#constraints + 1] = {
+  why = "the hot slice's GEMMs: 3 stages or more and their staging tile fit in shared memory",
   check = function(c, gpu) return c.hot == 0 or c.mainloop ~= "wgmma" or hot_config(c, gpu) ~= nil end}
 
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
