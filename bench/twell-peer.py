@@ -187,6 +187,9 @@ def main():
                     help="the tuning database sptune reads and autotune=True records into (default: a fresh one for "
                          "this run, so that one run's autotuned records are neither served to the next nor left in "
                          "the user's; 'user': the user's own, as an application would)")
+    ap.add_argument("--config", action="append", default=[],
+                    help="a twell-ffn configuration to time next to the served one (order=1 weights; repeatable)")
+    ap.add_argument("--rounds", type=int, default=3, help="timing rounds (each takes the implementations in turn)")
     args = ap.parse_args()
     if args.db != "user":
         import tempfile
@@ -218,6 +221,8 @@ def main():
         ks = [sptune.kernel("twell-ffn", problem + f",order={o}") for o in (1, 0)]
         for o, k in zip((1, 0), ks):
             print(f"{shape}: sptune serves for order={o} {k.config} ({k.origin})", flush=True)
+        fixed = [sptune.kernel("twell-ffn", problem + ",order=1", fixed=cfg) for cfg in args.config]
+        ks += fixed
         ys = torch.empty((M, D), dtype=torch.bfloat16, device=x.device)
         ws = torch.empty(max(max(k.workspace for k in ks), 1), dtype=torch.uint8, device=x.device)
 
@@ -229,6 +234,9 @@ def main():
 
         out["sptune twell-ffn (order=1)"] = lambda: sptune_ffn(ks[0], (pg, pu, pd))
         out["sptune twell-ffn, weights as drawn (order=0)"] = lambda: sptune_ffn(ks[1], (wg, wu, wd))
+        for i, k in enumerate(fixed):
+            print(f"  --config {i + 1}: {k.config}", flush=True)
+            out[f"sptune twell-ffn (order=1), --config {i + 1}"] = lambda k=k: sptune_ffn(k, (pg, pu, pd))
         if args.dense == 0.5:   # the Python op asks for the default distribution
             out["sptune.twell_ffn (Python op)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)),
                                                                            calibrated=True)
@@ -257,7 +265,7 @@ def main():
                       f"dense {c['dense_ms']:.4f} ms on the first call's tensors; "
                       f"autotuned: {c['detail'].split('autotuned: ')[-1][:240]}", flush=True)
         try:
-            times = timed({n: out[n] for n in checked})
+            times = timed({n: out[n] for n in checked}, rounds=args.rounds)
         except Exception as e:   # noqa: BLE001
             rows += [failed(shape, mean_nnz, n, e) for n in checked]
             continue

@@ -22,7 +22,8 @@ typedef struct op_cases { const char *op; const char *shapes[10]; const char *co
  * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
  * other shapes skip it), one and two warpgroups, every bn (= T), 3-5 stages, bm = 256 (two m64
  * blocks per warpgroup), few slots (heavy overflow); each persistent packing (packer warps, registers, registers in
- * clusters of two: an odd count of tile rows leaves the last pair's second CTA past M). */
+ * clusters of two: an odd count of tile rows leaves the last pair's second CTA past M; ping-pong warpgroups, alone
+ * and in clusters: a CTA's odd tile count leaves the second warpgroup a tile short). */
 static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=3,wgs=2",
     "mainloop=wgmma,bm=256,bn=128,bk=64,stages=4,wgs=2,slots=7", "mainloop=wgmma,bm=128,bn=64,bk=64,stages=4,wgs=1,slots=63",
@@ -34,7 +35,10 @@ static const char *const wgmma_configs[] = {
     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=regs,slots=7",
     "mainloop=wgmma,bm=256,bn=64,bk=64,stages=4,wgs=1,epi=regs",
     "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs2,slots=15",
-    "mainloop=wgmma,bm=256,bn=128,bk=64,stages=3,wgs=2,epi=regs2,slots=7", NULL};
+    "mainloop=wgmma,bm=256,bn=128,bk=64,stages=3,wgs=2,epi=regs2,slots=7",
+    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=5,wgs=2,epi=pingpong,slots=7",
+    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=pingpong,slots=31,group_m=1",
+    "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=pingpong2,slots=15", NULL};
 /* gemm's wgmma main loop: both loaders, one and two warpgroups, the store after the main loop and the
  * persistent kernel's overlapped store, bm = 256, the smallest tile. */
 static const char *const gemm_wgmma_configs[] = {
@@ -84,7 +88,8 @@ static const char *const slotfill_configs[] = {
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
  * the paper's shape at ~40 nonzeros per row; 90 % sparse; data made by the layer (gen=1: Gaussian tokens of
- * spread gains, denser tokens arising from X). twell-t2d and twell-gated: gates from
+ * spread gains, denser tokens arising from X); more tiles than two a CTA on 132 SMs (persistent kernels: each
+ * warpgroup of a ping-pong pair gets tiles, some CTAs an odd count). twell-t2d and twell-gated: gates from
  * sp_twell_gate_data (heavy-tailed neurons, 30 % dead, a dense row, denser first tokens, tiles
  * overflowing into the pool) from 90 % to 99.7 % sparse, D % 8 != 0 (element-wise paths), and
  * the benchmark layers' widths. twell-ffn: the whole layer (producer and gated consumer) at the
@@ -93,7 +98,8 @@ static const op_cases cases[] = {
     {"gemm", {"M=128,N=128,K=64", "M=1000,N=1032,K=1000", "M=77,N=131,K=61", "M=1,N=8,K=8", "M=300,N=201,K=256",
               "M=2048,N=1536,K=1024", NULL}, {gemm_wgmma_configs, NULL, NULL}},
     {"twell-d2t", {"M=300,D=200,F=1000,nnz=20", "M=77,D=61,F=130,nnz=40", "M=256,D=2048,F=5632,nnz=40",
-                   "M=128,D=256,F=1000,nnz=100", "M=300,D=256,F=1000,nnz=40,dense=2,dense_nnz=400,gen=1", NULL},
+                   "M=128,D=256,F=1000,nnz=100", "M=300,D=256,F=1000,nnz=40,dense=2,dense_nnz=400,gen=1",
+                   "M=1100,D=136,F=5000,nnz=30", NULL},
      {wgmma_configs, wgmma_d2t_configs, NULL}},
     {"twell-t2d", {"M=300,F=1000,D=200,T=256,S=31,nnz=20", "M=77,F=130,D=61,T=64,S=7,nnz=30",
                    "M=256,F=5632,D=2048,T=256,S=31,nnz=40", "M=200,F=1000,D=256,T=64,S=15,nnz=100",
@@ -383,10 +389,12 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
  * tail guards at D = 256 and 2048, its Wd rows after the dot products at D = 2048 with two entries a step; with
  * the rows two steps ahead prefetched: pf; in two kernels, passes = 2 and 8: slices of one to four chunks, partial at
  * D = 264, past D at D = 256 and 264); and the producer packing from its registers (epi = regs) before each kind of
- * consumer, hot slices of both tile widths among them, also in clusters of two CTAs (epi = regs2). */
+ * consumer, hot slices of both tile widths among them, also in clusters of two CTAs (epi = regs2), and with ping-pong
+ * warpgroups (epi = pingpong, pingpong2). */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 #define REGS "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs,slots=15,"
 #define REGS2 "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs2,slots=15,"
+#define PINGPONG "mainloop=wgmma,bm=128,bn=128,bk=64,stages=5,wgs=2,slots=7,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
     HOPPER "bn=256,route=512,warps=16,split=1,dots=8,dunroll=2",
@@ -406,7 +414,10 @@ static const char *const ws_configs[] = {
     REGS "bn=256,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1",
     REGS "bn=256,route=512,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2",
     REGS2 "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
-    REGS2 "bn=128,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1"};
+    REGS2 "bn=128,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1",
+    PINGPONG "epi=pingpong,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
+    PINGPONG "epi=pingpong,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1",
+    PINGPONG "epi=pingpong2,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};

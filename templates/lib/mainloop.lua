@@ -130,6 +130,11 @@ function M.persistent(c, x)
                               c.group_m, c.group_m, c.group_m)
   -- the drain warps below walk the tiles one CTA at a time
   if cl == 2 and x.drainers > 0 then error("mainloop.persistent: clusters of 2 need drainers = 0", 2) end
+  -- ping-pong warpgroups (lib/wgmma.lua) take the CTA's tiles in turn: each skips the other's k-tiles in the ring
+  local pp = wgmma.pingpong(c)
+  if pp and (x.drainers > 0 or c.wgs ~= 2) then error("mainloop.persistent: ping-pong needs 2 warpgroups, no drain warps", 2) end
+  local t0, tn = cl == 2 and "(int)(blockIdx.x >> 1)" or "blockIdx.x", cl == 2 and "npairs" or "ntiles"
+  local tstep = cl == 2 and "(int)(gridDim.x >> 1)" or "gridDim.x"
   -- drainers = 0: the warpgroups run x.stage as the whole epilogue (from their registers), no handover
   local stage, drain, handover = x.stage(d), "", ""
   if x.drainers > 0 then
@@ -177,11 +182,11 @@ ${rows}
 #define SP_PID_N(t) (((t) % (${group_m} * tiles_n)) / SP_GROUP_ROWS(t))
     if (warp < ${mma_warps}) {
         const int wg = warp >> 2;
-        int it = 0, n = 0;${pre}
-        for (int t = ${t0}; t < ${tn}; t += ${tstep}, ++n) {
+        int it = ${it0}, n = 0;${pre}
+        for (int t = ${t0}${wg_t0}; t < ${tn}; t += ${wg_step}, ++n) {
             const int n0 = SP_PID_N(t) * ${bn};
-${acc}
-${consume}
+${acc}${turn}
+${consume}${skip}
 ${stage}
         }${post}
     } else if (warp == ${mma_warps}) {
@@ -201,10 +206,12 @@ ${issue}
 #undef SP_GROUP_ROWS
 ]], {bm = c.bm, bn = c.bn, bk = wgmma.BK, stages = c.stages, a_stage = d.a_stage, b_stage = d.b_stage,
      pipe = l.pipe, bars = l.bars, mma_warps = d.mma_warps, group_m = c.group_m, handover = handover,
-     empty_count = d.mma_warps * cl, tm = cl == 2 and "tiles_m2" or "tiles_m",
+     empty_count = (pp and 4 or d.mma_warps) * cl, tm = cl == 2 and "tiles_m2" or "tiles_m",
      pid_m = cl == 2 and "(2 * " .. pid_m .. " + rank)" or pid_m,
-     t0 = cl == 2 and "(int)(blockIdx.x >> 1)" or "blockIdx.x", tn = cl == 2 and "npairs" or "ntiles",
-     tstep = cl == 2 and "(int)(gridDim.x >> 1)" or "gridDim.x",
+     t0 = t0, tn = tn,
+     tstep = tstep, it0 = pp and "wg * KT" or "0", wg_t0 = pp and (" + wg * " .. tstep) or "",
+     wg_step = pp and ("2 * " .. tstep) or tstep,
+     skip = pp and "\n            it += KT;   /* the other warpgroup's tile */" or "",
      -- clusters of 2: pair p is tiles (2 * pid_m2 + rank, pid_n); a CTA past the last tile row multiplies
      -- the last row's A again (nothing of it is written: its rows are past M) so that its peer gets its half of B
      pairs = cl == 2 and "\n    const int rank = sp_cluster_rank(), tiles_m2 = (tiles_m + 1) / 2, npairs = tiles_m2 * tiles_n;"
@@ -214,7 +221,12 @@ ${issue}
      cluster_sync = cl == 2 and "\n    sp_cluster_sync();" or "",
      issue = wgmma.tma_issue(c, d, "it", "kt", (cl == 2 and "min(pid_m, tiles_m - 1) * " or "pid_m * ") .. c.bm,
                              "pid_n * " .. c.bn, x.b_mn),
-     acc = wgmma.acc_decl(d), consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn),
+     acc = wgmma.acc_decl(d),
+     -- ping-pong: the CTA's first tile starts at once, every later one when the other warpgroup has waited for all of
+     -- its stages (lib/wgmma.lua)
+     turn = pp and string.format("\n            if (t != %s) sp_bar_sync256(1 + wg);", t0) or "",
+     consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn,
+                             pp and string.format("\n        if (t + %s < %s) sp_bar_arrive256(2 - wg);", tstep, tn) or nil),
      stage = stage, drain = drain, pre = x.pre and ("\n" .. x.pre) or "", post = x.post and ("\n" .. x.post) or ""})
 end
 

@@ -11,11 +11,14 @@ local M = {}
 
 M.params = {}
 for _, p in ipairs(mainloop.params) do M.params[#M.params + 1] = p end
-M.params[#M.params + 1] = {name = "epi", values = {"inline", "overlap", "regs", "regs2"}, default = "inline",
+M.params[#M.params + 1] = {name = "epi", values = {"inline", "overlap", "regs", "regs2", "pingpong", "pingpong2"},
+  default = "inline",
   doc = "packing: by the whole CTA after its main loop, or (wgmma + tma) by packer warps of a persistent CTA"
     .. " while the next tile's main loop runs, or (wgmma + tma) by the warpgroups of a persistent CTA straight"
     .. " from their accumulators (no staging tile: room for a fourth stage); regs2: the same in clusters of two"
-    .. " CTAs on tiles of the same Wg rows, each multicasting half of every Wg stage to both"}
+    .. " CTAs on tiles of the same Wg rows, each multicasting half of every Wg stage to both; pingpong: from the"
+    .. " accumulators, the two warpgroups on whole tiles in turn (one packs while the other multiplies: bm x bn"
+    .. " <= 16384); pingpong2: the same in clusters of two as regs2"}
 M.params[#M.params + 1] = {name = "group_m", values = {1, 8}, default = 8,
                            doc = "CTA rows walked together along M before moving along N (L2 reuse)"}
 M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 31,
@@ -24,7 +27,8 @@ M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 3
 -- Packer warps of the persistent kernel (epi = overlap), and its drain part (lib/mainloop.lua).
 local PACKERS = 3
 -- epi = regs and regs2 pack from the accumulators: no packer warps, no staging tile.
-local function from_registers(c) return c.epi == "regs" or c.epi == "regs2" end
+local FROM_REGISTERS = {regs = true, regs2 = true, pingpong = true, pingpong2 = true}
+local function from_registers(c) return FROM_REGISTERS[c.epi] == true end
 local function pack_persistent(c)
   if from_registers(c) then return {drainers = 0, staging = 0} end
   return {drainers = PACKERS, staging = epilogue.twell_pack_smem(c)}
@@ -43,15 +47,23 @@ M.constraints[#M.constraints + 1] = {why = "persistent packing: pipeline and sta
     return true
   end}
 M.constraints[#M.constraints + 1] = {why = "slots fit in a tile", check = function(c) return c.slots < c.bn end}
+local CLUSTERED = {regs2 = true, pingpong2 = true}
 M.constraints[#M.constraints + 1] = {
-  why = "epi=regs2: clusters, each CTA of the pair loading half of the tile's Wg rows (bn >= 128)",
-  check = function(c, gpu) return c.epi ~= "regs2" or (c.bn >= 128 and gpu.cluster) end}
+  why = "epi=regs2, pingpong2: clusters, each CTA of the pair loading half of the tile's Wg rows (bn >= 128)",
+  check = function(c, gpu) return not CLUSTERED[c.epi] or (c.bn >= 128 and gpu.cluster) end}
+M.constraints[#M.constraints + 1] = {
+  why = "epi=pingpong, pingpong2: two warpgroups, each holding a whole tile's accumulators (bm x bn <= 16384)",
+  check = function(c)
+    return (c.epi ~= "pingpong" and c.epi ~= "pingpong2") or (c.wgs == 2 and c.bm * c.bn <= 16384)
+  end}
 M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory",
   check = function(c, gpu) return epilogue.twell_pack_smem(c) <= gpu.smem_per_block end}
 
--- The configuration the main loop sees (lib/mainloop.lua, lib/wgmma.lua): epi = regs2 runs it in clusters of 2.
+-- The configuration the main loop sees (lib/mainloop.lua, lib/wgmma.lua): epi = regs2 and pingpong2 run it in
+-- clusters of 2, pingpong and pingpong2 with ping-pong warpgroups.
 local function loop_config(c)
-  return c.epi == "regs2" and mainloop.with(c, "cluster", 2) or c
+  local l = CLUSTERED[c.epi] and mainloop.with(c, "cluster", 2) or c
+  return (c.epi == "pingpong" or c.epi == "pingpong2") and mainloop.with(l, "pingpong", true) or l
 end
 
 -- The producer's best measured form on Hopper (bench/RESULTS.md): wgmma + TMA, packing from the
@@ -71,7 +83,7 @@ for _, p in ipairs(M.params) do M.name_keys[#M.name_keys + 1] = p.name end
 -- dense hot slice, and the packed gate holds the cold tiles only.
 function M.overlap_body(c, hot)
   if from_registers(c) then
-    local x, r = pack_persistent(c), epilogue.twell_pack_regs(mainloop.derive(c), c, hot)
+    local x, r = pack_persistent(c), epilogue.twell_pack_regs(mainloop.derive(loop_config(c)), c, hot)
     x.stage = function() return r.stage end
     x.pre, x.post = r.pre, r.post
     return mainloop.persistent(loop_config(c), x)

@@ -30,7 +30,8 @@ function M.derive(c)
   d.tma = c.load == "tma"
   d.warps = d.mma_warps + (d.tma and 1 or 0)   -- + the producer warp
   d.threads = 32 * d.warps
-  d.rows_wg = c.bm // c.wgs          -- rows per warpgroup
+  -- rows per warpgroup: with ping-pong warpgroups (M.pingpong) each takes whole tiles in turn
+  d.rows_wg = M.pingpong(c) and c.bm or c.bm // c.wgs
   d.mt = d.rows_wg // 64             -- m64 instructions per k16 step
   d.nt = c.bn // 8                   -- n8 blocks per instruction
   d.a_stage = c.bm * M.BK            -- elements
@@ -41,7 +42,8 @@ function M.derive(c)
   d.a_iters = c.bm * 8 // d.threads  -- 16-byte chunks per thread and tile (cp.async)
   d.b_iters = c.bn * 8 // d.threads
   d.acc_regs = d.mt * c.bn // 2
-  d.acc_row = string.format("(warp >> 2) * %d + i * 64 + (warp & 3) * 16", d.rows_wg)
+  d.acc_row = M.pingpong(c) and "i * 64 + (warp & 3) * 16"
+              or string.format("(warp >> 2) * %d + i * 64 + (warp & 3) * 16", d.rows_wg)
   d.acc_col = "j * 8"
   d.acc_owner = d.tma and string.format("warp < %d", d.mma_warps) or nil
   return d
@@ -121,12 +123,26 @@ __device__ __forceinline__ void sp_fence_proxy_async(void)
 }
 ]] .. wgmma_fn(n, "", 0, "d[64 x " .. n .. "] += A(64 x 16, smem) * B(" .. n .. " x 16, smem)^T")
     .. (c.load == "tma" and M.tma_device or "") .. (M.cluster(c) == 2 and M.cluster_device or "")
+    .. (M.pingpong(c) and M.pingpong_device or "")
 end
 
 -- CTAs per cluster of a persistent kernel: 2 where the configuration the caller derived sets cluster = 2
 -- (lib/twell_produce.lua: epi = regs2); the pair works on tiles of the same B rows, each CTA multicasting
 -- half of every B stage to both (half the L2 traffic for B).
 function M.cluster(c) return c.cluster or 1 end
+
+-- Ping-pong warpgroups (a persistent kernel's configuration derived with pingpong = true, lib/twell_produce.lua:
+-- epi = pingpong): each of the two warpgroups multiplies whole tiles, the CTA's tiles taken in turn, so that one
+-- packs its finished tile while the other keeps the tensor cores busy; a stage is released by one warpgroup. A
+-- warpgroup starts waiting for its tile's stages only once the other has waited for all of its own (named barriers
+-- 1 and 2, M.pingpong_device): a stage's full barrier tells apart two successive fills only (a parity), and the
+-- main loops then take the tensor cores in turn.
+function M.pingpong(c) return c.pingpong == true end
+M.pingpong_device = [[
+/* Named barrier id of 256 threads: one warpgroup arrives (its turn is over), the other waits for it. */
+__device__ __forceinline__ void sp_bar_arrive256(int id) { asm volatile("bar.arrive %0, 256;\n" :: "r"(id) : "memory"); }
+__device__ __forceinline__ void sp_bar_sync256(int id) { asm volatile("bar.sync %0, 256;\n" :: "r"(id) : "memory"); }
+]]
 
 -- B stored MN-major (K x N row-major in memory, as the down projection's weights Wd: row k = neuron
 -- k's output row): the copy engine lands each k-tile as bn/64 boxes of 64 k-rows x 64 columns (one
@@ -262,7 +278,7 @@ function M.acc_decl(d) return cuda.acc_decl(d.mt, d.nt) end
 -- b_mn, B is MN-major (M.device_mn): the next k16 step is two 8-row groups further (2048 bytes).
 function M.tile(c, d, b_mn)
   return text.fill([[
-        const sp_u32 a_base = sA + (sp_u32)(st * ${a_stage} + wg * ${rows_wg} * ${bk}) * 2u;
+        const sp_u32 a_base = sA + (sp_u32)(st * ${a_stage}${wg_off}) * 2u;
         const sp_u32 b_base = sB + (sp_u32)(st * ${b_stage}) * 2u;
         sp_wgmma_fence();
         #pragma unroll
@@ -272,7 +288,8 @@ function M.tile(c, d, b_mn)
             for (int i = 0; i < ${mt}; ++i)
                 sp_wgmma_m64n${bn}${suffix}(acc[i], sp_wgmma_desc(a_base + (sp_u32)(i * 64 * ${bk} * 2) + ks * 32), db);
         }
-        sp_wgmma_commit();]], {a_stage = d.a_stage, b_stage = d.b_stage, rows_wg = d.rows_wg, bk = M.BK, mt = d.mt,
+        sp_wgmma_commit();]], {a_stage = d.a_stage, b_stage = d.b_stage, bk = M.BK, mt = d.mt,
+                               wg_off = M.pingpong(c) and "" or string.format(" + wg * %d * %d", d.rows_wg, M.BK),
                                bn = c.bn, suffix = b_mn and "_bt" or "",
                                bdesc = b_mn and "sp_wgmma_desc_mn(b_base + ks * 2048)" or "sp_wgmma_desc(b_base + ks * 32)"})
 end
@@ -314,8 +331,8 @@ end
 -- The accumulator warps' loop over one tile's k-tiles (it: the k-tile count over the kernel's life,
 -- advanced by `advance` each step; last: its value at the tile's last k-tile): wait for the
 -- stage, multiply, and release the stage one step later (after the wgmmas reading it retired);
--- the last stage is released once all are done.
-function M.consume(c, d, it, advance, last, b_mn)
+-- the last stage is released once all are done. issued (optional): what runs once the last k-tile's wgmmas went out.
+function M.consume(c, d, it, advance, last, b_mn, issued)
   return text.fill([[
         for (int kt = 0; kt < KT; ++kt${advance}) {
             const int st = ${it} % ${stages};
@@ -323,10 +340,10 @@ function M.consume(c, d, it, advance, last, b_mn)
 ${tile}
             sp_wgmma_wait<1>();
             if (kt > 0 && lane == 0) ${release}(empty + ((${it} - 1) % ${stages}) * 8);
-        }
+        }${issued}
         sp_wgmma_wait<0>();
         if (lane == 0) ${release}(empty + ((${last}) % ${stages}) * 8);]],
-    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d, b_mn),
+    {it = it, advance = advance, last = last, stages = c.stages, tile = M.tile(c, d, b_mn), issued = issued or "",
      release = M.cluster(c) == 2 and "sp_mbar_release2" or "sp_mbar_arrive"})
 end
 

@@ -39,8 +39,9 @@ local wgmma = require("lib.wgmma")
 -- shapes of FFN layers (the full producer space is twell-d2t's), so that the joint space stays
 -- searchable.
 local keep = {
-  mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"}, epi = {"inline", "overlap", "regs", "regs2"},
-  bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
+  mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"},
+  epi = {"inline", "overlap", "regs", "regs2", "pingpong", "pingpong2"},
+  bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4, 5},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
   warps = {2, 4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {1, 2, 4, 8}, dunroll = {1, 2},
   consumer = {"row", "tile", "reg", "regmma"}, route = {512, 256, 1024, 2048, 0, -1},
