@@ -120,7 +120,8 @@ function M.persistent_threads(c, drainers) return 32 * (4 * c.wgs + 1 + drainers
 -- x.drainers warps ("packers" in the code: TwELL packs, gemm stores) then run x.drain on the staged
 -- tile (in scope: sC, m0, pid_n, lane, pw = the drain warp's index) while the main loop goes on.
 -- x.staging: bytes of the staging tile; x.b_mn: B is MN-major (K x N, lib/wgmma.lua); x.pre and x.post (optional):
--- what the warpgroups run before their first tile and after their last.
+-- what the warpgroups run before their first tile and after their last. With ping-pong warpgroups (wgmma.pingpong(c),
+-- no drain warps) each warpgroup takes every other tile of the CTA's sequence whole, x.stage then being its epilogue.
 function M.persistent(c, x)
   local d = wgmma.derive(c)
   local l = layout(c, x.staging)
