@@ -145,6 +145,59 @@ function M.combine_rows(c, first, step, dst, op)
         }]], {first = first, step = step, bm = c.bm, bn = c.bn, row = c.bn + 8, dst = dst, f = f})
 end
 
+-- The same straight from the accumulators of a persistent kernel's warpgroup (lib/mainloop.lua's x.stage; with
+-- ping-pong warpgroups nothing waits for it): op "mul", "add" or "store" (dst = the tile). Each value rounded to bf16
+-- first, as the staged tile is, so that both forms give the same bits. A lane's pairs of columns as 4-byte words
+-- where N is even and dst 4-byte aligned (element-wise otherwise); a row's 2 x nt words loaded before any is
+-- stored (stores may alias the loads: the compiler would not hoist them). Expects in scope: t, n0, M, N, lane, warp.
+function M.combine_regs(d, c, dst, op)
+  local f = ({mul = "*", add = "+", store = ""})[op] or error("epilogue.combine_regs: unknown op " .. tostring(op), 2)
+  local combine = op == "store" and "v" or text.fill([[
+sp_pack_bf16x2(__uint_as_float(v << 16) ${f} __uint_as_float(old[j] << 16),
+                                           __uint_as_float(v & 0xffff0000u) ${f} __uint_as_float(old[j] & 0xffff0000u))]],
+    {f = f})
+  local one = op == "store" and "x" or ("x " .. f .. " sp_bf16_to_f32(out[col + b])")
+  return text.fill([[
+        {
+            const int m0 = SP_PID_M(t) * ${bm}, q = lane & 3;
+            sp_bf16 *const C = ${dst};
+            const bool pair = (N % 2 == 0) && ((((unsigned long long)C) & 3ull) == 0);
+            #pragma unroll
+            for (int i = 0; i < ${mt}; ++i) {
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int grow = m0 + ${arow} + (lane >> 2) + h * 8;
+                    if (grow >= M) continue;
+                    sp_bf16 *const out = C + (size_t)grow * N + n0;
+                    if (pair) {${load}
+                        #pragma unroll
+                        for (int j = 0; j < ${nt}; ++j) {
+                            const int col = j * 8 + q * 2;
+                            const sp_u32 v = sp_pack_bf16x2(acc[i][j][2 * h], acc[i][j][2 * h + 1]);
+                            if (n0 + col < N) *(sp_u32 *)(out + col) = ${combine};
+                        }
+                    } else {
+                        #pragma unroll
+                        for (int j = 0; j < ${nt}; ++j)
+                            #pragma unroll
+                            for (int b = 0; b < 2; ++b) {
+                                const int col = j * 8 + q * 2;
+                                const float x = sp_bf16_to_f32(sp_f32_to_bf16(acc[i][j][2 * h + b]));
+                                if (n0 + col + b < N) out[col + b] = sp_f32_to_bf16(${one});
+                            }
+                    }
+                }
+            }
+        }]], {bm = c.bm, mt = d.mt, nt = d.nt, arow = d.acc_row, dst = dst, combine = combine, one = one,
+              load = op == "store" and "" or text.fill([[
+
+                        sp_u32 old[${nt}];
+                        #pragma unroll
+                        for (int j = 0; j < ${nt}; ++j)
+                            old[j] = n0 + j * 8 + q * 2 < N ? *(const sp_u32 *)(out + j * 8 + q * 2) : 0u;]],
+                {nt = d.nt})})
+end
+
 -- Two steps by the whole CTA after its main loop, through the pipeline's shared memory: the warps that
 -- hold accumulators stage the tile, then every warp runs `rows` over it. Expects in scope what both
 -- need, plus sp_smem and warp.

@@ -61,10 +61,11 @@ M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory"
 
 -- The configuration the main loop sees (lib/mainloop.lua, lib/wgmma.lua): epi = regs2 and pingpong2 run it in
 -- clusters of 2, pingpong and pingpong2 with ping-pong warpgroups.
-local function loop_config(c)
+function M.loop_config(c)
   local l = CLUSTERED[c.epi] and mainloop.with(c, "cluster", 2) or c
   return (c.epi == "pingpong" or c.epi == "pingpong2") and mainloop.with(l, "pingpong", true) or l
 end
+local loop_config = M.loop_config
 
 -- The producer's best measured form on Hopper (bench/RESULTS.md): wgmma + TMA, packing from the
 -- registers with four stages, 128 x 256 tiles (T = 256), 15 slots; for a template's defaults(gpu). `extra` appended.

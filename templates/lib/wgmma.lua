@@ -144,6 +144,14 @@ __device__ __forceinline__ void sp_bar_arrive256(int id) { asm volatile("bar.arr
 __device__ __forceinline__ void sp_bar_sync256(int id) { asm volatile("bar.sync %0, 256;\n" :: "r"(id) : "memory"); }
 ]]
 
+-- What a source whose first kernels were emitted for configuration `have` (M.device) lacks for a persistent kernel
+-- of configuration `need` with B K-major: the wgmma of need's width, and the named barriers of ping-pong warpgroups.
+function M.device_more(have, need)
+  return (have.bn ~= need.bn and wgmma_fn(need.bn, "", 0, "d[64 x " .. need.bn .. "] += A(64 x 16, smem) * B("
+                                          .. need.bn .. " x 16, smem)^T") or "")
+    .. ((M.pingpong(need) and not M.pingpong(have)) and M.pingpong_device or "")
+end
+
 -- B stored MN-major (K x N row-major in memory, as the down projection's weights Wd: row k = neuron
 -- k's output row): the copy engine lands each k-tile as bn/64 boxes of 64 k-rows x 64 columns (one
 -- 128-byte swizzled row per k), box after box; the descriptor's leading offset steps between the

@@ -57,8 +57,13 @@ local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
               doc = "hot/cold split: the first hot/8 of the neurons (ordered most frequent first:"
                 .. " sptune_twell_hot_order) run as a dense tensor-core slice for every token, the rest sparse;"
                 .. " 0: all sparse, 8: the dense layer"}}
+-- after every earlier parameter: configurations recorded before it keep their text (and take its default)
+local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong"}, default = "staged",
+                   doc = "the hot slice's two GEMMs: the producer's tiles, store warps draining each staged tile"
+                     .. " (3 stages beside it), or ping-pong warpgroups on 128 x 128 tiles combining straight from"
+                     .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop)"}}
 local params = {}
-for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT, rowreg.params}) do
+for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT, rowreg.params, HOT_LOOP}) do
   for _, p in ipairs(src) do
     local values, default = keep[p.name] or p.values, p.default
     local ok = false
@@ -182,7 +187,13 @@ local HOT_STORERS = 3
 -- The hot slice's GEMMs run the producer's tiles and pipeline, but stage their tiles for the store warps: with
 -- the producer's fourth stage (epi = regs) and the staging tile over the shared memory they take fewer stages.
 -- Their configuration, or nil where not even 3 stages fit.
+local PINGPONG_STAGES = 4   -- twell-d2t's ping-pong form: 4 stages of 128 x 128 ran faster than 5 (bench/RESULTS.md)
 local function hot_config(c, gpu)
+  if c.hotloop == "pingpong" then
+    local h = mainloop.with(mainloop.with(mainloop.with(c, "bm", 128), "bn", 128), "stages", PINGPONG_STAGES)
+    h = mainloop.with(mainloop.with(h, "wgs", 2), "pingpong", true)
+    return mainloop.persistent_smem(h, 0) <= gpu.smem_per_block and h or nil
+  end
   for stages = c.stages, 3, -1 do
     local h = mainloop.with(c, "stages", stages)
     if mainloop.persistent_smem(h, epilogue.staging_bytes(h)) <= gpu.smem_per_block then return h end
@@ -192,12 +203,27 @@ end
 constraints[#constraints + 1] = {
   why = "the hot slice's GEMMs: 3 stages or more and their staging tile fit in shared memory",
   check = function(c, gpu) return c.hot == 0 or c.mainloop ~= "wgmma" or hot_config(c, gpu) ~= nil end}
+constraints[#constraints + 1] = {why = "hotloop=pingpong: a hot slice (hot > 0) on the wgmma + TMA kernels",
+  check = function(c) return c.hotloop == "staged" or (c.hot > 0 and c.mainloop == "wgmma" and c.load == "tma") end}
 
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
 -- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y (+)= hot_h Wd[:H], Wd read
 -- MN-major (added to what the sparse part wrote when `add`, else stored).
-local function hot_kernels(c, n, H, add)
+local function hot_kernels(c, n, H, add, producer)
   local kparams = args.params(ARGS, wgmma.kernel_params(c))
+  if wgmma.pingpong(c) then   -- hotloop = pingpong: the combine from the accumulators, no store warps
+    local function kernel(name, A, B, N, K, b_mn, dst, op)
+      return mainloop.kernel(mainloop.persistent_threads(c, 0), name, kparams, text.fill([[
+    const sp_bf16 *__restrict__ A = ${A}, *__restrict__ B = ${B};
+    const int N = ${N}, K = ${K};
+    (void)A; (void)B; /* read through the tensor maps */]], {A = A, B = B, N = N, K = K})
+        .. "\n" .. mainloop.persistent(c, {drainers = 0, staging = 0, b_mn = b_mn,
+                                           stage = function(d) return epilogue.combine_regs(d, c, dst, op) end}))
+    end
+    return wgmma.device_more(produce.loop_config(producer), c) .. wgmma.device_mn(c)
+      .. kernel(n.hot_up, "X", "Wu", H, "D", false, "hot_h", "mul")
+      .. kernel(n.hot_y, "hot_h", "Wd", "D", H, true, "Y", add and "add" or "store")
+  end
   local STORERS = HOT_STORERS   -- the drains' row step, the kernel's warps and the launch agree on it
   local threads = mainloop.persistent_threads(c, STORERS)
   -- a GEMM of A (rows x K) against B (N x K, or K x N with b_mn), both read by the copy engine
@@ -245,7 +271,7 @@ return {
                 produce = produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}}
     if c.hot > 0 then
       local H, hc = hot_cols(c, p.F), hot_config(c, gpu)
-      local persistent = mainloop.store_persistent(hc, HOT_STORERS)
+      local persistent = wgmma.pingpong(hc) and {drainers = 0, staging = 0} or mainloop.store_persistent(hc, HOT_STORERS)
       at.hot_up = mainloop.launch{c = hc, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
       at.hot_y = mainloop.launch{c = hc, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
                                  persistent = persistent}
@@ -294,6 +320,6 @@ ${hot}]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route
      producer = produce.kernel(c, n.produce, ARGS, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil),
      dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(gpu, n, sig) or ""),
      -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
-     hot = has.hot_up and hot_kernels(hot_config(c, gpu), n, hot_cols_c(c, "F"), has.consume) or ""})
+     hot = has.hot_up and hot_kernels(hot_config(c, gpu), n, hot_cols_c(c, "F"), has.consume, c) or ""})
   end,
 }
