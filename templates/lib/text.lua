@@ -34,9 +34,10 @@ function M.kernel_name(prefix, c, params)
   local parts, all = {prefix}, {}
   for _, p in ipairs(params) do
     local v = c[p.name]
-    all[#all + 1] = p.name .. "=" .. tostring(v)
     local default = p.default
     if default == nil then default = p.values[1] end
+    -- a parameter added after kernels were recorded (p.added) leaves their names as they were at its default
+    if not (p.added and v == default) then all[#all + 1] = p.name .. "=" .. tostring(v) end
     if v ~= default then
       if type(v) == "boolean" then v = v and 1 or 0 end
       parts[#parts + 1] = p.name .. tostring(v)

@@ -58,7 +58,7 @@ local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
                 .. " sptune_twell_hot_order) run as a dense tensor-core slice for every token, the rest sparse;"
                 .. " 0: all sparse, 8: the dense layer"}}
 -- after every earlier parameter: configurations recorded before it keep their text (and take its default)
-local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong"}, default = "staged",
+local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong"}, default = "staged", added = true,
                    doc = "the hot slice's two GEMMs: the producer's tiles, store warps draining each staged tile"
                      .. " (3 stages beside it), or ping-pong warpgroups on 128 x 128 tiles combining straight from"
                      .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop)"}}
@@ -68,7 +68,7 @@ for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params
     local values, default = keep[p.name] or p.values, p.default
     local ok = false
     for _, v in ipairs(values) do ok = ok or v == default end
-    params[#params + 1] = {name = p.name, values = values, default = ok and default or values[1],
+    params[#params + 1] = {name = p.name, values = values, default = ok and default or values[1], added = p.added,
                            doc = docs[p.name] or p.doc}
   end
 end
