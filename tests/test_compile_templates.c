@@ -73,9 +73,7 @@ static const struct { const char *op, *shape, *config; int tmaps; } hopper[] = {
     {"twell-d2t", "M=1000,D=2048,F=1037,nnz=40", "mainloop=wgmma,bm=256,bn=64,bk=64,stages=5,wgs=1,epi=regs", 2},
     {"twell-ffn", "M=1000,D=2048,F=1032,nnz=40,order=1",
      "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs2,consumer=reg,warps=2,split=1,dots=1,dunroll=1,hot=1", 2},
-    {"twell-ffn", "M=1000,D=2048,F=1032,nnz=40,order=1",
-     "mainloop=wgmma,bm=128,bn=128,bk=64,stages=5,wgs=2,epi=pingpong,slots=7,consumer=regmma,warps=2,split=1,dots=1,"
-     "dunroll=1,hot=1", 2},
+    {"twell-d2t", "M=1000,D=2048,F=1037,nnz=40", "mainloop=wgmma,bm=128,bn=128,bk=64,stages=4,wgs=2,epi=pingpong", 2},
     {"twell-d2t", "M=1000,D=2048,F=1037,nnz=40", "mainloop=wgmma,bm=128,bn=128,bk=64,stages=5,wgs=2,epi=pingpong2", 2},
     {"twell-ffn", "M=1000,D=2048,F=1032,nnz=40,order=1",
      "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,"

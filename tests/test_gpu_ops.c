@@ -389,13 +389,12 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
  * tail guards at D = 256 and 2048, its Wd rows after the dot products at D = 2048 with two entries a step; with
  * the rows two steps ahead prefetched: pf; in two kernels, passes = 2 and 8: slices of one to four chunks, partial at
  * D = 264, past D at D = 256 and 264); and the producer packing from its registers (epi = regs) before each kind of
- * consumer, hot slices of both tile widths among them, also in clusters of two CTAs (epi = regs2), and with ping-pong
- * warpgroups (epi = pingpong, pingpong2); the hot slice's GEMMs on ping-pong warpgroups (hotloop = pingpong: the
- * product into hot_h, the sum into Y, and with hot = 8 the store), after each kind of producer. */
+ * consumer, hot slices of both tile widths among them, also in clusters of two CTAs (epi = regs2); the hot slice's
+ * GEMMs on ping-pong warpgroups (hotloop = pingpong: the product into hot_h, the sum into Y, and with hot = 8 the
+ * store) after both kinds of persistent producer. */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 #define REGS "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs,slots=15,"
 #define REGS2 "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs2,slots=15,"
-#define PINGPONG "mainloop=wgmma,bm=128,bn=128,bk=64,stages=5,wgs=2,slots=7,"
 static const char *const ws_configs[] = {
     "route=256", "route=256,consumer=tile", "route=-1", "route=0", "route=256,warps=8,split=4",
     HOPPER "bn=256,route=512,warps=16,split=1,dots=8,dunroll=2",
@@ -416,13 +415,9 @@ static const char *const ws_configs[] = {
     REGS "bn=256,route=512,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2",
     REGS2 "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
     REGS2 "bn=128,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1",
-    PINGPONG "epi=pingpong,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
-    PINGPONG "epi=pingpong,route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1",
-    PINGPONG "epi=pingpong2,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1",
     REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,hotloop=pingpong",
     REGS "bn=128,route=-1,consumer=reg,warps=8,split=1,dots=2,dunroll=1,hot=2,hotloop=pingpong",
-    HOPPER "bn=256,route=-1,hot=4,hotloop=pingpong", REGS "bn=256,hot=8,hotloop=pingpong",
-    PINGPONG "epi=pingpong,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,hotloop=pingpong"};
+    HOPPER "bn=256,route=-1,hot=4,hotloop=pingpong", REGS "bn=256,hot=8,hotloop=pingpong"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};

@@ -133,7 +133,9 @@ function M.persistent(c, x)
   if cl == 2 and x.drainers > 0 then error("mainloop.persistent: clusters of 2 need drainers = 0", 2) end
   -- ping-pong warpgroups (lib/wgmma.lua) take the CTA's tiles in turn: each skips the other's k-tiles in the ring
   local pp = wgmma.pingpong(c)
-  if pp and (x.drainers > 0 or c.wgs ~= 2) then error("mainloop.persistent: ping-pong needs 2 warpgroups, no drain warps", 2) end
+  if pp and (x.drainers > 0 or c.wgs ~= 2) then
+    error("mainloop.persistent: ping-pong needs 2 warpgroups, no drain warps", 2)
+  end
   local t0, tn = cl == 2 and "(int)(blockIdx.x >> 1)" or "blockIdx.x", cl == 2 and "npairs" or "ntiles"
   local tstep = cl == 2 and "(int)(gridDim.x >> 1)" or "gridDim.x"
   -- drainers = 0: the warpgroups run x.stage as the whole epilogue (from their registers), no handover
@@ -226,8 +228,8 @@ ${issue}
      -- ping-pong: the CTA's first tile starts at once, every later one when the other warpgroup has waited for all of
      -- its stages (lib/wgmma.lua)
      turn = pp and string.format("\n            if (t != %s) sp_bar_sync256(1 + wg);", t0) or "",
-     consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn,
-                             pp and string.format("\n        if (t + %s < %s) sp_bar_arrive256(2 - wg);", tstep, tn) or nil),
+     consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn, pp and
+                             string.format("\n        if (t + %s < %s) sp_bar_arrive256(2 - wg);", tstep, tn) or nil),
      stage = stage, drain = drain, pre = x.pre and ("\n" .. x.pre) or "", post = x.post and ("\n" .. x.post) or ""})
 end
 

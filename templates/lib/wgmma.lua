@@ -129,7 +129,9 @@ end
 -- CTAs per cluster of a persistent kernel: 2 where the configuration the caller derived sets cluster = 2
 -- (lib/twell_produce.lua: epi = regs2); the pair works on tiles of the same B rows, each CTA multicasting
 -- half of every B stage to both (half the L2 traffic for B).
-function M.cluster(c) return c.cluster or 1 end
+-- (cluster and pingpong are fields of derived configurations, not parameters: read raw, so that a constraint's
+-- check through derive(c) does not count as reading every parameter in the space walk, gen/sp_template_run.c)
+function M.cluster(c) return rawget(c, "cluster") or 1 end
 
 -- Ping-pong warpgroups (a persistent kernel's configuration derived with pingpong = true, lib/twell_produce.lua:
 -- epi = pingpong): each of the two warpgroups multiplies whole tiles, the CTA's tiles taken in turn, so that one
@@ -137,7 +139,7 @@ function M.cluster(c) return c.cluster or 1 end
 -- warpgroup starts waiting for its tile's stages only once the other has waited for all of its own (named barriers
 -- 1 and 2, M.pingpong_device): a stage's full barrier tells apart two successive fills only (a parity), and the
 -- main loops then take the tensor cores in turn.
-function M.pingpong(c) return c.pingpong == true end
+function M.pingpong(c) return rawget(c, "pingpong") == true end
 M.pingpong_device = [[
 /* Named barrier id of 256 threads: one warpgroup arrives (its turn is over), the other waits for it. */
 __device__ __forceinline__ void sp_bar_arrive256(int id) { asm volatile("bar.arrive %0, 256;\n" :: "r"(id) : "memory"); }

@@ -39,9 +39,8 @@ local wgmma = require("lib.wgmma")
 -- shapes of FFN layers (the full producer space is twell-d2t's), so that the joint space stays
 -- searchable.
 local keep = {
-  mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"},
-  epi = {"inline", "overlap", "regs", "regs2", "pingpong", "pingpong2"},
-  bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4, 5},
+  mainloop = {"mma", "wgmma"}, wgs = {1, 2}, load = {"tma", "cpasync"}, epi = {"inline", "overlap", "regs", "regs2"},
+  bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
   warps = {2, 4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {1, 2, 4, 8}, dunroll = {1, 2},
   consumer = {"row", "tile", "reg", "regmma"}, route = {512, 256, 1024, 2048, 0, -1},
@@ -271,7 +270,8 @@ return {
                 produce = produce.launch{c = c, rows = p.M, F = p.F, D = p.D, a = "X", b = "Wg", gpu = gpu}}
     if c.hot > 0 then
       local H, hc = hot_cols(c, p.F), hot_config(c, gpu)
-      local persistent = wgmma.pingpong(hc) and {drainers = 0, staging = 0} or mainloop.store_persistent(hc, HOT_STORERS)
+      local persistent = wgmma.pingpong(hc) and {drainers = 0, staging = 0}
+                         or mainloop.store_persistent(hc, HOT_STORERS)
       at.hot_up = mainloop.launch{c = hc, M = p.M, N = H, K = p.D, a = "X", b = "Wu", gpu = gpu, persistent = persistent}
       at.hot_y = mainloop.launch{c = hc, M = p.M, N = p.D, K = H, a = "hot_h", b = "Wd", b_mn = true, gpu = gpu,
                                  persistent = persistent}
