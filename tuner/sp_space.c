@@ -2,6 +2,7 @@
 #include "sp_rng.h"
 #include "sp_status.h"
 
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -92,7 +93,7 @@ sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_
      * costs tens of microseconds; listing twell-ffn's space (1.1 M valid in ~6e9) takes minutes, and a draw there
      * is valid once in ~5000 tries: enough tries that such spaces are sampled, not listed. */
     uint64_t s = seed;
-    const long long tries = 20000 * (n + 1);
+    const long long tries = n < LLONG_MAX / 20000 - 1 ? 20000 * (n + 1) : LLONG_MAX;
     for (long long i = 0; st == SPTUNE_OK && out->n < n && i < tries; i++) {
         c.nparams = sp_template_nparams(t);
         for (int k = 0; k < c.nparams; k++) c.idx[k] = (int)sp_rng_below(&s, (uint64_t)sp_template_param(t, k)->nvalues);
