@@ -26,7 +26,7 @@ M.params[#M.params + 1] = {name = "slots", values = {7, 15, 31, 63}, default = 3
 
 -- Packer warps of the persistent kernel (epi = overlap), and its drain part (lib/mainloop.lua).
 local PACKERS = 3
--- epi = regs and regs2 pack from the accumulators: no packer warps, no staging tile.
+-- epi = regs, regs2, pingpong and pingpong2 pack from the accumulators: no packer warps, no staging tile.
 local FROM_REGISTERS = {regs = true, regs2 = true, pingpong = true, pingpong2 = true}
 local function from_registers(c) return FROM_REGISTERS[c.epi] == true end
 local function pack_persistent(c)
@@ -47,14 +47,14 @@ M.constraints[#M.constraints + 1] = {why = "persistent packing: pipeline and sta
     return true
   end}
 M.constraints[#M.constraints + 1] = {why = "slots fit in a tile", check = function(c) return c.slots < c.bn end}
-local CLUSTERED = {regs2 = true, pingpong2 = true}
+local CLUSTERED, PINGPONG = {regs2 = true, pingpong2 = true}, {pingpong = true, pingpong2 = true}
 M.constraints[#M.constraints + 1] = {
   why = "epi=regs2, pingpong2: clusters, each CTA of the pair loading half of the tile's Wg rows (bn >= 128)",
   check = function(c, gpu) return not CLUSTERED[c.epi] or (c.bn >= 128 and gpu.cluster) end}
 M.constraints[#M.constraints + 1] = {
   why = "epi=pingpong, pingpong2: two warpgroups, each holding a whole tile's accumulators (bm x bn <= 16384)",
   check = function(c)
-    return (c.epi ~= "pingpong" and c.epi ~= "pingpong2") or (c.wgs == 2 and c.bm * c.bn <= 16384)
+    return not PINGPONG[c.epi] or (c.wgs == 2 and c.bm * c.bn <= 16384)
   end}
 M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory",
   check = function(c, gpu) return epilogue.twell_pack_smem(c) <= gpu.smem_per_block end}
@@ -63,7 +63,7 @@ M.constraints[#M.constraints + 1] = {why = "packing stage fits in shared memory"
 -- clusters of 2, pingpong and pingpong2 with ping-pong warpgroups.
 function M.loop_config(c)
   local l = CLUSTERED[c.epi] and mainloop.with(c, "cluster", 2) or c
-  return (c.epi == "pingpong" or c.epi == "pingpong2") and mainloop.with(l, "pingpong", true) or l
+  return PINGPONG[c.epi] and mainloop.with(l, "pingpong", true) or l
 end
 local loop_config = M.loop_config
 

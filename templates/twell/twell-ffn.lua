@@ -210,34 +210,33 @@ constraints[#constraints + 1] = {why = "hotloop=pingpong: a hot slice (hot > 0) 
 -- MN-major (added to what the sparse part wrote when `add`, else stored).
 local function hot_kernels(c, n, H, add, producer)
   local kparams = args.params(ARGS, wgmma.kernel_params(c))
-  if wgmma.pingpong(c) then   -- hotloop = pingpong: the combine from the accumulators, no store warps
-    local function kernel(name, A, B, N, K, b_mn, dst, op)
-      return mainloop.kernel(mainloop.persistent_threads(c, 0), name, kparams, text.fill([[
-    const sp_bf16 *__restrict__ A = ${A}, *__restrict__ B = ${B};
-    const int N = ${N}, K = ${K};
-    (void)A; (void)B; /* read through the tensor maps */]], {A = A, B = B, N = N, K = K})
-        .. "\n" .. mainloop.persistent(c, {drainers = 0, staging = 0, b_mn = b_mn,
-                                           stage = function(d) return epilogue.combine_regs(d, c, dst, op) end}))
-    end
-    return wgmma.device_more(produce.loop_config(producer), c) .. wgmma.device_mn(c)
-      .. kernel(n.hot_up, "X", "Wu", H, "D", false, "hot_h", "mul")
-      .. kernel(n.hot_y, "hot_h", "Wd", "D", H, true, "Y", add and "add" or "store")
-  end
-  local STORERS = HOT_STORERS   -- the drains' row step, the kernel's warps and the launch agree on it
-  local threads = mainloop.persistent_threads(c, STORERS)
-  -- a GEMM of A (rows x K) against B (N x K, or K x N with b_mn), both read by the copy engine
-  local function kernel(name, A, B, N, K, b_mn, drain)
+  local pp = wgmma.pingpong(c)   -- hotloop = pingpong: the combine from the accumulators, no store warps
+  local threads = mainloop.persistent_threads(c, pp and 0 or HOT_STORERS)
+  -- a GEMM of A (rows x K) against B (N x K, or K x N with b_mn), both read by the copy engine; body: its persistent
+  -- kernel (lib/mainloop.lua)
+  local function kernel(name, A, B, N, K, body)
     return mainloop.kernel(threads, name, kparams, text.fill([[
     const sp_bf16 *__restrict__ A = ${A}, *__restrict__ B = ${B};
     const int N = ${N}, K = ${K};
-    (void)A; (void)B; /* read through the tensor maps */]], {A = A, B = B, N = N, K = K})
-      .. "\n" .. mainloop.store_body(c, drain, b_mn, STORERS))
+    (void)A; (void)B; /* read through the tensor maps */]], {A = A, B = B, N = N, K = K}) .. "\n" .. body)
   end
+  if pp then
+    local function body(b_mn, dst, op)
+      return mainloop.persistent(c, {drainers = 0, staging = 0, b_mn = b_mn,
+                                     stage = function(d) return epilogue.combine_regs(d, c, dst, op) end})
+    end
+    return wgmma.device_more(produce.loop_config(producer), c) .. wgmma.device_mn(c)
+      .. kernel(n.hot_up, "X", "Wu", H, "D", body(false, "hot_h", "mul"))
+      .. kernel(n.hot_y, "hot_h", "Wd", "D", H, body(true, "Y", add and "add" or "store"))
+  end
+  local STORERS = HOT_STORERS   -- the drains' row step, the kernel's warps and the launch agree on it
   return wgmma.device_mn(c)
-    .. kernel(n.hot_up, "X", "Wu", H, "D", false, epilogue.combine_rows(c, "pw", STORERS, "hot_h", "mul"))
-    .. kernel(n.hot_y, "hot_h", "Wd", "D", H, true,
-              add and epilogue.combine_rows(c, "pw", STORERS, "Y", "add")
-              or "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS))
+    .. kernel(n.hot_up, "X", "Wu", H, "D",
+              mainloop.store_body(c, epilogue.combine_rows(c, "pw", STORERS, "hot_h", "mul"), false, STORERS))
+    .. kernel(n.hot_y, "hot_h", "Wd", "D", H,
+              mainloop.store_body(c, add and epilogue.combine_rows(c, "pw", STORERS, "Y", "add")
+                                     or "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS),
+                                  true, STORERS))
 end
 
 return {
