@@ -23,7 +23,8 @@ records, not the served kernels). Times: CUDA events, in three rounds that take 
 (each round starting one further along, a warm-up call before each one's samples), so that none is timed only
 right after another's heavy run: per call (the median of 21 calls, each between its own events: the host's work
 before the first kernel counts) and back to back (the median of 6 groups of 7 calls between one pair of events:
-the kernels' own time).
+the kernels' own time). --profile adds, per implementation, its kernels' times under torch's profiler (their sum
+against the back-to-back time: what the gaps between kernels cost) and the SM clock it ran at (NVML).
 Prints a markdown table last."""
 import argparse
 import importlib.util
@@ -123,7 +124,68 @@ def check(y, ref, allow):
     return ((y.float() - ref).norm() / ref.norm()).item(), int(bad.sum().item())
 
 
-def timed(fns, rounds=3, reps=7):
+class SmClock:
+    """The SM clock (MHz) sampled through NVML every ~2 ms by a thread, credited to the implementation named in
+    `now` (None: not sampled): under a sustained load the H200 runs power-limited, and which clock each
+    implementation ran at tells a slower kernel from a slower card. No NVML: no samples."""
+
+    def __init__(self, index):
+        import ctypes
+        import threading
+        self.now, self.samples, self.stop = None, {}, threading.Event()
+        try:
+            nv = ctypes.CDLL("libnvidia-ml.so.1")
+            dev = ctypes.c_void_p()
+            if nv.nvmlInit_v2() != 0 or nv.nvmlDeviceGetHandleByIndex_v2(index, ctypes.byref(dev)) != 0:
+                raise OSError("nvml")
+        except OSError:
+            self.thread = None
+            return
+
+        def run():
+            mhz = ctypes.c_uint()
+            while not self.stop.wait(0.002):
+                n = self.now
+                if n is not None and nv.nvmlDeviceGetClockInfo(dev, 1, ctypes.byref(mhz)) == 0:   # NVML_CLOCK_SM
+                    self.samples.setdefault(n, []).append(mhz.value)
+        self.thread = threading.Thread(target=run, daemon=True)
+        self.thread.start()
+
+    def mean(self, name):
+        v = self.samples.get(name)
+        return f"{sum(v) / len(v):.0f} MHz ({len(v)} samples)" if v else "not sampled"
+
+    def close(self):
+        self.stop.set()
+        if self.thread:
+            self.thread.join()
+
+
+def profiled(fns, reps=7):
+    """{name: [(kernel, µs per call)]}: each implementation's kernels under torch's profiler (CUPTI sees the
+    driver-API launches of libsptune too), reps calls after one unprofiled, run right after the timed rounds
+    (the card in the same state)."""
+    from torch.profiler import ProfilerActivity, profile
+    out = {}
+    for n, fn in fns.items():
+        fn()
+        torch.cuda.synchronize()
+        with profile(activities=[ProfilerActivity.CUDA]) as prof:
+            for _ in range(reps):
+                fn()
+            torch.cuda.synchronize()
+        rows = []
+        for e in prof.key_averages():
+            if str(getattr(e, "device_type", "")).endswith("CUDA"):
+                us = getattr(e, "self_device_time_total", None)
+                if us is None:
+                    us = e.self_cuda_time_total
+                rows.append((e.key, us / reps))
+        out[n] = sorted(rows, key=lambda r: -r[1])
+    return out
+
+
+def timed(fns, rounds=3, reps=7, clock=None):
     """{name: (per call, back to back)} in ms for the implementations fns ({name: fn}), in rounds that take them in
     turn (round r starts at the r-th): per call, the median of rounds x reps calls each between its own events (the
     host's launch work before the first kernel counts, as for one layer called alone); back to back, the median of
@@ -138,6 +200,8 @@ def timed(fns, rounds=3, reps=7):
         for n in names[r % len(names):] + names[:r % len(names)]:
             fns[n]()   # after another implementation's calls: one unmeasured
             torch.cuda.synchronize()
+            if clock:
+                clock.now = n
             for _ in range(reps):
                 a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
                 a.record()
@@ -153,6 +217,8 @@ def timed(fns, rounds=3, reps=7):
                 b.record()
                 b.synchronize()
                 b2b[n].append(a.elapsed_time(b) / reps)
+            if clock:
+                clock.now = None
     med = lambda v: sorted(v)[len(v) // 2]
     return {n: (med(per[n]), med(b2b[n])) for n in names}
 
@@ -190,6 +256,9 @@ def main():
     ap.add_argument("--config", action="append", default=[],
                     help="a twell-ffn configuration to time next to the served one (order=1 weights; repeatable)")
     ap.add_argument("--rounds", type=int, default=3, help="timing rounds (each takes the implementations in turn)")
+    ap.add_argument("--profile", action="store_true",
+                    help="after the timing, each implementation's kernels under torch's profiler (µs per call), and "
+                         "the SM clock each ran at during its timed calls (NVML)")
     args = ap.parse_args()
     if args.db != "user":
         import tempfile
@@ -264,11 +333,22 @@ def main():
                 print(f"  {name} chose {'cuBLAS dense' if c['dense'] else c['config']}: sptune {c['ms']:.4f} ms, "
                       f"dense {c['dense_ms']:.4f} ms on the first call's tensors; "
                       f"autotuned: {c['detail'].split('autotuned: ')[-1][:240]}", flush=True)
+        clock = SmClock(torch.cuda.current_device()) if args.profile else None
         try:
-            times = timed({n: out[n] for n in checked}, rounds=args.rounds)
+            times = timed({n: out[n] for n in checked}, rounds=args.rounds, clock=clock)
+            kernels = profiled({n: out[n] for n in checked}) if args.profile else {}
         except Exception as e:   # noqa: BLE001
             rows += [failed(shape, mean_nnz, n, e) for n in checked]
             continue
+        finally:
+            if clock:
+                clock.close()
+        for name, ks_ in kernels.items():
+            total = sum(us for _, us in ks_)
+            print(f"{shape} profile {name}: kernels {total:.1f} µs a call against {times[name][1] * 1e3:.1f} back to "
+                  f"back; SM clock {clock.mean(name)}", flush=True)
+            for kname, us in ks_:
+                print(f"    {us:9.1f} µs  {kname[:110]}", flush=True)
         base_ms, base_b2b = times[next(iter(checked))] if checked else (None, None)
         for name, (err, bad) in checked.items():
             ms, b2b = times[name]

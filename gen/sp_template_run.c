@@ -537,6 +537,14 @@ static void read_launch(lua_State *L, const sp_template *t, int r, const char *g
     }
     lua_pop(L, 1);
     read_tmaps(L, t, r, &out->tmaps);
+    /* pdl = true: the template vouches that the kernel waits for the stream's previous kernel before it
+       touches memory (griddepcontrol.wait first): a kernel without it would race, so only a boolean */
+    lua_pushliteral(L, "pdl");
+    int ty = lua_rawget(L, r);
+    if (ty != LUA_TNIL && ty != LUA_TBOOLEAN)
+        sp_sandbox_error(L, "%s: launch returned pdl = %s (must be true or false)", t->where, describe(L, -1, buf, sizeof buf));
+    out->pdl = lua_toboolean(L, -1);
+    lua_pop(L, 1);
 }
 
 /* p without the token dimension (what emit sees and the source's opening comment names). */

@@ -32,6 +32,8 @@ typedef struct sp_kernel_stage {
     unsigned grid[3], block[3], cluster[3];
     unsigned smem;          /* dynamic shared memory, bytes */
     sp_tmaps tmaps;
+    int pdl;                /* 1: the kernel opens with griddepcontrol.wait, so it may be launched while the
+                               stream's previous kernel still runs (programmatic dependent launch, sm_90+) */
 } sp_kernel_stage;
 
 /* A rendered source: the CUDA C and its kernels, launched in order. */

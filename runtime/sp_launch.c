@@ -90,27 +90,43 @@ static sptune_status launch_fn(const sp_cuda_api *cu, const sp_kernel_fn *k, CUs
     if (k->at.grid[0] == 0 || k->at.grid[1] == 0 || k->at.grid[2] == 0)
         return sp_fail(SPTUNE_ERR_INVALID, "%s: empty grid (was a problem given when rendering?)", k->at.kernel);
     int clustered = k->at.cluster[0] * k->at.cluster[1] * k->at.cluster[2] > 1;
-    if (!clustered)
+    if (!clustered && (!k->at.pdl || !cu->LaunchKernelEx))   /* pdl: a plain launch is still correct, only later */
         return sp_cuda_check(cu->LaunchKernel(k->fn, k->at.grid[0], k->at.grid[1], k->at.grid[2], k->at.block[0],
                                               k->at.block[1], k->at.block[2], k->at.smem, stream, args, NULL),
                              k->at.kernel);
     if (!cu->LaunchKernelEx)
         return sp_fail(SPTUNE_ERR_UNSUPPORTED, "%s needs thread-block clusters; the driver lacks cuLaunchKernelEx", k->at.kernel);
-    CUlaunchAttribute attr;
-    memset(&attr, 0, sizeof attr);
-    attr.id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
-    attr.value.clusterDim.x = k->at.cluster[0];
-    attr.value.clusterDim.y = k->at.cluster[1];
-    attr.value.clusterDim.z = k->at.cluster[2];
+    CUlaunchAttribute attr[2];
+    memset(attr, 0, sizeof attr);
+    unsigned n = 0;
+    if (clustered) {
+        attr[n].id = CU_LAUNCH_ATTRIBUTE_CLUSTER_DIMENSION;
+        attr[n].value.clusterDim.x = k->at.cluster[0];
+        attr[n].value.clusterDim.y = k->at.cluster[1];
+        attr[n].value.clusterDim.z = k->at.cluster[2];
+        n++;
+    }
+    if (k->at.pdl) {
+        attr[n].id = CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION;
+        attr[n].value.programmaticStreamSerializationAllowed = 1;
+        n++;
+    }
     CUlaunchConfig cfg;
     memset(&cfg, 0, sizeof cfg);
     cfg.gridDimX = k->at.grid[0]; cfg.gridDimY = k->at.grid[1]; cfg.gridDimZ = k->at.grid[2];
     cfg.blockDimX = k->at.block[0]; cfg.blockDimY = k->at.block[1]; cfg.blockDimZ = k->at.block[2];
     cfg.sharedMemBytes = k->at.smem;
     cfg.hStream = stream;
-    cfg.attrs = &attr;
-    cfg.numAttrs = 1;
-    return sp_cuda_check(cu->LaunchKernelEx(&cfg, k->fn, args, NULL), k->at.kernel);
+    cfg.attrs = attr;
+    cfg.numAttrs = n;
+    CUresult r = cu->LaunchKernelEx(&cfg, k->fn, args, NULL);
+    /* a driver or stream (a graph being captured on an old driver) that refuses the early launch: the kernel
+       waits for nothing then, and stream order alone keeps the pipeline correct */
+    if (k->at.pdl && (r == CUDA_ERROR_NOT_SUPPORTED || r == CUDA_ERROR_INVALID_VALUE)) {
+        cfg.numAttrs = n - 1;
+        r = cu->LaunchKernelEx(&cfg, k->fn, args, NULL);
+    }
+    return sp_cuda_check(r, k->at.kernel);
 }
 
 sptune_status sp_kernel_launch(const sp_kernel *k, CUstream stream, void **args)

@@ -238,9 +238,60 @@ static void check_named_paths(void)
         }
 }
 
+/* twell-ffn's programmatic dependent launch (pdl = 1): on both targets every kernel of the pipeline is marked for the
+ * early launch and opens with the wait (a marked kernel without it would race its predecessor), and compiles; at
+ * pdl = 0 nothing is marked and the source has no wait (the kernels recorded before the parameter keep their text);
+ * sm_80 has no griddepcontrol: refused there. */
+static void check_pdl(void)
+{
+    static const struct { const char *target, *config; int ok; } cases[] = {
+        {"h100", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,consumer=regmma,warps=2,split=1,dots=1,"
+                 "dunroll=1,route=512,hot=1,pdl=1", 1},
+        {"h100", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,consumer=regmma,warps=2,split=1,dots=1,"
+                 "dunroll=1,route=512,hot=1,pdl=0", 1},
+        {"rtx-pro-6000", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,passes=2,route=256,pdl=1", 1},
+        {"sm_80", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,route=256,pdl=1", 0},
+    };
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
+    if (!t) return;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sp_gpu_profile gpu;
+        sp_problem p;
+        sp_config c;
+        int ok = -1;
+        CHECK_ST(sp_gpu_profile_named(cases[i].target, &gpu), SPTUNE_OK);
+        CHECK_ST(sp_problem_parse(t, "M=1000,D=2048,F=1032,nnz=40,order=1", &p), SPTUNE_OK);
+        CHECK_ST(sp_config_parse(t, cases[i].config, &c), SPTUNE_OK);
+        CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
+        CHECK_MSG(ok == cases[i].ok, "twell-ffn %s on %s: valid %d", cases[i].config, cases[i].target, ok);
+        if (ok != 1) continue;
+        int pdl = strstr(cases[i].config, "pdl=1") != NULL, waits = 0;
+        sp_kernel_src k;
+        CHECK_ST(sp_template_emit(t, &c, &gpu, &p, &k), SPTUNE_OK);
+        for (const char *s = k.source; (s = strstr(s, "sp_pdl_enter();")) != NULL; s++) waits++;
+        CHECK_MSG(waits == (pdl ? k.nkernels : 0), "%s on %s: %d waits for %d kernels", cases[i].config,
+                  cases[i].target, waits, k.nkernels);
+        for (int s = 0; s < k.nkernels; s++) {
+            CHECK_MSG(k.stage[s].pdl == pdl, "%s: stage %d pdl %d", cases[i].config, s, k.stage[s].pdl);
+            /* the wait opens the kernel: the first statement after its signature (the name then a parenthesis) */
+            char sig[140];
+            snprintf(sig, sizeof sig, "%s(", k.stage[s].kernel);
+            const char *at = strstr(k.source, sig), *brace = at ? strchr(at, '{') : NULL;
+            CHECK(brace != NULL);
+            if (pdl && brace) CHECK_MSG(strncmp(brace, "{\n    sp_pdl_enter();", 21) == 0, "%s: not opened by the wait",
+                                        k.stage[s].kernel);
+        }
+        sp_kernel_src_free(&k);
+        if (pdl) compile_one(t, &c, &gpu, &p);
+    }
+    sp_template_free(t);
+}
+
 int main(void)
 {
     CHECK_ST(sp_cache_open(sp_test_cache_dir("test_compile_templates"), &cache), SPTUNE_OK);
+    check_pdl();
     check_hopper_paths();
     check_named_paths();
     check_reg_consumer_limits();

@@ -199,6 +199,7 @@ static void test_emit(sp_template *t)
     CHECK(k1.stage[0].cluster[0] == 1 && k1.stage[0].cluster[1] == 1 && k1.stage[0].cluster[2] == 1);
     CHECK(k1.stage[0].smem == 3072);
     CHECK(k1.stage[0].tmaps.n == 0); /* no tensor maps unless the launch names them */
+    CHECK(k1.stage[0].pdl == 0);     /* nor an early launch */
     CHECK(k1.noptions == 2 && k1.options && strcmp(k1.options[0], "-DA=2") == 0 &&
           strcmp(k1.options[1], "--use_fast_math") == 0 && k1.options[2] == NULL);
     sp_kernel_src_free(&k2);
@@ -273,6 +274,7 @@ static void test_bad_render(void)
     bad_render("'k'", "{grid = {1}, block = {32}, smem = -1}", "'x'", "nil", "smem = -1");
     bad_render("'k'", "{grid = {1}, block = {32}, cluster = {2, 'x'}}", "'x'", "nil", "cluster[2] = 'x'");
     bad_render("'k'", "42", "'x'", "nil", "launch returned 42, not a table");
+    bad_render("'k'", "{grid = {1}, block = {32}, pdl = 1}", "'x'", "nil", "launch returned pdl = 1 (must be true or false)");
     /* tensor maps (sp_tmaps): each field checked, the copy engine's limits named */
     bad_render("'k'", "{grid = {1}, block = {32}, tmaps = 3}", "'x'", "nil", "tmaps that is not a list of 1 to 4");
     bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 0, rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 0}}}",

@@ -61,8 +61,14 @@ local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong"}, default = 
                    doc = "the hot slice's two GEMMs: the producer's tiles, store warps draining each staged tile"
                      .. " (3 stages beside it), or ping-pong warpgroups on 128 x 128 tiles combining straight from"
                      .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop)"}}
+-- Programmatic dependent launch: between the pipeline's kernels the GPU otherwise idles while it drains one
+-- kernel and launches the next (46 us of 1113 a call at d=2048, M=16384 over nine kernels: bench/RESULTS.md).
+local PDL = {{name = "pdl", values = {0, 1}, default = 0, added = true,
+              doc = "1: each kernel is launched while the one before it still runs (programmatic dependent launch,"
+                .. " sm_90 and later): it waits for that kernel's completion before touching memory, then lets the next"
+                .. " one launch, so launch and start-up overlap the previous kernel's last wave"}}
 local params = {}
-for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT, rowreg.params, HOT_LOOP}) do
+for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT, rowreg.params, HOT_LOOP, PDL}) do
   for _, p in ipairs(src) do
     local values, default = keep[p.name] or p.values, p.default
     local ok = false
@@ -141,6 +147,34 @@ local ARGS = {a.X, a.Wg,
                doc = "the hot slice's gated activations (empty when hot = 0)"},
               {name = "M", type = "i32", role = "dim"}, {name = "F", type = "i32", role = "dim"},
               {name = "D", type = "i32", role = "dim"}}
+
+constraints[#constraints + 1] = {why = "pdl=1: griddepcontrol (sm_90 and later)",
+  check = function(c, gpu) return c.pdl == 0 or gpu.cc >= 90 end}
+
+-- pdl = 1: every kernel of the pipeline opens with this (inserted after each kernel's opening brace, so that the
+-- modules that write the kernels stay as they are). The wait comes before any memory access, the kernel's early
+-- returns included: the previous kernel's writes (or the previous call's, for the zero step) are then complete.
+local PDL_DEVICE = [[
+
+/* pdl = 1: launched with programmatic stream serialization, this kernel may start while the stream's previous
+ * kernel runs: it waits for that kernel's completion and memory first, then lets the next kernel launch (which
+ * waits in turn), so no kernel reads or writes before its predecessors are done */
+__device__ __forceinline__ void sp_pdl_enter(void)
+{
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
+    asm volatile("griddepcontrol.launch_dependents;\n" ::: "memory");
+#endif
+}]]
+local function pdl_insert(src, kernel_names)
+  for _, name in ipairs(kernel_names) do
+    local at = src:find(name .. "(", 1, true)
+    local brace = at and src:find("{", at, true)
+    if not brace then error("pdl: kernel " .. name .. " not found in the source", 2) end
+    src = src:sub(1, brace) .. "\n    sp_pdl_enter();" .. src:sub(brace + 1)
+  end
+  return src
+end
 
 -- The cold kernels' argument names for the split: the declared F and weights arrive as F_all, Wg_all,
 -- ... and the kernel's prologue (emit) defines F, Wg, Wu and Wd as the cold part's, so that the
@@ -279,7 +313,10 @@ return {
     else at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true) end
     for k, v in pairs(dense.launches(gpu)) do at[k] = v end
     local l = {}
-    for i, k in ipairs(stages(c)) do l[i] = at[k] end
+    for i, k in ipairs(stages(c)) do
+      l[i] = at[k]
+      if c.pdl == 1 then l[i].pdl = true end
+    end
     return l
   end,
 
@@ -308,17 +345,22 @@ return {
       else consume = row.kernel(n.consume, c, true, kargs, consts, true) end
       sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or has.dense_h) and tile.device() or ""), consume})
     end
-    return text.fill([[
-${prelude}
+    local src = text.fill([[
+${prelude}${pdl}
 ${route}
 ${pdevice}
 ${producer}${sparse}
 ${dense}
-${hot}]], {prelude = cuda.prelude, route = c.route >= 0 and epilogue.twell_route_device or "",
+${hot}]], {prelude = cuda.prelude, pdl = c.pdl == 1 and PDL_DEVICE or "",
+     route = c.route >= 0 and epilogue.twell_route_device or "",
      pdevice = produce.device(c), sparse = sparse,
      producer = produce.kernel(c, n.produce, ARGS, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil),
      dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(gpu, n, sig) or ""),
      -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
      hot = has.hot_up and hot_kernels(hot_config(c, gpu), n, hot_cols_c(c, "F"), has.consume, c) or ""})
+    if c.pdl == 0 then return src end
+    local l = {}
+    for _, k in ipairs(stages(c)) do l[#l + 1] = n[k] end
+    return pdl_insert(src, l)
   end,
 }
