@@ -238,29 +238,28 @@ static void check_named_paths(void)
         }
 }
 
-/* twell-ffn's programmatic dependent launch (pdl = 1 or 2): on both targets every kernel of the pipeline is marked for the
- * early launch and opens with the wait (a marked kernel without it would race its predecessor), and compiles; at
- * pdl = 0 nothing is marked and the source has no wait (the kernels recorded before the parameter keep their text);
- * sm_80 has no griddepcontrol: refused there. */
+/* twell-ffn's programmatic dependent launch (pdl = 2): on both targets every kernel of the pipeline is marked for the
+ * early launch and opens with the wait (a marked kernel without it would race its predecessor), never triggers its
+ * dependents early (the withdrawn pdl = 1 did), and compiles; at pdl = 0 nothing is marked and the source has no wait
+ * (the kernels recorded before the parameter keep their text); pdl = 1 is no value; sm_80 has no griddepcontrol. */
 static void check_pdl(void)
 {
     static const struct { const char *target, *config; int ok; } cases[] = {
         {"h100", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,consumer=regmma,warps=2,split=1,dots=1,"
-                 "dunroll=1,route=512,hot=1,pdl=1", 1},
+                 "dunroll=1,route=512,hot=1,pdl=2", 1},
         {"h100", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,consumer=regmma,warps=2,split=1,dots=1,"
                  "dunroll=1,route=512,hot=1,pdl=0", 1},
-        {"h100", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,consumer=reg,warps=2,split=1,dots=1,"
-                 "dunroll=1,route=512,hot=1,pdl=2", 1},
-        {"rtx-pro-6000", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,passes=2,route=256,pdl=1", 1},
-        {"sm_80", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,route=256,pdl=1", 0},
+        {"rtx-pro-6000", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,passes=2,route=256,pdl=2", 1},
+        {"sm_80", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,route=256,pdl=2", 0},
     };
     sp_template *t = NULL;
     CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
     if (!t) return;
+    sp_config c;
+    CHECK_ST(sp_config_parse(t, "pdl=1", &c), SPTUNE_ERR_INVALID);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sp_gpu_profile gpu;
         sp_problem p;
-        sp_config c;
         int ok = -1;
         CHECK_ST(sp_gpu_profile_named(cases[i].target, &gpu), SPTUNE_OK);
         CHECK_ST(sp_problem_parse(t, "M=1000,D=2048,F=1032,nnz=40,order=1", &p), SPTUNE_OK);
@@ -268,12 +267,10 @@ static void check_pdl(void)
         CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
         CHECK_MSG(ok == cases[i].ok, "twell-ffn %s on %s: valid %d", cases[i].config, cases[i].target, ok);
         if (ok != 1) continue;
-        int form = atoi(strstr(cases[i].config, "pdl=") + 4), pdl = form > 0, waits = 0;
+        int pdl = strstr(cases[i].config, "pdl=2") != NULL, waits = 0;
         sp_kernel_src k;
         CHECK_ST(sp_template_emit(t, &c, &gpu, &p, &k), SPTUNE_OK);
-        /* pdl = 1 lets the next kernel launch once every CTA has waited; pdl = 2 leaves it to the CTAs' exit */
-        CHECK_MSG((strstr(k.source, "griddepcontrol.launch_dependents") != NULL) == (form == 1), "%s: launch_dependents",
-                  cases[i].config);
+        CHECK_MSG(!strstr(k.source, "griddepcontrol.launch_dependents"), "%s: an early trigger", cases[i].config);
         for (const char *s = k.source; (s = strstr(s, "sp_pdl_enter();")) != NULL; s++) waits++;
         CHECK_MSG(waits == (pdl ? k.nkernels : 0), "%s on %s: %d waits for %d kernels", cases[i].config,
                   cases[i].target, waits, k.nkernels);

@@ -391,9 +391,9 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
  * D = 264, past D at D = 256 and 264); and the producer packing from its registers (epi = regs) before each kind of
  * consumer, hot slices of both tile widths among them, also in clusters of two CTAs (epi = regs2); the hot slice's
  * GEMMs on ping-pong warpgroups (hotloop = pingpong: the product into hot_h, the sum into Y, and with hot = 8 the
- * store) after both kinds of persistent producer; each kernel launched while the one before it runs (pdl = 1: the
- * served form, two consumer kernels and the dense path, the portable pipeline, the dense layer alone; pdl = 2, the
- * launch once the CTAs before have exited: with and without the hot slice). */
+ * store) after both kinds of persistent producer; each kernel launched before the one ahead of it has finished (pdl = 2:
+ * the served form, two consumer kernels and the dense path, the portable pipeline, the dense layer alone, with and
+ * without the hot slice). */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 #define REGS "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs,slots=15,"
 #define REGS2 "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs2,slots=15,"
@@ -420,9 +420,9 @@ static const char *const ws_configs[] = {
     REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,hotloop=pingpong",
     REGS "bn=128,route=-1,consumer=reg,warps=8,split=1,dots=2,dunroll=1,hot=2,hotloop=pingpong",
     HOPPER "bn=256,route=-1,hot=4,hotloop=pingpong", REGS "bn=256,hot=8,hotloop=pingpong",
-    REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,pdl=1",
-    REGS "bn=128,route=0,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=2,passes=2,hotloop=pingpong,pdl=1",
-    "route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1,pdl=1", HOPPER "bn=256,hot=8,pdl=1",
+    REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,pdl=2",
+    REGS "bn=128,route=0,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=2,passes=2,hotloop=pingpong,pdl=2",
+    "route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1,pdl=2", HOPPER "bn=256,hot=8,pdl=2",
     REGS "bn=256,route=512,consumer=reg,warps=2,split=1,dots=1,dunroll=1,hot=1,pdl=2",
     REGS "bn=256,route=512,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2,pdl=2"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows

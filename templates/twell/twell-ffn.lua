@@ -63,11 +63,13 @@ local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong"}, default = 
                      .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop)"}}
 -- Programmatic dependent launch: between the pipeline's kernels the GPU otherwise idles while it drains one
 -- kernel and launches the next (46 us of 1113 a call at d=2048, M=16384 over nine kernels: bench/RESULTS.md).
-local PDL = {{name = "pdl", values = {0, 1, 2}, default = 0, added = true,
-              doc = "each kernel launched before the one ahead of it has finished (programmatic dependent launch,"
-                .. " sm_90 and later), waiting for its completion before touching memory: 1 as soon as every CTA of the"
-                .. " one ahead has started (its CTAs may wait beside that kernel's last wave), 2 once they have all"
-                .. " exited (only the launch latency overlapped)"}}
+-- pdl = 2: each kernel opens with griddepcontrol.wait and is launched before the one ahead of it has finished; the
+-- early trigger (launch_dependents first thing, once pdl = 1) let the next kernel's CTAs wait beside the one ahead's
+-- last wave and measured 3-6 % slower on the longest pipelines, slower than 2 everywhere: withdrawn, its value unused.
+local PDL = {{name = "pdl", values = {0, 2}, default = 0, added = true,
+              doc = "2: each kernel launched before the one ahead of it has finished (programmatic dependent launch,"
+                .. " sm_90 and later), once that kernel's CTAs have all exited, and waiting for its completion before"
+                .. " touching memory: the launch latency between kernels overlapped"}}
 local params = {}
 for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT, rowreg.params, HOT_LOOP, PDL}) do
   for _, p in ipairs(src) do
@@ -152,26 +154,20 @@ local ARGS = {a.X, a.Wg,
 constraints[#constraints + 1] = {why = "pdl > 0: griddepcontrol (sm_90 and later)",
   check = function(c, gpu) return c.pdl == 0 or gpu.cc >= 90 end}
 
--- pdl > 0: every kernel of the pipeline opens with this (inserted after each kernel's opening brace, so that the
+-- pdl = 2: every kernel of the pipeline opens with this (inserted after each kernel's opening brace, so that the
 -- modules that write the kernels stay as they are). The wait comes before any memory access, the kernel's early
 -- returns included: the previous kernel's writes (or the previous call's, for the zero step) are then complete.
 local PDL_DEVICE = [[
 
-/* pdl = ${pdl}: launched with programmatic stream serialization, this kernel may start while the stream's previous
+/* pdl = 2: launched with programmatic stream serialization, this kernel may start while the stream's previous
  * kernel runs: it waits for that kernel's completion and memory first, so no kernel reads or writes before its
- * predecessors are done; ${after} */
+ * predecessors are done; the next kernel launches once this one's CTAs have all exited */
 __device__ __forceinline__ void sp_pdl_enter(void)
 {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");${trigger}
+    asm volatile("griddepcontrol.wait;\n" ::: "memory");
 #endif
 }]]
-local function pdl_device(c)
-  return text.fill(PDL_DEVICE, c.pdl == 1
-    and {pdl = 1, after = "then it lets the next kernel launch (which waits in turn)",
-         trigger = "\n    asm volatile(\"griddepcontrol.launch_dependents;\\n\" ::: \"memory\");"}
-    or {pdl = 2, after = "the next kernel launches once this one's CTAs have all exited", trigger = ""})
-end
 local function pdl_insert(src, kernel_names)
   for _, name in ipairs(kernel_names) do
     local at = src:find(name .. "(", 1, true)
@@ -357,7 +353,7 @@ ${route}
 ${pdevice}
 ${producer}${sparse}
 ${dense}
-${hot}]], {prelude = cuda.prelude, pdl = c.pdl > 0 and pdl_device(c) or "",
+${hot}]], {prelude = cuda.prelude, pdl = c.pdl > 0 and PDL_DEVICE or "",
      route = c.route >= 0 and epilogue.twell_route_device or "",
      pdevice = produce.device(c), sparse = sparse,
      producer = produce.kernel(c, n.produce, ARGS, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil),
