@@ -126,8 +126,8 @@ def check(y, ref, allow):
 
 class SmClock:
     """The SM clock (MHz) sampled through NVML every ~2 ms by a thread, credited to the implementation named in
-    `now` (None: not sampled): under a sustained load the H200 runs power-limited, and which clock each
-    implementation ran at tells a slower kernel from a slower card. No NVML: no samples."""
+    `now` (None: not sampled): a card that runs power-limited under a sustained load slows whatever runs then, and
+    which clock each implementation ran at tells a slower kernel from a slower card. No NVML: no samples."""
 
     def __init__(self, index):
         import ctypes
