@@ -343,11 +343,11 @@ def main():
         finally:
             if clock:
                 clock.close()
-        for name, ks_ in kernels.items():
-            total = sum(us for _, us in ks_)
+        for name, per_kernel in kernels.items():
+            total = sum(us for _, us in per_kernel)
             print(f"{shape} profile {name}: kernels {total:.1f} µs a call against {times[name][1] * 1e3:.1f} back to "
                   f"back; SM clock {clock.mean(name)}", flush=True)
-            for kname, us in ks_:
+            for kname, us in per_kernel:
                 print(f"    {us:9.1f} µs  {kname[:110]}", flush=True)
         base_ms, base_b2b = times[next(iter(checked))] if checked else (None, None)
         for name, (err, bad) in checked.items():

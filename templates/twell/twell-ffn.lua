@@ -213,6 +213,12 @@ local function names(c)
   for _, k in ipairs(stages(c)) do n[k] = text.kernel_name("sp_twell_ffn_" .. k, c, params) end
   return n
 end
+-- The same in launch order.
+local function ordered_names(c)
+  local n, l = names(c), {}
+  for i, k in ipairs(stages(c)) do l[i] = n[k] end
+  return l
+end
 
 -- The hot slice's GEMMs' store warps: hot_y's read-modify-write of Y kept two of them busier than its
 -- short main loop (K = the hot neurons) kept the warpgroups (bench/RESULTS.md); with the copy-engine warp
@@ -294,11 +300,7 @@ return {
     return produce.hopper_default(gpu, "warps=16,split=1,unroll=4,dots=8,dunroll=2,route=512")
   end,
 
-  kernel = function(c, gpu)
-    local n, l = names(c), {}
-    for i, k in ipairs(stages(c)) do l[i] = n[k] end
-    return l
-  end,
+  kernel = function(c, gpu) return ordered_names(c) end,
 
   launch = function(c, p, gpu)
     local at = {zero = dense.zero_launch(gpu),
@@ -360,9 +362,6 @@ ${hot}]], {prelude = cuda.prelude, pdl = c.pdl > 0 and PDL_DEVICE or "",
      dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(gpu, n, sig) or ""),
      -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
      hot = has.hot_up and hot_kernels(hot_config(c, gpu), n, hot_cols_c(c, "F"), has.consume, c) or ""})
-    if c.pdl == 0 then return src end
-    local l = {}
-    for _, k in ipairs(stages(c)) do l[#l + 1] = n[k] end
-    return pdl_insert(src, l)
+    return c.pdl == 0 and src or pdl_insert(src, ordered_names(c))
   end,
 }
