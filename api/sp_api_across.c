@@ -89,7 +89,15 @@ sptune_status sp_across_add(sp_across *a, const sp_problem *p, const char *key, 
     e->ms = median_ms;
     e->base = baseline_ms;
     e->key = strdup(key);
-    e->config = strdup(config);
+    /* one configuration, one text: a result recorded before a parameter was added (the text without it) and one
+     * recorded after (naming its default) are the same kernel, tallied together below */
+    sp_config c;
+    if (sp_config_parse(a->t, config, &c) == SPTUNE_OK) {
+        e->config = sp_config_format(a->t, &c);
+    } else {   /* a parameter this version does not know: kept as it is (and its parse's message dropped) */
+        e->config = strdup(config);
+        sp_clear_error();
+    }
     if (!e->key || !e->config) {
         free(e->key);
         free(e->config);
