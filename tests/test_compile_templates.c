@@ -290,10 +290,62 @@ static void check_pdl(void)
     sp_template_free(t);
 }
 
+/* hotloop = bulk: hot_y's sum into Y by bulk reductions (one per staged row), the staging fenced for the copy engine
+ * and the drain warps waiting for their copies before they exit; hot_up and every other kernel as with staged (the
+ * same text but for the kernels' names); refused without a sparse part to add to (hot 0 and 8), off the wgmma + TMA
+ * kernels, and on sm_80; compiled for sm_90a. */
+static void check_bulk(void)
+{
+#define BULK_BASE "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,consumer=regmma,warps=2,split=1,dots=1," \
+                  "dunroll=1,route=512,"
+    static const struct { const char *target, *config; int ok; } cases[] = {
+        {"h100", BULK_BASE "hot=1,hotloop=bulk,pdl=2", 1},
+        {"h100", BULK_BASE "hot=2,hotloop=bulk", 1},
+        {"h100", BULK_BASE "hot=0,hotloop=bulk", 0},
+        {"h100", BULK_BASE "hot=8,hotloop=bulk", 0},
+        {"h100", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,load=cpasync,epi=regs,hot=1,hotloop=bulk", 0},
+        {"sm_80", "hot=1,hotloop=bulk", 0},
+    };
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
+    if (!t) return;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sp_gpu_profile gpu;
+        sp_problem p;
+        sp_config c;
+        int ok = -1;
+        CHECK_ST(sp_gpu_profile_named(cases[i].target, &gpu), SPTUNE_OK);
+        CHECK_ST(sp_problem_parse(t, "M=1000,D=2048,F=1032,nnz=40,order=1", &p), SPTUNE_OK);
+        if (sp_config_parse(t, cases[i].config, &c) != SPTUNE_OK) {
+            CHECK_MSG(!cases[i].ok, "%s: %s", cases[i].config, sptune_last_error());
+            continue;
+        }
+        CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
+        CHECK_MSG(ok == cases[i].ok, "twell-ffn %s on %s: valid %d", cases[i].config, cases[i].target, ok);
+        if (ok != 1) continue;
+        sp_kernel_src k;
+        CHECK_ST(sp_template_emit(t, &c, &gpu, &p, &k), SPTUNE_OK);
+        /* the reductions and their waits in hot_y alone (the source's last kernel) */
+        char sig[140];
+        snprintf(sig, sizeof sig, "%s(", k.stage[k.nkernels - 1].kernel);
+        const char *hot_y = strstr(k.source, sig), *red = strstr(k.source, "sp_bulk_add_bf16((Y)");
+        CHECK_MSG(hot_y && strstr(k.stage[k.nkernels - 1].kernel, "hot_y"), "%s: hot_y last", cases[i].config);
+        CHECK_MSG(red && hot_y && red > hot_y, "%s: no bulk reduction in hot_y", cases[i].config);
+        CHECK_MSG(hot_y && strstr(hot_y, "sp_fence_proxy_async();\n            sp_mbar_arrive(staged);") &&
+                      strstr(hot_y, "sp_bulk_wait_read();") && strstr(hot_y, "sp_bulk_wait();"),
+                  "%s: hot_y's staging not fenced or its copies not waited for", cases[i].config);
+        sp_kernel_src_free(&k);
+        compile_one(t, &c, &gpu, &p);
+    }
+    sp_template_free(t);
+#undef BULK_BASE
+}
+
 int main(void)
 {
     CHECK_ST(sp_cache_open(sp_test_cache_dir("test_compile_templates"), &cache), SPTUNE_OK);
     check_pdl();
+    check_bulk();
     check_hopper_paths();
     check_named_paths();
     check_reg_consumer_limits();

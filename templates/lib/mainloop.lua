@@ -118,7 +118,8 @@ function M.persistent_threads(c, drainers) return 32 * (4 * c.wgs + 1 + drainers
 -- The body: warps 0 .. 4*wgs-1 run the wgmma main loop tile after tile and run x.stage (accumulators
 -- to sC, in scope: acc, n0, lane, wg) for each finished tile; the next warp drives the copy engine;
 -- x.drainers warps ("packers" in the code: TwELL packs, gemm stores) then run x.drain on the staged
--- tile (in scope: sC, m0, pid_n, lane, pw = the drain warp's index) while the main loop goes on.
+-- tile (in scope: sC, m0, pid_n, lane, pw = the drain warp's index) while the main loop goes on, then x.drain_post
+-- (optional) after the last.
 -- x.staging: bytes of the staging tile; x.b_mn: B is MN-major (K x N, lib/wgmma.lua); x.pre and x.post (optional):
 -- what the warpgroups run before their first tile and after their last. With ping-pong warpgroups (wgmma.pingpong(c),
 -- no drain warps) each warpgroup takes every other tile of the CTA's sequence whole, x.stage then being its epilogue.
@@ -158,8 +159,9 @@ ${stage}
 ${rows}
             }
             sp_mbar_arrive(packed_bar);
-        }
-    }]], {mma_warps = d.mma_warps, bm = c.bm, rows = x.drain})
+        }${drain_post}
+    }]], {mma_warps = d.mma_warps, bm = c.bm, rows = x.drain,
+          drain_post = x.drain_post and ("\n" .. x.drain_post) or ""})
   end
   return text.fill([[
     extern __shared__ __align__(1024) unsigned char sp_smem[];
@@ -235,17 +237,21 @@ end
 
 -- The persistent kernel whose drain warps store the staged tile row by row (gemm's overlapped store,
 -- twell-ffn's hot-slice GEMMs): `storers` of them (M.STORERS when nil) run `drain` on rows pw,
--- pw + storers, ... with n0 (the tile's first column) in scope; b_mn as in M.persistent.
--- store_persistent(c, storers): the launch's `persistent`.
+-- pw + storers, ... with n0 (the tile's first column) in scope; b_mn as in M.persistent; bulk: drain hands the
+-- staged rows to the copy engine (epilogue.bulk_add_rows), so the staging warps fence their writes for it and the
+-- drain warps wait for its copies before they exit. store_persistent(c, storers): the launch's `persistent`.
 M.STORERS = 2
 function M.store_persistent(c, storers)
   return {drainers = storers or M.STORERS, staging = epilogue.staging_bytes(c)}
 end
-function M.store_body(c, drain, b_mn, storers)
+function M.store_body(c, drain, b_mn, storers, bulk)
   local x = M.store_persistent(c, storers)
   x.b_mn = b_mn
-  x.stage = function(d) return epilogue.stage(d, c, "none") end
+  x.stage = function(d)
+    return epilogue.stage(d, c, "none") .. (bulk and "\n        sp_fence_proxy_async();" or "")
+  end
   x.drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain
+  x.drain_post = bulk and "        sp_bulk_wait();" or nil
   return M.persistent(c, x)
 end
 

@@ -57,10 +57,12 @@ local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
                 .. " sptune_twell_hot_order) run as a dense tensor-core slice for every token, the rest sparse;"
                 .. " 0: all sparse, 8: the dense layer"}}
 -- after every earlier parameter: configurations recorded before it keep their text (and take its default)
-local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong"}, default = "staged", added = true,
+local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong", "bulk"}, default = "staged", added = true,
                    doc = "the hot slice's two GEMMs: the producer's tiles, store warps draining each staged tile"
                      .. " (3 stages beside it), or ping-pong warpgroups on 128 x 128 tiles combining straight from"
-                     .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop)"}}
+                     .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop);"
+                     .. " bulk: staged, hot_y's sum into Y done by the copy engine in L2 (a bulk reduction a row,"
+                     .. " sm_90 and later) instead of the store warps' loads and stores"}}
 -- Programmatic dependent launch: between the pipeline's kernels the GPU otherwise idles while it drains one
 -- kernel and launches the next (46 us of 1113 a call at d=2048, M=16384 over nine kernels: bench/RESULTS.md).
 -- pdl = 2: each kernel opens with griddepcontrol.wait and is launched before the one ahead of it has finished; the
@@ -245,7 +247,13 @@ constraints[#constraints + 1] = {
   why = "the hot slice's GEMMs: 3 stages or more and their staging tile fit in shared memory",
   check = function(c, gpu) return c.hot == 0 or c.mainloop ~= "wgmma" or hot_config(c, gpu) ~= nil end}
 constraints[#constraints + 1] = {why = "hotloop=pingpong: a hot slice (hot > 0) on the wgmma + TMA kernels",
-  check = function(c) return c.hotloop == "staged" or (c.hot > 0 and c.mainloop == "wgmma" and c.load == "tma") end}
+  check = function(c) return c.hotloop ~= "pingpong" or (c.hot > 0 and c.mainloop == "wgmma" and c.load == "tma") end}
+-- hot = 8 stores Y (nothing to add to); the bulk reduction is sm_90's
+constraints[#constraints + 1] = {why = "hotloop=bulk: a hot slice beside a sparse part (0 < hot < 8) on the wgmma + TMA"
+  .. " kernels (sm_90 and later)",
+  check = function(c, gpu)
+    return c.hotloop ~= "bulk" or (c.hot > 0 and c.hot < 8 and c.mainloop == "wgmma" and c.load == "tma" and gpu.cc >= 90)
+  end}
 
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
 -- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y (+)= hot_h Wd[:H], Wd read
@@ -272,13 +280,14 @@ local function hot_kernels(c, n, H, add, producer)
       .. kernel(n.hot_y, "hot_h", "Wd", "D", H, body(true, "Y", add and "add" or "store"))
   end
   local STORERS = HOT_STORERS   -- the drains' row step, the kernel's warps and the launch agree on it
-  return wgmma.device_mn(c)
+  local bulk = add and c.hotloop == "bulk"
+  local y_drain = bulk and epilogue.bulk_add_rows(c, "pw", STORERS, "Y")
+                  or add and epilogue.combine_rows(c, "pw", STORERS, "Y", "add")
+                  or "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS)
+  return wgmma.device_mn(c) .. (bulk and epilogue.bulk_add_device or "")
     .. kernel(n.hot_up, "X", "Wu", H, "D",
               mainloop.store_body(c, epilogue.combine_rows(c, "pw", STORERS, "hot_h", "mul"), false, STORERS))
-    .. kernel(n.hot_y, "hot_h", "Wd", "D", H,
-              mainloop.store_body(c, add and epilogue.combine_rows(c, "pw", STORERS, "Y", "add")
-                                     or "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS),
-                                  true, STORERS))
+    .. kernel(n.hot_y, "hot_h", "Wd", "D", H, mainloop.store_body(c, y_drain, true, STORERS, bulk))
 end
 
 return {
