@@ -7,12 +7,18 @@ run; for a problem measured on several kinds of data, the twell ops' generators 
 worst speed-up over them as api/sp_api_across.c picks it, shown at that worst case with each kind's speed-up), its
 median time, the baseline's, the speed-up, and when it was measured; per op the geometric mean.
 To reproduce a row: `sptune check OP --gpu auto --shape PROBLEM --config CONFIG` (`sptune best` prints CONFIG).
+A configuration recorded before a parameter was added (its text without it) is the one naming that parameter's
+default, as the lookup parses it: --sptune (default build/sptune) lists the parameters' defaults (`sptune ops`).
 
-usage: scripts/results-summary.py db/data/h200.tsv > section.md
+usage: scripts/results-summary.py db/data/h200.tsv [--sptune build/sptune] > section.md
 """
+import argparse
 import collections
 import datetime
 import math
+import os
+import re
+import subprocess
 import sys
 
 from results_table import read
@@ -36,6 +42,29 @@ def split_key(problem):
     kv = [x.split("=", 1) for x in problem.split(",")]
     return (",".join(f"{k}={v}" for k, v in kv if k not in ACROSS),
             ",".join(f"{k}={v}" for k, v in kv if k in ACROSS))
+
+
+def op_defaults(sptune):
+    """{op: [(parameter, default), ...] in parameter order}, from `sptune ops`."""
+    out, op = {}, None
+    for line in subprocess.run([sptune, "ops"], capture_output=True, text=True, check=True).stdout.splitlines():
+        m = re.match(r"^(\S+) \(", line)
+        if m:
+            op = out.setdefault(m.group(1), [])
+            continue
+        m = re.match(r"^  (\S+)\s+\{[^}]*\}\s+default (\S+)", line)
+        if m and op is not None:
+            op.append((m.group(1), m.group(2)))
+    return out
+
+
+def canonical(config, params):
+    """The configuration's text naming every parameter (those it leaves out at their defaults), as sp_config_format
+    writes it; the text as it is where a name is not one of the op's."""
+    kv = dict(x.split("=", 1) for x in config.split(",") if "=" in x)
+    if not params or any(k not in dict(params) for k in kv):
+        return config
+    return ",".join(f"{k}={kv.get(k, d)}" for k, d in params)
 
 
 def across_pick(rows):
@@ -62,11 +91,19 @@ def across_pick(rows):
 
 
 def main():
-    if len(sys.argv) != 2:
-        sys.exit(__doc__.strip().split("\n")[-1])
-    _, head, table = read(sys.argv[1], ("gpu_profile", "gpu_name", "template", "problem", "config", "outcome",
-                                          "median_ms", "baseline_ms", "recorded_at", "sptune_version"))
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("table")
+    ap.add_argument("--sptune", default="build/sptune", help="an sptune binary (the ops' parameter defaults)")
+    a = ap.parse_args()
+    _, head, table = read(a.table, ("gpu_profile", "gpu_name", "template", "problem", "config", "outcome",
+                                    "median_ms", "baseline_ms", "recorded_at", "sptune_version"))
     rows = [dict(zip(head, r)) for r in table]
+    if not os.access(a.sptune, os.X_OK):
+        sys.exit(f"results-summary: {a.sptune} is not an sptune binary (--sptune PATH): it names the parameters' "
+                 "defaults, without which one configuration recorded under two texts would count as two")
+    defaults = op_defaults(a.sptune)
+    for r in rows:
+        r["config"] = canonical(r["config"], defaults.get(r["template"]))
     best = collections.OrderedDict()
     family = collections.defaultdict(list)
     for r in rows:
