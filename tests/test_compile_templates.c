@@ -238,6 +238,31 @@ static void check_named_paths(void)
         }
 }
 
+/* One twell-ffn case of check_pdl and check_bulk on a problem with a hot slice's order: configuration `config` on
+ * `target` must be valid exactly when `ok`; a valid one is emitted into *k (1 returned, with *gpu, *p and *c filled
+ * for compile_one), an invalid one is not (0). */
+static int ffn_case(sp_template *t, const char *target, const char *config, int ok, sp_gpu_profile *gpu, sp_problem *p,
+                    sp_config *c, sp_kernel_src *k)
+{
+    int valid = -1;
+    CHECK_ST(sp_gpu_profile_named(target, gpu), SPTUNE_OK);
+    CHECK_ST(sp_problem_parse(t, "M=1000,D=2048,F=1032,nnz=40,order=1", p), SPTUNE_OK);
+    CHECK_ST(sp_config_parse(t, config, c), SPTUNE_OK);
+    CHECK_ST(sp_template_check(t, c, gpu, p, &valid, NULL), SPTUNE_OK);
+    CHECK_MSG(valid == ok, "twell-ffn %s on %s: valid %d", config, target, valid);
+    if (valid != 1) return 0;
+    CHECK_ST(sp_template_emit(t, c, gpu, p, k), SPTUNE_OK);
+    return 1;
+}
+
+/* Where stage s's kernel is defined in k's source (its name then a parenthesis), or NULL. */
+static const char *kernel_at(const sp_kernel_src *k, int s)
+{
+    char sig[140];
+    snprintf(sig, sizeof sig, "%s(", k->stage[s].kernel);
+    return strstr(k->source, sig);
+}
+
 /* twell-ffn's programmatic dependent launch (pdl = 2): on both targets every kernel of the pipeline is marked for the
  * early launch and opens with the wait (a marked kernel without it would race its predecessor), never triggers its
  * dependents early (the withdrawn pdl = 1 did), and compiles; at pdl = 0 nothing is marked and the source has no wait
@@ -260,26 +285,17 @@ static void check_pdl(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         sp_gpu_profile gpu;
         sp_problem p;
-        int ok = -1;
-        CHECK_ST(sp_gpu_profile_named(cases[i].target, &gpu), SPTUNE_OK);
-        CHECK_ST(sp_problem_parse(t, "M=1000,D=2048,F=1032,nnz=40,order=1", &p), SPTUNE_OK);
-        CHECK_ST(sp_config_parse(t, cases[i].config, &c), SPTUNE_OK);
-        CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
-        CHECK_MSG(ok == cases[i].ok, "twell-ffn %s on %s: valid %d", cases[i].config, cases[i].target, ok);
-        if (ok != 1) continue;
-        int pdl = strstr(cases[i].config, "pdl=2") != NULL, waits = 0;
         sp_kernel_src k;
-        CHECK_ST(sp_template_emit(t, &c, &gpu, &p, &k), SPTUNE_OK);
+        if (!ffn_case(t, cases[i].target, cases[i].config, cases[i].ok, &gpu, &p, &c, &k)) continue;
+        int pdl = strstr(cases[i].config, "pdl=2") != NULL, waits = 0;
         CHECK_MSG(!strstr(k.source, "griddepcontrol.launch_dependents"), "%s: an early trigger", cases[i].config);
         for (const char *s = k.source; (s = strstr(s, "sp_pdl_enter();")) != NULL; s++) waits++;
         CHECK_MSG(waits == (pdl ? k.nkernels : 0), "%s on %s: %d waits for %d kernels", cases[i].config,
                   cases[i].target, waits, k.nkernels);
         for (int s = 0; s < k.nkernels; s++) {
             CHECK_MSG(k.stage[s].pdl == pdl, "%s: stage %d pdl %d", cases[i].config, s, k.stage[s].pdl);
-            /* the wait opens the kernel: the first statement after its signature (the name then a parenthesis) */
-            char sig[140];
-            snprintf(sig, sizeof sig, "%s(", k.stage[s].kernel);
-            const char *at = strstr(k.source, sig), *brace = at ? strchr(at, '{') : NULL;
+            /* the wait opens the kernel: the first statement after its signature */
+            const char *at = kernel_at(&k, s), *brace = at ? strchr(at, '{') : NULL;
             CHECK(brace != NULL);
             if (pdl && brace) CHECK_MSG(strncmp(brace, "{\n    sp_pdl_enter();", 21) == 0, "%s: not opened by the wait",
                                         k.stage[s].kernel);
@@ -306,6 +322,7 @@ static void check_bulk(void)
         {"h100", "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,load=cpasync,epi=regs,hot=1,hotloop=bulk", 0},
         {"sm_80", "hot=1,hotloop=bulk", 0},
     };
+#undef BULK_BASE
     sp_template *t = NULL;
     CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
     if (!t) return;
@@ -313,22 +330,10 @@ static void check_bulk(void)
         sp_gpu_profile gpu;
         sp_problem p;
         sp_config c;
-        int ok = -1;
-        CHECK_ST(sp_gpu_profile_named(cases[i].target, &gpu), SPTUNE_OK);
-        CHECK_ST(sp_problem_parse(t, "M=1000,D=2048,F=1032,nnz=40,order=1", &p), SPTUNE_OK);
-        if (sp_config_parse(t, cases[i].config, &c) != SPTUNE_OK) {
-            CHECK_MSG(!cases[i].ok, "%s: %s", cases[i].config, sptune_last_error());
-            continue;
-        }
-        CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
-        CHECK_MSG(ok == cases[i].ok, "twell-ffn %s on %s: valid %d", cases[i].config, cases[i].target, ok);
-        if (ok != 1) continue;
         sp_kernel_src k;
-        CHECK_ST(sp_template_emit(t, &c, &gpu, &p, &k), SPTUNE_OK);
+        if (!ffn_case(t, cases[i].target, cases[i].config, cases[i].ok, &gpu, &p, &c, &k)) continue;
         /* the reductions and their waits in hot_y alone (the source's last kernel) */
-        char sig[140];
-        snprintf(sig, sizeof sig, "%s(", k.stage[k.nkernels - 1].kernel);
-        const char *hot_y = strstr(k.source, sig), *red = strstr(k.source, "sp_bulk_add_bf16((Y)");
+        const char *hot_y = kernel_at(&k, k.nkernels - 1), *red = strstr(k.source, "sp_bulk_add_bf16((Y)");
         CHECK_MSG(hot_y && strstr(k.stage[k.nkernels - 1].kernel, "hot_y"), "%s: hot_y last", cases[i].config);
         CHECK_MSG(red && hot_y && red > hot_y, "%s: no bulk reduction in hot_y", cases[i].config);
         CHECK_MSG(hot_y && strstr(hot_y, "sp_fence_proxy_async();\n            sp_mbar_arrive(staged);") &&
@@ -338,7 +343,6 @@ static void check_bulk(void)
         compile_one(t, &c, &gpu, &p);
     }
     sp_template_free(t);
-#undef BULK_BASE
 }
 
 int main(void)
