@@ -2,10 +2,11 @@
 """twell-ffn side by side with the SakanaAI TwELL gated MLP, on the GPU machine:
 
     SPTUNE_LIB=build-static/prefix/lib/libsptune.so.0.3 PYTHONPATH=python \
-        python3 bench/twell-peer.py --peer PATH [--shapes 4096x2048x5632,...] [--nnz 40]
+        python3 bench/twell-peer.py [--peer PATH] [--shapes 4096x2048x5632,...] [--nnz 40]
 
 PATH: a checkout of github.com/SakanaAI/sparser-faster-llms (MIT), kept outside this repository (never
-committed); its custom_models/twell_modules is built by torch's extension loader on first use.
+committed); its custom_models/twell_modules is built by torch's extension loader on first use. Without it the
+run times sptune against the dense baseline alone.
 
 One data set per shape, shared by everyone: activations like real ReLU FFNs' (the recipe of
 tuner/sp_twell_dist.c: heavy-tailed firing rates rank^-0.7 over shuffled ranks, 30 % dead neurons, 0.5 %
@@ -20,10 +21,10 @@ second generator: Gaussian tokens of log-normal gains, sigma --spread, through g
 rates). sptune.twell_ffn(autotune=True) rows: autotuned on their first call (the check's), which prints what it
 chose, into a fresh database unless --db says otherwise (one run's records served to the next would measure the
 records, not the served kernels). Times: CUDA events, in three rounds that take the implementations in turn
-(each round starting one further along, a warm-up call before each one's samples), so that none is timed only
-right after another's heavy run: per call (the median of 21 calls, each between its own events: the host's work
-before the first kernel counts) and back to back (the median of 6 groups of 7 calls between one pair of events:
-the kernels' own time). --profile adds, per implementation, its kernels' times under torch's profiler (their sum
+(each round starting one further along, at least 3 calls and 20 ms of unmeasured warm-up before each one's
+samples), so that none is timed only right after another's heavy run: per call (the median of 21 calls, each
+between its own events: the host's work before the first kernel counts) and back to back (the median of 6 groups
+of 7 calls between one pair of events: the kernels' own time). --profile adds, per implementation, its kernels' times under torch's profiler (their sum
 against the back-to-back time: what the gaps between kernels cost) and the SM clock it ran at (NVML).
 Prints a markdown table last."""
 import argparse
@@ -198,7 +199,18 @@ def timed(fns, rounds=3, reps=7, clock=None):
     torch.cuda.synchronize()
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
-            fns[n]()   # after another implementation's calls: one unmeasured
+            # after another implementation's calls: unmeasured ones for at least 3 calls and 20 ms, so that each is
+            # timed at the clock its own load settles at (right after torch's dense layer the card runs a few
+            # per cent slower for a while: one call left whichever came next measured that much slower)
+            a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
+            a.record()
+            for i in range(1000):
+                fns[n]()
+                if i >= 2:
+                    b.record()
+                    b.synchronize()
+                    if a.elapsed_time(b) >= 20.0:
+                        break
             torch.cuda.synchronize()
             if clock:
                 clock.now = n
@@ -240,7 +252,8 @@ def load_peer(path):
 
 def main():
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--peer", required=True, help="checkout of SakanaAI/sparser-faster-llms")
+    ap.add_argument("--peer", default=None,
+                    help="checkout of SakanaAI/sparser-faster-llms (without it: sptune and the dense baseline only)")
     ap.add_argument("--shapes", default="4096x2048x5632,16384x2048x5632,16384x2048x8192",
                     help="MxDxF list (the peer needs sm_90a; a shape it refuses is recorded as a failed row)")
     ap.add_argument("--nnz", type=float, default=40)
@@ -264,7 +277,7 @@ def main():
         import tempfile
         os.environ["SPTUNE_DB"] = args.db or os.path.join(tempfile.mkdtemp(prefix="twell-peer-"), "tuning.db")
     import sptune
-    peer = load_peer(args.peer)
+    peer = load_peer(args.peer) if args.peer else None
     rows = []
     for layer, shape in enumerate(args.shapes.split(",")):
         M, D, F = (int(v) for v in shape.split("x"))
@@ -314,8 +327,9 @@ def main():
             out[f"sptune.twell_ffn(autotune=True), order={int(cal)}"] = (
                 lambda cal=cal, w=w: sptune.twell_ffn(x, *w, nnz=int(round(args.nnz)), calibrated=cal, autotune=True))
         try:
-            layer_mod = peer.TwELLGatedMLP(layer, wg, wu, wd)
-            out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)
+            if peer:
+                layer_mod = peer.TwELLGatedMLP(layer, wg, wu, wd)
+                out["SakanaAI TwELLGatedMLP"] = lambda: layer_mod(x)
         except Exception as e:   # noqa: BLE001 - the peer's refusal is a result to record
             rows.append(failed(shape, mean_nnz, "SakanaAI TwELLGatedMLP", e))
         # each checked first (autotune=True tunes on this call), then all timed together
