@@ -132,7 +132,9 @@ static sptune_status db_inspect(const char *path, inspect_mode mode, int *fresh)
             sqlite3_busy_timeout(h, SP_DB_BUSY_TIMEOUT_MS);
             rc = sp_db_read_ids(h, &app, &version, &nobjects);
         }
-        if (rc == SQLITE_OK) {
+        /* the immutable read may also see another process's creation half written (tables, no
+         * application_id yet): anything but an sptune database gets the locked read's verdict */
+        if (rc == SQLITE_OK && (attempt == 1 || wal_mode || app == SP_DB_APPLICATION_ID)) {
             sqlite3_close(h);
             break;
         }
