@@ -24,8 +24,9 @@ records, not the served kernels). Times: CUDA events, in three rounds that take 
 (each round starting one further along, at least 3 calls and 20 ms of unmeasured warm-up before each one's
 samples), so that none is timed only right after another's heavy run: per call (the median of 21 calls, each
 between its own events: the host's work before the first kernel counts) and back to back (the median of 6 groups
-of 7 calls between one pair of events: the kernels' own time). --profile adds, per implementation, its kernels' times under torch's profiler (their sum
-against the back-to-back time: what the gaps between kernels cost) and the SM clock it ran at (NVML).
+of 7 calls between one pair of events: the kernels' own time). --profile adds, per implementation, its kernels'
+times under torch's profiler (their sum against the back-to-back time: what the gaps between kernels cost) and the
+SM clock it ran at (NVML).
 Prints a markdown table last."""
 import argparse
 import importlib.util
@@ -199,9 +200,8 @@ def timed(fns, rounds=3, reps=7, clock=None):
     torch.cuda.synchronize()
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
-            # after another implementation's calls: unmeasured ones for at least 3 calls and 20 ms, so that each is
-            # timed at the clock its own load settles at (right after torch's dense layer the card runs a few
-            # per cent slower for a while: one call left whichever came next measured that much slower)
+            # after another implementation's calls: unmeasured ones for at least 3 calls and 20 ms (the method of
+            # `sptune check`), so that each is timed at the clock its own load settles at
             a, b = torch.cuda.Event(enable_timing=True), torch.cuda.Event(enable_timing=True)
             a.record()
             for i in range(1000):
