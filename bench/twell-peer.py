@@ -194,10 +194,6 @@ def timed(fns, rounds=3, reps=7, clock=None):
     rounds x 2 groups of reps calls between one pair of events (the host launches ahead: the kernels' own time)."""
     names = list(fns)
     per, b2b = {n: [] for n in names}, {n: [] for n in names}
-    for n in names:
-        for _ in range(3):
-            fns[n]()
-    torch.cuda.synchronize()
     for r in range(rounds):
         for n in names[r % len(names):] + names[:r % len(names)]:
             # after another implementation's calls: unmeasured ones for at least 3 calls and 20 ms (the method of
