@@ -4,6 +4,7 @@
 #include "sp_str.h"
 #include "sptune_kernel_object.h"
 
+#include <stdio.h>
 #include <string.h>
 
 /* 1 when configuration text c sets name=value (the whole value). */
@@ -28,23 +29,36 @@ sptune_status sp_api_autotune_choose(const sptune_kernel_request *req, sptune_ke
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_autotune: the workspace has %zu bytes, the kernel served now "
                        "needs %zu (sptune_kernel_workspace)", workspace_bytes, need);
     if ((st = timer->time(timer->ctx, served, &out->best_ms, out->best_t, NULL, NULL, NULL)) != SPTUNE_OK) return st;
+    memcpy(out->served_t, out->best_t, sizeof out->served_t);
     out->timed = 1;
-    if (sets(served->config, "hot", "8")) out->dense_ms = out->best_ms;
-    for (int i = 0; st == SPTUNE_OK && i < n; i++) {
-        if (!strcmp(configs[i], served->config)) continue;   /* timed already (the candidates are distinct) */
+    if (served->dense || sets(served->config, "hot", "8")) out->dense_ms = out->best_ms;
+    /* the candidates, and (twell-ffn, where the served kernel is its own) the dense layer on cuBLAS last */
+    const int cublas = !served->dense && !strcmp(served->op, "twell-ffn");
+    for (int i = 0; st == SPTUNE_OK && i < n + cublas; i++) {
+        if (i < n && !strcmp(configs[i], served->config)) continue;   /* timed already (the candidates are distinct) */
         sptune_kernel_request one = *req;
-        one.fixed = configs[i];   /* every parameter fixed (this configuration), or hot=8 alone (the dense layer) */
+        one.sparse_only = 1;
+        one.fixed = i < n ? configs[i] : NULL;   /* every parameter fixed (this configuration), or hot=8 alone (sptune's
+                                                    dense layer) */
         sptune_kernel *k = NULL;
         double ms = -1;
-        if (sptune_kernel_get(&one, &k) != SPTUNE_OK ||
-            (sptune_kernel_workspace(k, 0, &need) == SPTUNE_OK && need > workspace_bytes)) {
+        if (i == n) {   /* the served configuration, the dense layer in its place */
+            if ((st = sp_api_kernel_clone(served, &k)) != SPTUNE_OK) break;
+            k->dense = 1;
+            char was[sizeof k->detail];
+            snprintf(was, sizeof was, "%s", k->detail);
+            snprintf(k->detail, sizeof k->detail, "the dense layer on cuBLAS in the op's place; the configuration beside "
+                     "it: %.900s", was);
+        } else if (sptune_kernel_get(&one, &k) != SPTUNE_OK ||
+                   (sptune_kernel_workspace(k, 0, &need) == SPTUNE_OK && need > workspace_bytes)) {
             sp_clear_error();   /* not this one: invalid here, or more workspace than the caller has */
             sptune_kernel_free(k);
             continue;
         }
         st = timer->time(timer->ctx, k, &ms, t, NULL, NULL, NULL);
         out->timed++;
-        if (st == SPTUNE_OK && sets(k->config, "hot", "8") && (out->dense_ms < 0 || ms < out->dense_ms)) out->dense_ms = ms;
+        if (st == SPTUNE_OK && (k->dense || sets(k->config, "hot", "8")) && (out->dense_ms < 0 || ms < out->dense_ms))
+            out->dense_ms = ms;
         if (st == SPTUNE_OK && ms < out->best_ms) {
             if (best != served) sptune_kernel_free(best);
             best = k;

@@ -91,7 +91,8 @@ sptune_status sptune_kernel_autotune(const sptune_kernel_request *caller, void *
                          "it returns", fn);
         if (st != SPTUNE_OK) { sptune_kernel_free(served); return st; }
     }
-    /* the candidates: the recorded configurations nearest the problem, and twell-ffn's dense layer (hot=8) */
+    /* the candidates: the recorded configurations nearest the problem, and twell-ffn's dense layers (hot=8, and
+       on cuBLAS: sp_api_autotune_choose) */
     char *configs[CANDIDATES + 1];
     int n = 0;
     if ((st = sp_api_ranked_configs(req, CANDIDATES, configs, &n)) != SPTUNE_OK) { sptune_kernel_free(served); return st; }
@@ -111,14 +112,17 @@ sptune_status sptune_kernel_autotune(const sptune_kernel_request *caller, void *
         return st;
     }
     sptune_kernel *best = ch.best;
-    if (best != served) sptune_kernel_free(served);
     /* recorded for the next lookups; a database that cannot be written costs the record, not the kernel: the
-       detail says so */
-    char where[768];
-    if (sp_api_autotune_record(best, req->db_path, tokens, ch.best_t, RUNS, ch.dense_ms, where, sizeof where) != SPTUNE_OK) {
+       detail says so. Where the dense layer on cuBLAS won, the served configuration's own times are recorded beside
+       it (the lookup then serves the dense layer for the problem); where it was served from the start, nothing. */
+    char where[768] = "";
+    const sptune_kernel *rec = best->dense ? (served->dense ? NULL : served) : best;
+    if (rec && sp_api_autotune_record(rec, req->db_path, tokens, rec == served ? ch.served_t : ch.best_t, RUNS,
+                                      ch.dense_ms, where, sizeof where) != SPTUNE_OK) {
         snprintf(where, sizeof where, "not recorded: %.600s", sptune_last_error());
         sp_clear_error();
     }
+    if (best != served) sptune_kernel_free(served);
     const size_t len = strlen(best->detail);
     char duel[160] = "";
     if (ch.served_ms >= 0 && ch.kept)

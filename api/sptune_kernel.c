@@ -393,6 +393,14 @@ static sptune_status lookup(sp_template *t, const sp_gpu_profile *gpu, const sp_
             if (c->baseline_ms > 0) snprintf(speed, sizeof speed, " (%.2fx the baseline)", c->baseline_ms / c->median_ms);
             k->ms = c->median_ms;
             k->baseline_ms = c->baseline_ms > 0 ? c->baseline_ms : -1;
+            /* a time measured at a token count over 4x from the one asked says nothing of it */
+            double had = 0, asked = 0;
+            const char *tok = sp_template_tokens(t);
+            if (tok && sp_problem_get(&c->p, tok, &had) && sp_problem_get(want, tok, &asked) && had > 0 && asked > 0 &&
+                fmax(had / asked, asked / had) > 4) {
+                k->ms = k->baseline_ms = -1;
+                snprintf(speed + strlen(speed), sizeof speed - strlen(speed), "; no time expected at %s=%.0f", tok, asked);
+            }
             snprintf(k->recorded, sizeof k->recorded, "%s", c->worst ? c->worst : c->problem);
             snprintf(k->recorded_gpu, sizeof k->recorded_gpu, "%s", c->gpu);
             /* the parameters served otherwise than measured (a same_cost one: the problem's data format) */
@@ -563,8 +571,7 @@ static sptune_status nearest_valid(sp_template *t, const sp_gpu_profile *gpu, co
 
 /* ---- the in-process memo: a repeated get costs a copy, not a lookup, a render and a cache read ---- */
 
-/* A deep copy of k without its loaded module (each kernel object loads its own). */
-static sptune_status kernel_clone(const sptune_kernel *s, sptune_kernel **out)
+sptune_status sp_api_kernel_clone(const sptune_kernel *s, sptune_kernel **out)
 {
     sptune_kernel *k = malloc(sizeof *k);
     if (!k) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
@@ -572,6 +579,7 @@ static sptune_status kernel_clone(const sptune_kernel *s, sptune_kernel **out)
     /* nothing shared with s from here on, so that a failure below frees only k's own copies */
     memset(&k->loaded, 0, sizeof k->loaded);
     k->t = NULL;
+    k->dense_rt = NULL;
     k->ngeo = k->geo_next = 0;
     k->op = k->config = k->args = NULL;
     k->src.source = NULL;
@@ -634,10 +642,10 @@ static char *memo_key(const sptune_kernel_request *req, const sp_gpu_profile *gp
                  has_wal, has_wal ? (long long)w.st_size : 0, has_wal ? (long long)w.st_mtim.tv_sec : 0,
                  has_wal ? w.st_mtim.tv_nsec : 0L);
     }
-    return sp_asprintf("%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%lld\x1f%s\x1f%s\x1f%d\x1f%s\x1f%s", req->op, req->problem,
+    return sp_asprintf("%s\x1f%s\x1f%s\x1f%s\x1f%d\x1f%lld\x1f%s\x1f%s\x1f%d\x1f%s\x1f%s\x1f%d", req->op, req->problem,
                        gpu->info.profile, gpu->info.arch, gpu->info.sm_count, (long long)gpu->info.smem_per_block_optin,
                        db ? db : "", state, req->ignore_shipped,
-                       req->cache_dir ? req->cache_dir : "\x1e" "default", req->fixed ? req->fixed : "");
+                       req->cache_dir ? req->cache_dir : "\x1e" "default", req->fixed ? req->fixed : "", req->sparse_only);
 }
 
 static int memo_find(const char *key, sptune_kernel **out)
@@ -645,7 +653,7 @@ static int memo_find(const char *key, sptune_kernel **out)
     int hit = 0;
     pthread_mutex_lock(&memo.lock);
     for (int i = 0; i < memo.n && !hit; i++)
-        if (strcmp(memo.key[i], key) == 0) hit = kernel_clone(memo.k[i], out) == SPTUNE_OK;
+        if (strcmp(memo.key[i], key) == 0) hit = sp_api_kernel_clone(memo.k[i], out) == SPTUNE_OK;
     pthread_mutex_unlock(&memo.lock);
     return hit;
 }
@@ -654,7 +662,7 @@ static void memo_add(const char *key, const sptune_kernel *k)
 {
     sptune_kernel *copy = NULL;
     char *full = strdup(key);
-    if (!full || kernel_clone(k, &copy) != SPTUNE_OK) {
+    if (!full || sp_api_kernel_clone(k, &copy) != SPTUNE_OK) {
         free(full);
         sp_clear_error();
         return;
@@ -732,7 +740,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *caller, sptune_kern
     if ((st = lookup(t, &gpu, &want, req, &fixed, k, &cfg, &found)) != SPTUNE_OK) goto fail;
     if (!found) {
         k->origin = SPTUNE_ORIGIN_DEFAULT;
-        if ((st = sp_config_default_for(t, &gpu, &cfg)) != SPTUNE_OK) goto fail;
+        if ((st = sp_config_default_for(t, &gpu, &want, &cfg)) != SPTUNE_OK) goto fail;
         for (int i = 0; i < fixed.n; i++) cfg.idx[fixed.param[i]] = fixed.value[i];
         if ((st = sp_template_check(t, &cfg, &gpu, &want, &ok, &why)) != SPTUNE_OK) goto fail;
         if (!ok && (st = nearest_valid(t, &gpu, &want, &fixed, &cfg, &ok)) != SPTUNE_OK) goto fail;
@@ -758,6 +766,7 @@ sptune_status sptune_kernel_get(const sptune_kernel_request *caller, sptune_kern
         if (k->tokens_dim >= 0) k->tokens_arg = sp_template_arg_index(t, sp_template_tokens(t));
     }
     if ((st = keep_args(t, &cfg, &want, k)) != SPTUNE_OK) goto fail;
+    if (!req->sparse_only && !strcmp(req->op, "twell-ffn")) sp_api_dense_decide(t, &want, k);
     for (int b = 0; b < 2; b++)
         if (sptune_kernel_workspace(k, b, &k->ws_total[b]) != SPTUNE_OK) k->ws_total[b] = SIZE_MAX;
     sp_clear_error();
@@ -787,6 +796,7 @@ void sptune_kernel_free(sptune_kernel *k)
 {
     if (!k) return;
     if (k->loaded.module) sp_kernel_unload(&k->loaded);
+    sp_dense_ffn_destroy(k->dense_rt);
     sp_template_free(k->t);
     free(k->op);
     sp_cubin_free(&k->cubin);

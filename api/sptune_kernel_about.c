@@ -60,6 +60,10 @@ size_t sp_api_part_bytes(const kernel_arg *x, int at_bound)
     return sp_api_part_size(x, at_bound ? x->elements_bound : x->elements);
 }
 
+/* The dense layer's chunks at least this many rows where the batch has them (M=3000, d_ff=14336 in the 28 MB of
+ * twell-ffn's typical workspace: chunks of 512 rows, 0.91x the dense layer in one piece; bench/RESULTS.md). */
+#define DENSE_ROWS 2048
+
 sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes)
 {
     if (!k || !bytes) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: missing argument");
@@ -75,6 +79,16 @@ sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t 
         size_t b = sp_api_part_bytes(x, bound);
         if (total + b < total) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_workspace: too large");
         total += b;
+    }
+    /* the dense layer in the op's place: at least chunks of DENSE_ROWS rows (smaller ones slow its GEMMs down) */
+    if (k->dense) {
+        long long M = -1, F = -1;
+        for (int i = 0; i < k->nargs; i++) {
+            if (!strcmp(k->arg[i].decl.name, "M")) M = k->arg[i].dim;
+            if (!strcmp(k->arg[i].decl.name, "F")) F = k->arg[i].dim;
+        }
+        const size_t dense = M > 0 && F > 0 ? sp_dense_ffn_bytes(M < DENSE_ROWS ? M : DENSE_ROWS, (int)F) : 0;
+        if (dense > total) total = dense;
     }
     *bytes = total;
     return SPTUNE_OK;

@@ -5,6 +5,7 @@
 
 #include "sp_args.h"
 #include "sp_cache.h"
+#include "sp_dense_ffn.h"
 #include "sp_gpu.h"
 #include "sp_launch.h"
 #include "sp_template.h"
@@ -59,7 +60,35 @@ struct sptune_kernel {
     sp_template *t;
     int ngeo, geo_next;
     geometry geo[GEO_MAX];
+    /* twell-ffn: the dense layer on cuBLAS runs in the configuration's place (sp_api_dense.c: why in detail), its
+       cuBLAS handle and kernel made in the context current at the first launch */
+    int dense;
+    sp_dense_ffn *dense_rt;
 };
+
+/* Whether k (twell-ffn, as the lookup found it for want) runs the dense layer instead: nothing measured near the
+ * described data, or the dense layer measured faster there. Sets k->dense, says why in k->detail, and makes k->ms
+ * the dense layer's. */
+void sp_api_dense_decide(const sp_template *t, const sp_problem *want, sptune_kernel *k);
+/* The dense layer for `tokens` tokens: tensors X, Wg, Wu, Wd, Y; the caller's workspace for the gate and up of as many
+ * rows at a time as it holds. _args: from a raw launch's list (the largest workspace part as the workspace). */
+sptune_status sp_api_dense_launch(sptune_kernel *k, void *stream, long long tokens, const unsigned long long *tensors,
+                                  unsigned long long workspace, size_t workspace_bytes);
+sptune_status sp_api_dense_launch_args(sptune_kernel *k, void *stream, long long tokens, void **args);
+
+/* A workspace cut into k's workspace arguments as sptune_kernel_launch_ws cuts it for a launch of *tokens tokens
+ * (SPTUNE_ALL_TOKENS: the problem's, written back; the count and workspace checked, fn naming the caller in errors):
+ * each workspace part's address, and each scalar's and dimension's value (-1 where none). */
+typedef struct sp_api_cut {
+    CUdeviceptr ptr[SP_MAX_ARGS];
+    long long num[SP_MAX_ARGS];
+} sp_api_cut;
+sptune_status sp_api_cut_workspace(sptune_kernel *k, const char *fn, long long *tokens, unsigned long long workspace,
+                                   size_t workspace_bytes, sp_api_cut *out);
+/* The index of k's argument of that name, or -1. */
+int sp_api_arg_named(const sptune_kernel *k, const char *name);
+/* A deep copy of k without its loaded module or its dense layer's handle (each copy makes its own). */
+sptune_status sp_api_kernel_clone(const sptune_kernel *s, sptune_kernel **out);
 
 /* The device image of Slot-Filling weights checked against kernel k (op, M, K, the encoding's parameters, the
  * current context); SPTUNE_ERR_INVALID naming the difference (fn: the public function's name). */
@@ -94,12 +123,12 @@ typedef struct {
     void *ctx;
 } sp_autotune_timer;
 /* What autotuning chose: best (the caller's to free; the served kernel itself when kept), its median and runs,
- * the dense layer's median (hot=8; -1 when not timed), the kernels timed, and the head-to-head's medians (-1 when
+ * the dense layer's median (on cuBLAS in the op's place, or hot=8; -1 when not timed), the kernels timed, and the head-to-head's medians (-1 when
  * the served kernel was the fastest from the start). */
 typedef struct {
     sptune_kernel *best;
     double best_ms, dense_ms, served_ms, challenger_ms;
-    float best_t[SP_AUTOTUNE_RUNS];
+    float best_t[SP_AUTOTUNE_RUNS], served_t[SP_AUTOTUNE_RUNS];   /* served_t: the served kernel's first runs */
     int timed, kept;
 } sp_autotune_choice;
 /* The choice among the kernel served for req (served: timed first, and kept unless beaten head to head) and the

@@ -116,6 +116,7 @@ sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args)
                            "(get one for this problem)", x->decl.name, v, x->decl.name, x->dim);
         }
     }
+    if (tokens != 0 && k->dense) return sp_api_dense_launch_args(k, stream, tokens < 0 ? max_tokens(k) : tokens, args);
     return tokens == 0 ? SPTUNE_OK : launch_checked(k, stream, args, tokens);
 }
 
@@ -154,21 +155,20 @@ sptune_status sptune_kernel_workspace_part(const sptune_kernel *k, const char *n
     return sp_fail(SPTUNE_ERR_NOT_FOUND, "%s: %s has no workspace argument '%s'", fn, k->op, name);
 }
 
-sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long tokens,
-                                      const unsigned long long *tensors, unsigned long long workspace,
-                                      size_t workspace_bytes)
+sptune_status sp_api_cut_workspace(sptune_kernel *k, const char *fn, long long *ntokens, unsigned long long workspace,
+                                   size_t workspace_bytes, sp_api_cut *out)
 {
-    if (!k || !tensors) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: no kernel or no tensors");
+    long long tokens = *ntokens;
     if (tokens > 0 && k->tokens_arg < 0)
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %s has no token count to set (pass "
-                       "SPTUNE_ALL_TOKENS)", k->op);
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: %s has no token count to set (pass SPTUNE_ALL_TOKENS)", fn, k->op);
     if (tokens < SPTUNE_ALL_TOKENS || (k->tokens_arg >= 0 && tokens > max_tokens(k)))
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %lld tokens, but the kernel serves 0 to %lld "
-                       "(SPTUNE_ALL_TOKENS: the problem's)", tokens, max_tokens(k));
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: %lld tokens, but the kernel serves 0 to %lld (SPTUNE_ALL_TOKENS: the "
+                       "problem's)", fn, tokens, max_tokens(k));
     if (k->tokens_arg >= 0 && tokens == SPTUNE_ALL_TOKENS) tokens = max_tokens(k);
+    *ntokens = tokens;
     int at_bound = 0;
     const geometry *cut = NULL;   /* a workspace for this batch alone: cut at its token count */
-    sptune_status st = workspace_mode(k, "sptune_kernel_launch_ws", workspace_bytes, &at_bound);
+    sptune_status st = workspace_mode(k, fn, workspace_bytes, &at_bound);
     if (st != SPTUNE_OK && tokens > 0 && tokens < max_tokens(k)) {
         char why[512];
         snprintf(why, sizeof why, "%s", sptune_last_error());
@@ -186,18 +186,50 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
     }
     if (st != SPTUNE_OK) return st;
     if (workspace_bytes > 0 && !workspace)
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: %zu bytes of workspace at address 0", workspace_bytes);
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: %zu bytes of workspace at address 0", fn, workspace_bytes);
     /* the parts are cut at 256-byte multiples of the base, and the kernels' vector accesses assume the
      * base is aligned as cudaMalloc aligns it */
     if (workspace_bytes > 0 && workspace % 256 != 0)
-        return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: the workspace at 0x%llx is not 256-byte aligned "
-                       "(cudaMalloc's allocations are)", workspace);
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: the workspace at 0x%llx is not 256-byte aligned (cudaMalloc's "
+                       "allocations are)", fn, workspace);
+    size_t offset = 0;
+    for (int i = 0; i < k->nargs; i++) {
+        const kernel_arg *x = &k->arg[i];
+        out->ptr[i] = 0;
+        out->num[i] = -1;
+        if (x->decl.role == SP_ROLE_WORKSPACE) {
+            out->ptr[i] = workspace + offset;
+            offset += cut ? sp_api_part_size(x, cut->elements[at_bound][i]) : sp_api_part_bytes(x, at_bound);
+        } else if (x->decl.role == SP_ROLE_SCALAR || x->decl.role == SP_ROLE_DIM) {
+            /* a dimension: the problem's; a scalar: its declared size (at the batch's count when cut) */
+            out->num[i] = x->decl.role == SP_ROLE_SCALAR ? (cut ? cut->scalar[at_bound][i] : at_bound ? x->bound : x->typical)
+                          : i == k->tokens_arg ? tokens : x->dim;
+        }
+    }
+    return SPTUNE_OK;
+}
+
+int sp_api_arg_named(const sptune_kernel *k, const char *name)
+{
+    for (int i = 0; i < k->nargs; i++)
+        if (!strcmp(k->arg[i].decl.name, name)) return i;
+    return -1;
+}
+
+sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long tokens,
+                                      const unsigned long long *tensors, unsigned long long workspace,
+                                      size_t workspace_bytes)
+{
+    if (!k || !tensors) return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_launch_ws: no kernel or no tensors");
+    sp_api_cut cut;
+    sptune_status st = sp_api_cut_workspace(k, "sptune_kernel_launch_ws", &tokens, workspace, workspace_bytes, &cut);
+    if (st != SPTUNE_OK) return st;
     if (tokens == 0) return SPTUNE_OK; /* an empty batch (an expert that got no tokens): nothing to launch */
+    if (k->dense) return sp_api_dense_launch(k, stream, tokens, tensors, workspace, workspace_bytes);
     unsigned long long ptr[SP_MAX_ARGS];
     long long num[SP_MAX_ARGS];
     int i32[SP_MAX_ARGS];
     void *args[SP_MAX_ARGS];
-    size_t offset = 0;
     int t = 0;
     for (int i = 0; i < k->nargs; i++) {
         const kernel_arg *x = &k->arg[i];
@@ -208,13 +240,11 @@ sptune_status sptune_kernel_launch_ws(sptune_kernel *k, void *stream, long long 
             args[i] = &ptr[i];
             break;
         case SP_ROLE_WORKSPACE:
-            ptr[i] = workspace + offset;
-            offset += cut ? sp_api_part_size(x, cut->elements[at_bound][i]) : sp_api_part_bytes(x, at_bound);
+            ptr[i] = cut.ptr[i];
             args[i] = &ptr[i];
             break;
-        default: {   /* a dimension: the problem's; a scalar: its declared size (at the batch's count when cut) */
-            long long v = x->decl.role == SP_ROLE_SCALAR ? (cut ? cut->scalar[at_bound][i] : at_bound ? x->bound : x->typical)
-                          : i == k->tokens_arg ? tokens : x->dim;
+        default: {
+            long long v = cut.num[i];
             if (x->decl.type != SP_ARG_I32 && x->decl.type != SP_ARG_U32 && x->decl.type != SP_ARG_U64) v = -1;
             if (v < 0)
                 return sp_fail(SPTUNE_ERR_INVALID,

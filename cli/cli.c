@@ -207,7 +207,7 @@ int cli_draw_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, c
 int cli_pick_config(cli_cmd *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *c)
 {
     const char *text = cli_get(cmd, "config");
-    sptune_status st = text ? sp_config_parse(t, text, c) : sp_config_default_for(t, gpu, c);
+    sptune_status st = text ? sp_config_parse(t, text, c) : sp_config_default_for(t, gpu, p, c);
     if (st != SPTUNE_OK) return cli_error(cmd->name, st);
     int ok = 0;
     char *why = NULL;

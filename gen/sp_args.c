@@ -62,7 +62,12 @@ typedef struct expr {
     char why[160];
 } expr;
 
-static long long efail(expr *e, const char *why)
+/* Values are non-negative reals (long double: every integer below 2^63 exact), so that a data dimension with a
+ * fraction (a percentage) can size a capacity; '/' and cdiv round down and up as integer division does, and the
+ * extent is the value rounded down: for integer operands the same as integer arithmetic. */
+typedef long double num;
+
+static num efail(expr *e, const char *why)
 {
     if (!e->failed) {
         e->failed = 1;
@@ -76,17 +81,17 @@ static void skip(expr *e)
     while (isspace((unsigned char)*e->p)) e->p++;
 }
 
-static long long sum(expr *e);
+static num sum(expr *e);
 
-static long long checked(expr *e, long double v)
+static num checked(expr *e, num v)
 {
-    if (v > (long double)LLONG_MAX / 2 || v < 0) return efail(e, "value out of range");
-    return (long long)v;
+    if (!(v <= (num)LLONG_MAX / 2) || v < 0) return efail(e, "value out of range");
+    return v;
 }
 
-static long long call(expr *e, const char *name, size_t n)
+static num call(expr *e, const char *name, size_t n)
 {
-    long long a = sum(e), b;
+    num a = sum(e), b;
     skip(e);
     if (*e->p != ',') return efail(e, "expected ','");
     e->p++;
@@ -94,13 +99,13 @@ static long long call(expr *e, const char *name, size_t n)
     skip(e);
     if (*e->p != ')') return efail(e, "expected ')'");
     e->p++;
-    if (n == 4 && memcmp(name, "cdiv", 4) == 0) return b > 0 ? (a + b - 1) / b : efail(e, "division by zero");
+    if (n == 4 && memcmp(name, "cdiv", 4) == 0) return b > 0 ? ceill(a / b) : efail(e, "division by zero");
     if (n == 3 && memcmp(name, "min", 3) == 0) return a < b ? a : b;
     if (n == 3 && memcmp(name, "max", 3) == 0) return a > b ? a : b;
     return efail(e, "unknown function (cdiv, min, max)");
 }
 
-static long long name_value(expr *e, const char *name, size_t n)
+static num name_value(expr *e, const char *name, size_t n)
 {
     if (!e->vars) {
         for (int i = 0; i < e->nnames; i++)
@@ -110,17 +115,17 @@ static long long name_value(expr *e, const char *name, size_t n)
     for (int i = 0; i < e->vars->n; i++) {
         if (strlen(e->vars->name[i]) != n || memcmp(e->vars->name[i], name, n) != 0) continue;
         double v = e->vars->v[i];
-        if (!(v >= 0) || v != floor(v)) return efail(e, "the name's value is not a non-negative integer");
+        if (!(v >= 0)) return efail(e, "the name's value is negative or not a number");
         return checked(e, v);
     }
     return efail(e, "no value for this name");
 }
 
-static long long atom(expr *e)
+static num atom(expr *e)
 {
     skip(e);
     if (++e->depth > 32) return efail(e, "nested too deeply");
-    long long v = 0;
+    num v = 0;
     if (*e->p == '(') {
         e->p++;
         v = sum(e);
@@ -128,7 +133,7 @@ static long long atom(expr *e)
         if (*e->p != ')') return efail(e, "expected ')'");
         e->p++;
     } else if (isdigit((unsigned char)*e->p)) {
-        long double x = 0;
+        num x = 0;
         while (isdigit((unsigned char)*e->p)) x = x * 10 + (*e->p++ - '0');
         v = checked(e, x);
     } else if (isalpha((unsigned char)*e->p) || *e->p == '_') {
@@ -149,40 +154,40 @@ static long long atom(expr *e)
     return v;
 }
 
-static long long product(expr *e)
+static num product(expr *e)
 {
-    long long v = atom(e);
+    num v = atom(e);
     for (;;) {
         skip(e);
         char op = *e->p;
         if (op != '*' && op != '/') return v;
         e->p++;
-        long long r = atom(e);
-        if (op == '*') v = checked(e, (long double)v * r);
-        else v = r > 0 ? v / r : efail(e, "division by zero");
+        num r = atom(e);
+        if (op == '*') v = checked(e, v * r);
+        else v = r > 0 ? floorl(v / r) : efail(e, "division by zero");
     }
 }
 
-static long long sum(expr *e)
+static num sum(expr *e)
 {
-    long long v = product(e);
+    num v = product(e);
     for (;;) {
         skip(e);
         char op = *e->p;
         if (op != '+' && op != '-') return v;
         e->p++;
-        long long r = product(e);
-        v = checked(e, op == '+' ? (long double)v + r : (long double)v - r);
+        num r = product(e);
+        v = checked(e, op == '+' ? v + r : v - r);
     }
 }
 
 static sptune_status run(expr *e, long long *out)
 {
-    long long v = sum(e);
+    num v = sum(e);
     skip(e);
     if (*e->p) efail(e, "unexpected text");
     if (e->failed) return sp_fail(SPTUNE_ERR_INVALID, "extent '%s': %s", e->text, e->why);
-    if (out) *out = v;
+    if (out) *out = (long long)floorl(v);
     return SPTUNE_OK;
 }
 

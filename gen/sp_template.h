@@ -107,9 +107,10 @@ const char *sp_template_tokens(const sp_template *t);
  * are SPTUNE_ERR_INVALID with the accepted values in the message. */
 sptune_status sp_config_parse(const sp_template *t, const char *text, sp_config *out);
 void sp_config_default(const sp_template *t, sp_config *out);
-/* The default on gpu: the parameters' defaults, then what the template's defaults(gpu) names (a
- * Hopper default that takes the Hopper main loop, say). On a template error *out is the plain default. */
-sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, sp_config *out);
+/* The default on gpu for problem p (NULL: none): the parameters' defaults, then what the template's defaults(gpu, p)
+ * names (a Hopper default that takes the Hopper main loop, a large batch's kernel, say). On a template error *out is
+ * the plain default. */
+sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *out);
 /* An integer parameter's value in configuration c (-1 when absent or not an integer). */
 long long sp_config_int(const sp_template *t, const sp_config *c, const char *name);
 /* A parameter's value in configuration c as text (NULL when absent). */

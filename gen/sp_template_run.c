@@ -192,7 +192,7 @@ static int run_check(lua_State *L)
     return 1;
 }
 
-/* The template's defaults(gpu): nil or a string of parameter values. */
+/* The template's defaults(gpu, problem): nil or a string of parameter values (problem nil when there is none). */
 static int run_defaults(lua_State *L)
 {
     run_ctx *x = lua_touserdata(L, 1);
@@ -203,19 +203,20 @@ static int run_defaults(lua_State *L)
         return 1;
     }
     push_gpu(L, x->gpu);
+    push_problem(L, x->p);
     sp_sandbox_reset(&x->t->sb);
-    lua_call(L, 1, 1);
+    lua_call(L, 2, 1);
     if (!lua_isnil(L, -1) && lua_type(L, -1) != LUA_TSTRING)
         sp_sandbox_error(L, "%s: defaults returned %s (must be nil or \"name=value,...\")", x->t->where,
                          luaL_typename(L, -1));
     return 1;
 }
 
-sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, sp_config *out)
+sptune_status sp_config_default_for(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, sp_config *out)
 {
     sp_config_default(t, out);
     if (!gpu) return SPTUNE_OK;
-    run_ctx x = {.t = t, .gpu = gpu, .constraint = -1};
+    run_ctx x = {.t = t, .gpu = gpu, .p = p, .constraint = -1};
     sptune_status st = sp_sandbox_pcall(&t->sb, run_defaults, &x, 1);
     if (st != SPTUNE_OK) return sp_wrap(st, "%s: the defaults for %s", t->where, gpu->info.profile);
     lua_State *L = t->sb.L;

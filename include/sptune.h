@@ -107,6 +107,10 @@ typedef struct sptune_kernel_request {
     const char *fixed;     /* NULL, or parameters the configuration must take ("window=128,decode=owner"): those
                               its data was prepared for (sptune_slotfill_fixed); recorded results with other values
                               are passed over, and the default takes these */
+    int sparse_only;       /* twell-ffn: 1 runs the configuration found even where the dense layer stands in for it
+                              (0: nothing measured near the described data, or the dense layer measured faster there:
+                              the launches run the dense layer on cuBLAS in the caller's workspace, and
+                              sptune_kernel_origin's detail says why) */
 } sptune_kernel_request;
 #define SPTUNE_KERNEL_REQUEST_SIZE sizeof(sptune_kernel_request)
 
@@ -248,6 +252,13 @@ SPTUNE_API sptune_status sptune_twell_ffn(sptune_kernel *k, void *stream, long l
                                           unsigned long long w_gate, unsigned long long w_up,
                                           unsigned long long w_down, unsigned long long y,
                                           unsigned long long workspace, size_t workspace_bytes);
+/* twell-ffn's run-time guard: whether the last call with this kernel, token count and workspace took the slower exact
+ * paths (*slow = 1: more overflow than the pool held, or more heavy tokens than the dense path's capacity; the data is
+ * not what the problem described): then grow the workspace to the bound (sptune_kernel_workspace) or describe the
+ * data again and get another kernel. Waits for the stream's work, then reads 12 bytes of the workspace; 0 for a
+ * kernel that runs the dense layer in the op's place (sptune_kernel_request.sparse_only). */
+SPTUNE_API sptune_status sptune_twell_ffn_slow(sptune_kernel *k, void *stream, long long tokens,
+                                               unsigned long long workspace, size_t workspace_bytes, int *slow);
 /* The TwELL parts, for engines that keep the packed gate between kernels: twell-d2t packs relu(X Wg^T)
  * into its workspace (the parts named "packed" and "pool": sptune_kernel_workspace_part), which
  * twell-t2d (Y = h Wd) or twell-gated (Y = (h * X Wu^T) Wd) read with the same T and S. */

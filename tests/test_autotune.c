@@ -76,11 +76,13 @@ static void check_record(const sptune_kernel_request *base, const char *other)
 }
 
 /* Made-up times: the served configuration `served`, the candidate `fast` (first round, then head to head), the
- * dense layer (hot=8) and the rest; fail: the call that fails (0: none). */
+ * dense layer (hot=8), the dense layer on cuBLAS in the served configuration's place (cublas_ms) and the rest; fail:
+ * the call that fails (0: none). */
 typedef struct {
     const char *served, *fast;
     double served_ms, fast_ms, duel_fast_ms, duel_served_ms, dense_ms, other_ms;
     int calls, fail, duels;
+    double cublas_ms;
 } fake_times;
 
 static sptune_status fake_time(void *ctx, sptune_kernel *k, double *ms, float *t, sptune_kernel *other,
@@ -96,7 +98,7 @@ static sptune_status fake_time(void *ctx, sptune_kernel *k, double *ms, float *t
         *other_ms = f->duel_served_ms;
         for (int r = 0; r < SP_AUTOTUNE_RUNS; r++) other_t[r] = (float)*other_ms;
     } else {
-        *ms = !strcmp(c, f->served) ? f->served_ms : f->fast && !strcmp(c, f->fast) ? f->fast_ms
+        *ms = k->dense ? f->cublas_ms : !strcmp(c, f->served) ? f->served_ms : f->fast && !strcmp(c, f->fast) ? f->fast_ms
             : strstr(c, ",hot=8,") ? f->dense_ms : f->other_ms;
     }
     for (int r = 0; r < SP_AUTOTUNE_RUNS; r++) t[r] = (float)*ms;
@@ -115,7 +117,7 @@ static void check_choose(const sptune_kernel_request *req)
     const char *fast = configs[1];
     sp_autotune_choice ch;
     /* the served kernel fastest from the start: kept, no head-to-head; the dense layer's time kept for the record */
-    fake_times f = {sptune_kernel_config(served), fast, 1.0, 1.1, 0, 0, 2.0, 1.2, 0, 0, 0};
+    fake_times f = {sptune_kernel_config(served), fast, 1.0, 1.1, 0, 0, 2.0, 1.2, 0, 0, 0, 3.0};
     sp_autotune_timer timer = {fake_time, &f};
     CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_OK);
     CHECK(ch.best == served && ch.kept && f.duels == 0 && ch.served_ms < 0 && ch.best_ms == 1.0);
@@ -155,6 +157,20 @@ static void check_choose(const sptune_kernel_request *req)
     g.fail = first_round + 1;
     CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_ERR_CUDA);
     CHECK(ch.best == NULL && g.duels == 0);
+    /* the dense layer on cuBLAS fastest, and by more than the margin head to head: it, at its time; the dense time
+       kept for the record beside the served configuration's own */
+    g.calls = g.duels = 0;
+    g.fail = 0;
+    g.cublas_ms = 0.5;
+    g.duel_fast_ms = 0.5;
+    CHECK_ST(sp_api_autotune_choose(req, served, configs, n, (size_t)1 << 40, &timer, &ch), SPTUNE_OK);
+    CHECK_MSG(ch.best != served && ch.best && ch.best->dense && ch.dense_ms == 0.5 && ch.served_t[0] == 1.0f,
+              "dense %g", ch.dense_ms);
+    if (ch.best != served) {
+        CHECK(!strcmp(sptune_kernel_config(ch.best), sptune_kernel_config(served)));
+        sptune_kernel_free(ch.best);
+    }
+    g.cublas_ms = 3.0;
     /* a workspace the served kernel does not fit: refused before any timing */
     g.calls = 0;
     g.fail = 0;

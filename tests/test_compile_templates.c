@@ -208,8 +208,8 @@ static void check_reg_consumer_limits(void)
 static void check_named_paths(void)
 {
     static const struct { const char *op, *shape, *config; } named[] = {
-        {"slotfill-spmm", "M=1000,K=1037,N=40,sparsity=50,fp16=0,dist=3", "decode=sp24,window=64,dbits=7,split=1,stages=8"},
-        {"slotfill-spmm", "M=1000,K=1037,N=40,sparsity=50,fp16=1,dist=3",
+        {"slotfill-spmm", "M=1000,K=1037,N=31,sparsity=50,fp16=0,dist=3", "decode=sp24,window=64,dbits=7,split=1,stages=8"},
+        {"slotfill-spmm", "M=1000,K=1037,N=31,sparsity=50,fp16=1,dist=3",
          "decode=sp24,window=64,dbits=7,split=1,stages=2,tpw=2,bn=32,dtype=f16"},
         {"twell-ffn", "M=1000,D=4096,F=1037,nnz=40", "consumer=reg,warps=2,split=1,dots=1,dunroll=1"},
         {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40,order=1", "consumer=reg,warps=8,split=1,dots=2,dunroll=1,bn=256,slots=31"},
@@ -236,6 +236,51 @@ static void check_named_paths(void)
             if (ok) compile_one(t, &c, &gpu, &p);
             sp_template_free(t);
         }
+}
+
+/* slotfill-spmm's large-batch kernel (mainloop=wgmma): both layouts compile for sm_90a (the widest token tile, 128
+ * accumulators a thread beside the decode; split-K through clusters; fp16); a GPU without wgmma (sm_120) and a K the
+ * copy engine cannot read (K % 8 != 0) refuse it. */
+static void check_slotfill_large(void)
+{
+    static const struct { const char *shape, *config; } cases[] = {
+        {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2", "mainloop=wgmma,warps=8,bn=256,stages=2,split=1"},
+        {"M=1000,K=1032,N=600,sparsity=50,fp16=1,dist=2", "mainloop=wgmma,warps=4,bn=64,stages=4,split=4,dtype=f16"},
+        {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=3",
+         "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=256,stages=2,split=1"},
+        {"M=1000,K=1032,N=600,sparsity=50,fp16=1,dist=3",
+         "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=2,dtype=f16"},
+    };
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load("slotfill-spmm", &t), SPTUNE_OK);
+    if (!t) return;
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sp_gpu_profile gpu;
+        sp_problem p, odd;
+        sp_config c;
+        int ok = -1;
+        CHECK_ST(sp_problem_parse(t, cases[i].shape, &p), SPTUNE_OK);
+        CHECK_ST(sp_config_parse(t, cases[i].config, &c), SPTUNE_OK);
+        CHECK_ST(sp_gpu_profile_named("h100", &gpu), SPTUNE_OK);
+        CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
+        CHECK_MSG(ok == 1, "slotfill-spmm %s at %s: valid %d on h100", cases[i].config, cases[i].shape, ok);
+        if (ok == 1) {
+            sp_kernel_src k;
+            CHECK_ST(sp_template_emit(t, &c, &gpu, &p, &k), SPTUNE_OK);
+            CHECK_MSG(strstr(k.source, "wgmma.mma_async") != NULL, "%s: no wgmma in the source", cases[i].config);
+            sp_kernel_src_free(&k);
+            compile_one(t, &c, &gpu, &p);
+        }
+        odd = p;
+        for (int d = 0; d < odd.n; d++)
+            if (strcmp(odd.name[d], "K") == 0) odd.v[d] = 1037;
+        CHECK_ST(sp_template_check(t, &c, &gpu, &odd, &ok, NULL), SPTUNE_OK);
+        CHECK_MSG(ok == 0, "slotfill-spmm %s valid at K = 1037", cases[i].config);
+        CHECK_ST(sp_gpu_profile_named("rtx-pro-6000", &gpu), SPTUNE_OK);
+        CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
+        CHECK_MSG(ok == 0, "slotfill-spmm %s valid on rtx-pro-6000 (no wgmma)", cases[i].config);
+    }
+    sp_template_free(t);
 }
 
 /* One twell-ffn case of check_pdl and check_bulk on a problem with a hot slice's order: configuration `config` on
@@ -352,6 +397,7 @@ int main(void)
     check_bulk();
     check_hopper_paths();
     check_named_paths();
+    check_slotfill_large();
     check_reg_consumer_limits();
     check_tile_consumer();
     static const char *targets[] = {"h100", "rtx-pro-6000"};

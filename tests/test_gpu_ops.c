@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct op_cases { const char *op; const char *shapes[10]; const char *const *always[3]; } op_cases;
+typedef struct op_cases { const char *op; const char *shapes[13]; const char *const *always[3]; } op_cases;
 
 /* The producer's wgmma main loop (sm_90a), checked at every shape wherever it is valid: a sample
  * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
@@ -83,7 +83,17 @@ static const char *const slotfill_configs[] = {
     "decode=sp24,window=64,dbits=7,split=1,stages=4", "decode=sp24,window=64,dbits=7,split=1,stages=8,warps=8",
     "decode=sp24,window=64,dbits=7,split=1,stages=4,tpw=2,warps=2", "decode=sp24,window=64,dbits=7,split=1,stages=2,tpw=2",
     "decode=sp24,window=64,dbits=7,split=1,stages=4,bn=16,dtype=f16", "decode=sp24,window=64,dbits=7,split=1,stages=2,bn=32",
-    "decode=sp24,window=64,dbits=7,split=1,stages=4,bn=16,tpw=2,warps=8", NULL};
+    "decode=sp24,window=64,dbits=7,split=1,stages=4,bn=16,tpw=2,warps=8",
+    /* the large-batch kernel (sm_90a): both layouts, one and two warpgroups, every token tile, split-K through
+     * clusters (with the producer's warpgroup too), fp16 (an M tail leaves a warp's tile past M) */
+    "mainloop=wgmma,warps=8,bn=256,stages=2,split=1", "mainloop=wgmma,warps=8,bn=256,stages=2,split=2",
+    "mainloop=wgmma,warps=4,bn=64,stages=4,split=4,ring=20",
+    "mainloop=wgmma,warps=8,bn=128,stages=3,split=2,ring=48", "mainloop=wgmma,warps=4,bn=32,stages=2,split=1,dtype=f16",
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=256,stages=4,split=1",
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=128,stages=6,split=1",
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=4",
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=2",
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=32,stages=2,split=1,dtype=f16", NULL};
 
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
@@ -114,12 +124,15 @@ static const op_cases cases[] = {
      * loads) in fp16; exactly 2:4 (no filled slot, no residual); per-row pruning at 40 %; the hard
      * rows (90 % dense, empty, a dense column: residual beyond the staged words); K = 1; a
      * Llama-sized square at 50 % with 8 tokens; 70 % sparse, 333 tokens; 2:4 with tails in M, K and N
-     * (K odd: 16-bit X loads; K % 64 != 0: the last chunk's guarded loads), fp16. */
+     * (K odd: 16-bit X loads; K % 64 != 0: the last chunk's guarded loads), fp16; batches for the large-batch
+     * kernel: per-row pruning at N = 600 and 2:4 in fp16 at N = 700, K = 960 (an odd count of 64-column records). */
     {"slotfill-spmm", {"M=1000,K=1000,N=1,sparsity=50,fp16=0,dist=1", "M=77,K=61,N=13,sparsity=70,fp16=1,dist=0",
                        "M=256,K=4096,N=16,sparsity=50,fp16=0,dist=3", "M=512,K=2048,N=64,sparsity=40,fp16=0,dist=2",
                        "M=300,K=1500,N=24,sparsity=50,fp16=0,dist=4", "M=96,K=1,N=5,sparsity=50,fp16=1,dist=0",
                        "M=4096,K=4096,N=8,sparsity=50,fp16=0,dist=1", "M=640,K=768,N=333,sparsity=70,fp16=0,dist=1",
-                       "M=77,K=61,N=13,sparsity=50,fp16=1,dist=3", "M=1000,K=1000,N=40,sparsity=50,fp16=0,dist=3"},
+                       "M=77,K=61,N=13,sparsity=50,fp16=1,dist=3", "M=1000,K=1000,N=40,sparsity=50,fp16=0,dist=3",
+                       "M=1000,K=1000,N=600,sparsity=50,fp16=0,dist=2", "M=520,K=960,N=700,sparsity=50,fp16=1,dist=3",
+                       NULL},
      {slotfill_configs, NULL, NULL}},
 };
 #define NOPS (int)(sizeof cases / sizeof cases[0])
@@ -148,7 +161,7 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
     if (!t) return;
     /* SPTUNE_TEST_MATCH (as in run_ffn_workspace): the listed configurations that contain it, no sample */
     const char *match = getenv("SPTUNE_TEST_MATCH");
-    for (int s = 0; s < 8 && oc->shapes[s]; s++) {
+    for (int s = 0; s < (int)(sizeof oc->shapes / sizeof oc->shapes[0]) && oc->shapes[s]; s++) {
         sp_problem p;
         sp_configs pk;
         CHECK_ST(sp_problem_parse(t, oc->shapes[s], &p), SPTUNE_OK);
@@ -178,18 +191,25 @@ static void run_op(sp_bench *b, sp_cache *cache, const op_cases *oc)
 
 /* The runtime API end to end, as an application uses it: sptune_kernel_get, then
  * sptune_kernel_launch on the application's stream with its own buffers (the harness's), for a
- * single kernel (gemm) and a pipeline (twell-ffn); the outputs are verified like the tuner's. */
-static const char *const api_cases[][2] = {{"gemm", "M=300,N=200,K=136"}, {"twell-ffn", "M=300,D=200,F=1000,nnz=100"}};
+ * single kernel (gemm) and a pipeline (twell-ffn: its own kernels (sparse_only), and the dense layer on cuBLAS that
+ * stands in for them where nothing was measured, in the largest workspace part); the outputs are verified like the
+ * tuner's. */
+static const char *const api_cases[][2] = {{"gemm", "M=300,N=200,K=136"}, {"twell-ffn", "M=300,D=200,F=1000,nnz=100"},
+                                           {"twell-ffn", "M=300,D=200,F=1000,nnz=100"}};
 #define NAPI (int)(sizeof api_cases / sizeof api_cases[0])
 
 static void run_api(sp_bench *b, const char *cache_dir)
 {
     for (int i = 0; i < NAPI; i++) {
         const char *op = api_cases[i][0], *shape = api_cases[i][1];
-        sptune_kernel_request req = {.op = op, .problem = shape, .gpu = b->gpu.info.profile, .db_path = "",
-                                     .cache_dir = cache_dir, .ignore_shipped = 1};
+        sptune_kernel_request req = {.size = SPTUNE_KERNEL_REQUEST_SIZE, .op = op, .problem = shape,
+                                     .gpu = b->gpu.info.profile, .db_path = "", .cache_dir = cache_dir,
+                                     .ignore_shipped = 1, .sparse_only = i == 1};
         sptune_kernel *k = NULL;
         CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_OK);
+        const char *how = NULL;
+        if (k) sptune_kernel_origin(k, &how);
+        if (i == 2) CHECK_MSG(how && !strncmp(how, "the dense layer on cuBLAS", 25), "%s", how ? how : "");
         sp_template *t = NULL;
         sp_problem p;
         sp_case cs;
@@ -212,7 +232,7 @@ static void run_api(sp_bench *b, const char *cache_dir)
             char detail[512] = "";
             CHECK_ST(cs.ops->verify(cs.state, &rel, detail, sizeof detail), SPTUNE_OK);
             CHECK_MSG(rel < cs.ops->tolerance, "%s %s through the runtime API: error %.3g (%s)", op, shape, rel, detail);
-            printf("  api %-9s %-28s err %.2e  %s\n", op, shape, rel, sptune_kernel_config(k));
+            printf("  api %-9s %-28s err %.2e  %s\n", op, shape, rel, i == 2 ? "the dense layer on cuBLAS" : sptune_kernel_config(k));
             sp_case_destroy(&cs);
         }
         sptune_kernel_free(k);

@@ -139,11 +139,6 @@ sptune_status sp_twell_out_poison(const sp_twell_out *o, CUstream s);
 /* The pool words the last run took (*used); *fits = 0, with the numbers in detail, when the pool
  * was too small (the output is then incomplete). */
 sptune_status sp_twell_out_used(const sp_twell_out *o, unsigned long long *used, int *fits, char *detail, size_t len);
-/* The harnesses' element-wise helper, compiled with NVRTC for b's GPU: out = bf16(f(a) * b) over n
- * bf16 elements, f = relu when relu != 0 (the dense gated FFN's middle step). */
-sptune_status sp_case_helper_load(sp_bench *b, sp_kernel *k);
-sptune_status sp_case_helper_mul(const sp_kernel *k, CUstream s, CUdeviceptr a, CUdeviceptr b, CUdeviceptr out,
-                                 size_t n, int relu);
 
 extern const sp_case_ops sp_case_gemm;
 extern const sp_case_ops sp_case_twell_d2t;

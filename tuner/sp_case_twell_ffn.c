@@ -13,6 +13,7 @@
  * dense gated FFN in cuBLAS bf16: the gate and up GEMMs, relu(gate) (.) up, the down GEMM. */
 #include "sp_case.h"
 #include "sp_cublas.h"
+#include "sp_dense_ffn.h"
 #include "sp_cuda.h"
 #include "sp_status.h"
 #include "sp_twell_layer.h"
@@ -200,7 +201,7 @@ static sptune_status ffn_create(sp_bench *b, const sp_problem *p, void **out)
         (st = sp_fetch_f32(b->stream, g->Yref, g->hAllow, md)))
         goto fail;
     for (size_t i = 0; i < md; i++) g->hAllow[i] = 0x1p-6f * sqrtf(fmaxf(g->hAllow[i], 0.0f));
-    if ((st = sp_case_helper_load(b, &g->mul)) != SPTUNE_OK) goto fail;
+    if ((st = sp_helper_mul_load(b->gpu.info.arch, b->gpu.info.sm_count, &g->mul)) != SPTUNE_OK) goto fail;
     *out = g;
     return SPTUNE_OK;
 fail:
@@ -298,7 +299,7 @@ static sptune_status ffn_baseline(void *p, CUstream s)
     size_t mf = (size_t)g->M * g->F;
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wg, g->Gb, 0)) != SPTUNE_OK) return st;
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->Ub, 0)) != SPTUNE_OK) return st;
-    if ((st = sp_case_helper_mul(&g->mul, s, g->Gb, g->Ub, g->Ub, mf, 1)) != SPTUNE_OK) return st;
+    if ((st = sp_helper_mul(&g->mul, s, g->Gb, g->Ub, g->Ub, mf, 1)) != SPTUNE_OK) return st;
     return sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->Ub, g->Wd, g->Ybase, 0);
 }
 

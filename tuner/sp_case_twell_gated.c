@@ -6,6 +6,7 @@
  * dense gate, and the down GEMM, timed together. */
 #include "sp_case.h"
 #include "sp_cublas.h"
+#include "sp_dense_ffn.h"
 #include "sp_cuda.h"
 #include "sp_status.h"
 #include "sp_twell.h"
@@ -115,7 +116,7 @@ static sptune_status gated_create(sp_bench *b, const sp_problem *p, void **out)
             goto fail;
         }
     }
-    if ((st = sp_case_helper_load(b, &g->mul)) != SPTUNE_OK) goto fail;
+    if ((st = sp_helper_mul_load(b->gpu.info.arch, b->gpu.info.sm_count, &g->mul)) != SPTUNE_OK) goto fail;
     *out = g;
     return SPTUNE_OK;
 fail:
@@ -150,7 +151,7 @@ static sptune_status gated_baseline(void *p, CUstream s)
     sptune_status st;
     size_t mf = (size_t)g->M * g->F;
     if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->U, 0)) != SPTUNE_OK) return st;
-    if ((st = sp_case_helper_mul(&g->mul, s, g->G, g->U, g->U, mf, 0)) != SPTUNE_OK) return st;
+    if ((st = sp_helper_mul(&g->mul, s, g->G, g->U, g->U, mf, 0)) != SPTUNE_OK) return st;
     return sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->U, g->Wd, g->Ybase, 0);
 }
 

@@ -87,7 +87,7 @@ sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_
     memset(out, 0, sizeof *out);
     if (n < 0) return sp_fail(SPTUNE_ERR_INVALID, "negative sample size");
     sp_config c;
-    sptune_status st = n > 0 ? sp_config_default_for(t, gpu, &c) : SPTUNE_OK;
+    sptune_status st = n > 0 ? sp_config_default_for(t, gpu, p, &c) : SPTUNE_OK;
     if (st == SPTUNE_OK && n > 0) st = draw_keep(t, gpu, p, &c, out);
     /* uniform draws over the parameters' product, kept when valid: uniform over the valid configurations. A try
      * costs tens of microseconds; listing twell-ffn's space (1.1 M valid in ~6e9) takes minutes, and a draw there

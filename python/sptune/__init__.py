@@ -39,7 +39,7 @@ class _Request(ctypes.Structure):
     _fields_ = [("size", ctypes.c_size_t), ("op", ctypes.c_char_p), ("problem", ctypes.c_char_p),
                 ("gpu", ctypes.c_char_p),
                 ("db_path", ctypes.c_char_p), ("cache_dir", ctypes.c_char_p), ("ignore_shipped", ctypes.c_int),
-                ("fixed", ctypes.c_char_p)]
+                ("fixed", ctypes.c_char_p), ("sparse_only", ctypes.c_int)]
 
 
 class _Arg(ctypes.Structure):
@@ -144,7 +144,8 @@ def _library():
                 ("sptune_slotfill_adopt", [P, U64, SZ, ctypes.POINTER(P)], I),
                 ("sptune_slotfill_gpu_image", [P], U64),
                 ("sptune_slotfill_apply", [P, P, LL, P, U64, U64], I),
-                ("sptune_slotfill_gpu_free", [P], None)):
+                ("sptune_slotfill_gpu_free", [P], None),
+                ("sptune_twell_ffn_slow", [P, P, LL, U64, SZ, ctypes.POINTER(I)], I)):
             getattr(lib, name).argtypes = args
             getattr(lib, name).restype = res
         lib.sptune_twell_describe.argtypes = [ctypes.c_longlong, ctypes.POINTER(ctypes.c_uint), I,
@@ -178,20 +179,21 @@ def version():
 
 # ---- kernels ---------------------------------------------------------------------------------
 
-def _request(op, problem, gpu, db_path, cache_dir, fixed):
+def _request(op, problem, gpu, db_path, cache_dir, fixed, sparse_only=False):
     enc = lambda s: None if s is None else s.encode()
     return _Request(ctypes.sizeof(_Request), enc(op), enc(problem), enc(gpu), enc(db_path), enc(cache_dir), 0,
-                    enc(fixed))
+                    enc(fixed), 1 if sparse_only else 0)
 
 
 class Kernel:
     """A tuned kernel of an op for one problem (sptune_kernel_get)."""
 
-    def __init__(self, op, problem, gpu="auto", db_path=None, cache_dir=None, fixed=None, _handle=None):
+    def __init__(self, op, problem, gpu="auto", db_path=None, cache_dir=None, fixed=None, _handle=None,
+                 sparse_only=False):
         lib = _library()
         handle = _handle
         if handle is None:
-            req = _request(op, problem, gpu, db_path, cache_dir, fixed)
+            req = _request(op, problem, gpu, db_path, cache_dir, fixed, sparse_only)
             handle = ctypes.c_void_p()
             _check(lib.sptune_kernel_get(ctypes.byref(req), ctypes.byref(handle)))
         self._lib, self._h = lib, handle
@@ -269,6 +271,15 @@ class Kernel:
         with self._lock:
             _check(self._lib.sptune_kernel_launch_ws(self._h, ctypes.c_void_p(stream), tokens, ptrs, workspace,
                                                      workspace_bytes))
+
+    def slow(self, workspace, workspace_bytes, stream=0, tokens=-1):
+        """twell-ffn: whether the last launch with this workspace took the slower exact paths (the data was not what
+        the problem described: sptune_twell_ffn_slow). Waits for the stream."""
+        flag = ctypes.c_int()
+        with self._lock:
+            _check(self._lib.sptune_twell_ffn_slow(self._h, ctypes.c_void_p(int(stream)), int(tokens), int(workspace),
+                                                   int(workspace_bytes), ctypes.byref(flag)))
+        return bool(flag.value)
 
     def __del__(self):
         h = getattr(self, "_h", None)
@@ -626,7 +637,24 @@ def _twell_autotune(torch, x, w_gate, w_up, w_down, M, key, plan):
     dense = dense_ms < sparse_ms
     _choices[key] = {"config": k.config, "ms": sparse_ms, "dense_ms": dense_ms, "dense": dense, "tokens": M,
                      "detail": k.detail}
-    plan = (k, order, ctypes.c_uint64 * len(order), dense, True)
+    plan = (k, order, ctypes.c_uint64 * len(order), dense, True, max(k.workspace, ws.numel()), False)
+    with _ops_lock:
+        _plans[key] = plan
+    return plan
+
+
+def _twell_guard(torch, k, key, plan, wsp, wsn, stream, M):
+    """After a plan's first call outside a CUDA graph capture: whether it took the slower exact paths (the data is
+    not what the problem says); then the workspace at its bound (no data exceeds it), or, where that cannot be had,
+    the dense layer. The plan is marked checked either way."""
+    slow = k.slow(wsp, wsn, stream, M)
+    need, dense = plan[5], plan[3]
+    if slow:
+        try:
+            need = max(need, k.workspace_bytes(bound=True))
+        except SptuneError:
+            dense = True
+    plan = plan[:3] + (dense, plan[4], need, True)
     with _ops_lock:
         _plans[key] = plan
     return plan
@@ -643,7 +671,14 @@ def twell_ffn_choice(M, D, F, nnz=40, calibrated=False, device=None):
     return _choices.get((idx, token_bucket(M), D, F, int(nnz), bool(calibrated)))
 
 
-def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=False, dense_fallback=True):
+def _described(problem, M, D, F, calibrated):
+    """A problem described by sptune.describe_twell, for a kernel serving up to M tokens of this layer: its data
+    dimensions kept, M, D, F and order set here."""
+    keep = [kv for kv in problem.split(",") if kv.split("=")[0] not in ("M", "D", "F", "order") and kv]
+    return ",".join([f"M={M}", f"D={D}", f"F={F}"] + keep + [f"order={1 if calibrated else 0}"])
+
+
+def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=False, dense_fallback=True, problem=None):
     torch = _torch_module()
     shape = _fast_twell_args(x, w_gate, w_up, w_down)
     if shape is not None:
@@ -651,29 +686,40 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=Fals
     else:
         M, D, F = check_twell_ffn(x, w_gate, w_up, w_down)
         dev = x.get_device()
-    key = (dev, token_bucket(M), D, F, int(nnz), bool(calibrated))
+    key = (dev, token_bucket(M), D, F, problem if problem else int(nnz), bool(calibrated))
     plan = _plans.get(key)
     if tune and (plan is None or not plan[4]) and torch.cuda.is_current_stream_capturing():
         raise SptuneError("sptune.twell_ffn(autotune=True): the first call for this shape times kernels on the "
                           "caller's tensors and cannot run inside a CUDA graph capture: call it once before capturing")
     if plan is None:
         # on x's device: the kernel object ("auto") is got and its module loaded in that device's context
+        asked = (_described(problem, key[1], D, F, calibrated) if problem else
+                 f"M={key[1]},D={D},F={F},nnz={int(nnz)},order={1 if calibrated else 0}")
         with torch.cuda.device(dev):
-            k = kernel("twell-ffn", f"M={key[1]},D={D},F={F},nnz={int(nnz)},order={1 if calibrated else 0}")
+            k = kernel("twell-ffn", asked)
         order = [("X", "Wg", "Wu", "Wd", "Y").index(n) for n in k.tensor_names]
-        # what the record served says (its worst case over the data it was measured on): dense is faster
+        # what the record served says (its worst case over the data it was measured on): dense is faster (where the
+        # data asked about is far from every measurement, the kernel runs the dense layer itself)
         dense = k.baseline_ms > 0 and k.expected_ms > k.baseline_ms
-        plan = (k, order, ctypes.c_uint64 * len(order), dense, False)
+        plan = (k, order, ctypes.c_uint64 * len(order), dense, False, k.workspace, False)
         with _ops_lock:
             _plans[key] = plan
     if tune and not plan[4]:
         plan = _twell_autotune(torch, x, w_gate, w_up, w_down, M, key, plan)
-    k, order, array, dense, _ = plan
+    k, order, array, dense = plan[:4]
     if dense and dense_fallback:
         return _dense_ffn(x, w_gate, w_up, w_down)
     y = x.new_empty((M, D))
     stream, here = _stream_of(torch, dev)
-    _, wsp, wsn = _workspace(torch, dev, stream, k.workspace)
+    try:
+        _, wsp, wsn = _workspace(torch, dev, stream, plan[5])
+    except torch.cuda.OutOfMemoryError:
+        if not dense_fallback:
+            raise
+        plan = plan[:3] + (True,) + plan[4:]
+        with _ops_lock:
+            _plans[key] = plan
+        return _dense_ffn(x, w_gate, w_up, w_down)
     ptrs = (x.data_ptr(), w_gate.data_ptr(), w_up.data_ptr(), w_down.data_ptr(), y.data_ptr())
     args = array(*[ptrs[i] for i in order])
     if here:
@@ -681,10 +727,16 @@ def _twell_ffn_impl(x, w_gate, w_up, w_down, nnz=40, calibrated=False, tune=Fals
     else:
         with torch.cuda.device(dev):
             k._launch_array(args, wsp, wsn, stream, M)
+    if not plan[6] and not torch.cuda.is_current_stream_capturing():
+        if here:
+            _twell_guard(torch, k, key, plan, wsp, wsn, stream, M)
+        else:
+            with torch.cuda.device(dev):
+                _twell_guard(torch, k, key, plan, wsp, wsn, stream, M)
     return y
 
 
-def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False, autotune=False, dense_fallback=True):
+def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False, autotune=False, dense_fallback=True, problem=None):
     """The gated FFN layer Y = (relu(X Wg^T) * X Wu^T) Wd with TwELL activation sparsity.
 
     x: M x d, w_gate, w_up, w_down: d_ff x d (row j: neuron j), all bf16, contiguous, on one CUDA
@@ -702,12 +754,18 @@ def twell_ffn(x, w_gate, w_up, w_down, nnz=40, calibrated=False, autotune=False,
     later processes; the choice between it and cuBLAS is this process's (a later one without autotune compares the
     recorded time with the dense layer timed with it, on sptune's kernels).
     dense_fallback=False: always run sptune's kernels, even where the records (or autotune) say the dense layer is
-    faster (benchmarks and tests of the kernel path)."""
+    faster (benchmarks and tests of the kernel path).
+    problem: what the layer's activations are like, as sptune.describe_twell gives it from a calibration batch (its
+    nnz, heavy tokens, tail, ...; M, D, F and order are set from the call): the kernel is then the one measured
+    nearest that data, or the dense layer where nothing was measured near it; nnz is ignored.
+    The first call of each plan (outside a CUDA graph capture) reads whether it took the slower exact paths (the
+    data was not what it was described as); then the plan takes a workspace at its bound, no data exceeding it."""
     if _compiling():   # torch.compile traces the registered op; eager calls skip its dispatcher
         op = _torch_op()
         if op is not None:
-            return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated), bool(autotune), bool(dense_fallback))
-    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback)
+            return op(x, w_gate, w_up, w_down, int(nnz), bool(calibrated), bool(autotune), bool(dense_fallback),
+                      problem or "")
+    return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback, problem)
 
 
 def _compiling():
@@ -734,11 +792,11 @@ def _torch_op():
 
     @custom_op("sptune::twell_ffn", mutates_args=())
     def _op_impl(x: torch.Tensor, w_gate: torch.Tensor, w_up: torch.Tensor, w_down: torch.Tensor,
-                 nnz: int, calibrated: bool, autotune: bool, dense_fallback: bool) -> torch.Tensor:
-        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback)
+                 nnz: int, calibrated: bool, autotune: bool, dense_fallback: bool, problem: str) -> torch.Tensor:
+        return _twell_ffn_impl(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback, problem or None)
 
     @_op_impl.register_fake
-    def _(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback):
+    def _(x, w_gate, w_up, w_down, nnz, calibrated, autotune, dense_fallback, problem):
         return x.new_empty(x.shape)
 
     _op = _op_impl

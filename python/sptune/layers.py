@@ -13,8 +13,10 @@ def slotfill_linear(weight, bias=None, keep_dense=False, max_tokens=None, gpu="a
     device. The encoded image is
     placed on weight's CUDA device (the current one if weight is on the host). keep_dense: keep the dense weight and
     use it for batches the tuned results say dense is faster for (expected_ms > baseline_ms); without it every
-    batch runs sparse. max_tokens: refuse larger batches (None: any). Kernels are got per batch bucket (1, 8, 16,
-    32, ...) once. Under torch.compile the call is the custom op torch.ops.sptune.slotfill_mm (fake shapes)."""
+    batch runs sparse, and a batch size whose tuned result is slower than dense is said once (a RuntimeWarning naming
+    it). max_tokens: refuse larger batches (None: any). Kernels are got per batch bucket (1, 8, 16, 32, ...) once;
+    from 32 tokens on (sm_90a) they are the large-batch kernel, which decodes each W tile once per CTA for a whole
+    tile of tokens. Under torch.compile the call is the custom op torch.ops.sptune.slotfill_mm (fake shapes)."""
     return _slotfill_linear_class()(weight, bias, keep_dense, max_tokens, gpu, db_path, config)
 
 
@@ -27,6 +29,7 @@ def _slotfill_linear_class():
     if _layer_class is not None:
         return _layer_class
     import torch
+    import warnings
     import weakref
 
     class SlotFillLinear(torch.nn.Module):
@@ -65,6 +68,11 @@ def _slotfill_linear_class():
                     k = kernel("slotfill-spmm", self.weights.problem(b), self.gpu, fixed=self.weights.fixed,
                                db_path=self.db_path)
                 dense = k.baseline_ms > 0 and k.expected_ms > k.baseline_ms
+                if dense and self.dense is None:   # said once per batch size, not hidden behind a slow run
+                    warnings.warn(f"sptune.slotfill_linear ({self.out_features} x {self.in_features}, "
+                                  f"{self.weights.fixed}): dense cuBLAS measured faster for batches of up to {b} "
+                                  f"tokens ({k.baseline_ms:.4f} ms against {k.expected_ms:.4f} ms); keep_dense=True "
+                                  f"runs it there", RuntimeWarning, stacklevel=3)
                 got = self._kernels[b] = (k, dense)
             return got
 

@@ -57,28 +57,10 @@ function M.layout(c)
   return l
 end
 
-function M.emit(c, name, params, f16)
-  local l = M.layout(c)
-  local mma = "mma.sync.aligned.m16n8k16.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
-  return text.fill([[
-#define SP_NT ${nt}
-#define SP_TPW ${tpw}
-#define SP_WARPS ${warps}
-#define SP_BN ${bn}
-#define SP_NB ${nb}
-#define SP_S ${stages}
-#define SP_SPLIT ${split}
-#define SP_RING ${ring}
-#define SP_XROW ${xrow}
-#define SP_XB ${xbytes}
-#define SP_SLOTS ${slots}
-#define SP_BARS ${bars}
-#define SP_BOOK ${book}
-#define SP_HDR ${hdr}
-#define SP_MASKB ${masks}
-#define SP_BMAX ${bmax}
-#define SP_FULL 0xffffffffu
-
+-- Pieces of the kernel text the large-batch kernel (lib/slotfill_wgmma.lua) shares: the barrier, copy and
+-- shared-load helpers; the per-step value counts; a chunk's per-lane scan (PREP: tile t's block at slot s);
+-- and one 16 x 16 step's decode into the mma A fragment a[4] (DECODE: step st of tile t).
+M.DEVICE = [[
 __device__ __forceinline__ void sp_mbar_init(sp_u32 bar, sp_u32 count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
@@ -123,7 +105,75 @@ __device__ __forceinline__ sp_u32 sp_lds16(sp_u32 addr)
 __device__ __forceinline__ void sp_lds16_if(sp_u32 &v, sp_u32 addr, sp_u32 pred)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.u32 p, %2, 0;\n@p ld.shared.u16 %0, [%1];\n}\n" : "+r"(v) : "r"(addr), "r"(pred));
-}
+}]]
+M.STEP_COUNTS = [[
+/* per-step value counts of a lane's bitmap word (steps 0-3 or 4-7), one byte each */
+__device__ __forceinline__ sp_u32 sp_step_counts(sp_u32 m)
+{
+    return __popc(m & 0x03030303u) | __popc(m & 0x0c0c0c0cu) << 8 | __popc(m & 0x30303030u) << 16 |
+           __popc(m & 0xc0c0c0c0u) << 24;
+}]]
+M.PREP = [[
+                const sp_u32 bo = slot_off[s * (SP_NT + 1) + warp * SP_TPW + t];
+                hb[t] = *(const uint4 *)(sp_smem + bo);
+                mm[t] = *(const uint2 *)(sp_smem + bo + SP_HDR + 8 * lane);
+                vb[t] = base + bo + SP_HDR + SP_MASKB;
+                /* each lane's first value of every step: an exclusive scan over the lanes, bytes */
+                const sp_u32 ca = sp_step_counts(mm[t].x), cb = sp_step_counts(mm[t].y);
+                sp_u32 ea = __shfl_up_sync(SP_FULL, ca, 1), eb = __shfl_up_sync(SP_FULL, cb, 1);
+                if (lane == 0) ea = eb = 0;
+                #pragma unroll
+                for (int d = 1; d < 32; d <<= 1) {
+                    const sp_u32 va = __shfl_up_sync(SP_FULL, ea, d), vv = __shfl_up_sync(SP_FULL, eb, d);
+                    if (lane >= d) { ea += va; eb += vv; }
+                }
+                ex0[t] = ea;
+                ex1[t] = eb;]]
+M.DECODE = [[
+                    const sp_u32 mw = st < 4 ? mm[t].x : mm[t].y, ew = st < 4 ? ex0[t] : ex1[t];
+                    const int sh = st & 3;
+                    const sp_u32 y = (mw >> (2 * sh)) & 0x03030303u;        /* byte i: register i's two bits */
+                    const sp_u32 idx = y * 0x22u + 0x10101010u;             /* nibbles 2b, 2b + 1: its selector in t0:t1 */
+                    const sp_u32 h1 = (y >> 1) & 0x01010101u;
+                    const sp_u32 f = y & h1;                                /* bit 8 i: register i holds two values */
+                    const sp_u32 P2 = (y - h1) * 0x02020200u;               /* byte i: 2 x the lane's values before register i */
+                    const sp_u32 hw = st < 2 ? hb[t].x : st < 4 ? hb[t].y : st < 6 ? hb[t].z : hb[t].w;
+                    /* the step's values (offsets < 4096 in a valid block; masked, a damaged block reads garbage inside the ring's guard, never past it) */
+                    const sp_u32 A = vb[t] + (((st & 1) ? hw >> 16 : hw) & 0xfffu) + 2 * sp_prmt(ew, 0u, 0x4440u + sh);
+                    const sp_u32 Ai[4] = {A, A + sp_prmt(P2, 0u, 0x4441u), A + sp_prmt(P2, 0u, 0x4442u), A + (P2 >> 24)};
+                    const sp_u32 sel01 = sp_prmt(t0, t1, idx), sel23 = sp_prmt(t0, t1, idx >> 16);
+                    const sp_u32 sel[4] = {sel01, sel01 >> 16, sel23, sel23 >> 16};
+                    sp_u32 a[4];
+                    #pragma unroll
+                    for (int i = 0; i < 4; ++i) {
+                        const sp_u32 lo = sp_lds16(Ai[i]);
+                        sp_lds16_if(hi[t][i], Ai[i] + 2, f & (1u << (8 * i)));  /* hi of a single is never selected */
+                        a[i] = sp_prmt(lo, hi[t][i], sel[i]);
+                    }]]
+
+function M.emit(c, name, params, f16)
+  local l = M.layout(c)
+  local mma = "mma.sync.aligned.m16n8k16.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
+  return text.fill([[
+#define SP_NT ${nt}
+#define SP_TPW ${tpw}
+#define SP_WARPS ${warps}
+#define SP_BN ${bn}
+#define SP_NB ${nb}
+#define SP_S ${stages}
+#define SP_SPLIT ${split}
+#define SP_RING ${ring}
+#define SP_XROW ${xrow}
+#define SP_XB ${xbytes}
+#define SP_SLOTS ${slots}
+#define SP_BARS ${bars}
+#define SP_BOOK ${book}
+#define SP_HDR ${hdr}
+#define SP_MASKB ${masks}
+#define SP_BMAX ${bmax}
+#define SP_FULL 0xffffffffu
+
+${device}
 __device__ __forceinline__ void sp_ldsm(sp_u32 addr, sp_u32 *r)
 {
     asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
@@ -140,12 +190,7 @@ __device__ __forceinline__ void sp_mma(float *d, const sp_u32 *a, sp_u32 b0, sp_
                  : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
 }
 ${out16}
-/* per-step value counts of a lane's bitmap word (steps 0-3 or 4-7), one byte each */
-__device__ __forceinline__ sp_u32 sp_step_counts(sp_u32 m)
-{
-    return __popc(m & 0x03030303u) | __popc(m & 0x0c0c0c0cu) << 8 | __popc(m & 0x30303030u) << 16 |
-           __popc(m & 0xc0c0c0c0u) << 24;
-}
+${step_counts}
 
 extern "C" __global__ void __launch_bounds__(${threads})
 ${name}(${params})
@@ -257,21 +302,7 @@ ${name}(${params})
             sp_u32 ex0[SP_TPW], ex1[SP_TPW], vb[SP_TPW];
             #pragma unroll
             for (int t = 0; t < SP_TPW; ++t) {
-                const sp_u32 bo = slot_off[s * (SP_NT + 1) + warp * SP_TPW + t];
-                hb[t] = *(const uint4 *)(sp_smem + bo);
-                mm[t] = *(const uint2 *)(sp_smem + bo + SP_HDR + 8 * lane);
-                vb[t] = base + bo + SP_HDR + SP_MASKB;
-                /* each lane's first value of every step: an exclusive scan over the lanes, bytes */
-                const sp_u32 ca = sp_step_counts(mm[t].x), cb = sp_step_counts(mm[t].y);
-                sp_u32 ea = __shfl_up_sync(SP_FULL, ca, 1), eb = __shfl_up_sync(SP_FULL, cb, 1);
-                if (lane == 0) ea = eb = 0;
-                #pragma unroll
-                for (int d = 1; d < 32; d <<= 1) {
-                    const sp_u32 va = __shfl_up_sync(SP_FULL, ea, d), vv = __shfl_up_sync(SP_FULL, eb, d);
-                    if (lane >= d) { ea += va; eb += vv; }
-                }
-                ex0[t] = ea;
-                ex1[t] = eb;
+${prep}
             }
             const sp_u32 xs = base + slot_off[s * (SP_NT + 1) + SP_NT];
             #pragma unroll
@@ -292,26 +323,7 @@ ${name}(${params})
                 #pragma unroll
                 for (int t = 0; t < SP_TPW; ++t) {
                     if (t >= mine) break;
-                    const sp_u32 mw = st < 4 ? mm[t].x : mm[t].y, ew = st < 4 ? ex0[t] : ex1[t];
-                    const int sh = st & 3;
-                    const sp_u32 y = (mw >> (2 * sh)) & 0x03030303u;        /* byte i: register i's two bits */
-                    const sp_u32 idx = y * 0x22u + 0x10101010u;             /* nibbles 2b, 2b + 1: its selector in t0:t1 */
-                    const sp_u32 h1 = (y >> 1) & 0x01010101u;
-                    const sp_u32 f = y & h1;                                /* bit 8 i: register i holds two values */
-                    const sp_u32 P2 = (y - h1) * 0x02020200u;               /* byte i: 2 x the lane's values before register i */
-                    const sp_u32 hw = st < 2 ? hb[t].x : st < 4 ? hb[t].y : st < 6 ? hb[t].z : hb[t].w;
-                    /* the step's values (offsets < 4096 in a valid block; masked, a damaged block reads garbage inside the ring's guard, never past it) */
-                    const sp_u32 A = vb[t] + (((st & 1) ? hw >> 16 : hw) & 0xfffu) + 2 * sp_prmt(ew, 0u, 0x4440u + sh);
-                    const sp_u32 Ai[4] = {A, A + sp_prmt(P2, 0u, 0x4441u), A + sp_prmt(P2, 0u, 0x4442u), A + (P2 >> 24)};
-                    const sp_u32 sel01 = sp_prmt(t0, t1, idx), sel23 = sp_prmt(t0, t1, idx >> 16);
-                    const sp_u32 sel[4] = {sel01, sel01 >> 16, sel23, sel23 >> 16};
-                    sp_u32 a[4];
-                    #pragma unroll
-                    for (int i = 0; i < 4; ++i) {
-                        const sp_u32 lo = sp_lds16(Ai[i]);
-                        sp_lds16_if(hi[t][i], Ai[i] + 2, f & (1u << (8 * i)));  /* hi of a single is never selected */
-                        a[i] = sp_prmt(lo, hi[t][i], sel[i]);
-                    }
+${decode}
                     #pragma unroll
                     for (int j = 0; j < SP_NB; ++j) sp_mma(acc[t][j], a, b[j][0], b[j][1]);
                 }
@@ -326,7 +338,8 @@ ${epilogue}
 ]], {nt = l.nt, tpw = c.tpw, warps = c.warps, bn = c.bn, nb = c.bn // 8, stages = c.stages, split = c.split,
      ring = l.ring, xrow = M.XROW, xbytes = l.xbytes, slots = l.slots, bars = l.bars, book = l.book,
      hdr = M.HEADER, masks = M.MASKS, bmax = M.BLOCK_MAX, mma = mma, threads = 32 * (c.warps + 1), name = name,
-     params = params, dtype = f16 and 1 or 0,
+     params = params, dtype = f16 and 1 or 0, device = M.DEVICE, step_counts = M.STEP_COUNTS, prep = M.PREP,
+     decode = M.DECODE,
      acc_decl = "float acc[SP_TPW][SP_NB][4];\n    #pragma unroll\n    for (int t = 0; t < SP_TPW; ++t)\n" ..
                 "        #pragma unroll\n        for (int j = 0; j < SP_NB; ++j)\n            #pragma unroll\n" ..
                 "            for (int e = 0; e < 4; ++e) acc[t][j][e] = 0.0f;",

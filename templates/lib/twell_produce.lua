@@ -150,9 +150,12 @@ M.args = {
   pool_counter = {name = "pool_counter", type = "u64", role = "workspace", shape = {1},
                   doc = "zeroed before each call; ends holding the pool words needed"},
   pool_capacity = {name = "pool_capacity", type = "u64", role = "scalar", doc = "pool words",
-                   -- typical: the tiles of ~1.5 % of the tokens overflowing whole, plus slack; bound: every
-                   -- nonzero in the pool (at most the 2^30 words the format addresses)
-                   typical = "cdiv(M, 64) * (F + cdiv(F, bn)) + 4096",
+                   -- typical, from the described data: the tiles of ~1.5 % of the tokens overflowing whole, a
+                   -- sixteenth of all entries (uneven tokens crowding their tiles), and the heavy tokens' entries with
+                   -- half again as many, plus slack; bound: every nonzero in the pool (at most the 2^30 words the
+                   -- format addresses)
+                   typical = "cdiv(M, 64) * (F + cdiv(F, bn)) + cdiv(M * nnz, 16)"
+                             .. " + cdiv(M * dense * (min(dense_nnz, F) + cdiv(F, bn)) * 3, 200) + 4096",
                    bound = "min(M * (F + cdiv(F, bn)), 1073741823)"},
 }
 

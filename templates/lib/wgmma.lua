@@ -100,9 +100,8 @@ __device__ __forceinline__ void sp_wgmma_m64n${n}${suffix}(float (&d)[${nt}][4],
      outs = table.concat(outs, ", "), suffix = suffix, tb = trans_b, what = what})
 end
 
-function M.device(c)
-  local n = c.bn
-  return [[
+-- The descriptor of a 128-byte swizzled K-major tile and the wgmma fence, commit and wait (also lib/slotfill_wgmma.lua).
+M.SYNC = [[
 /* 128-byte swizzled K-major tile: start address, stride between 8-row groups 1024 bytes. */
 __device__ __forceinline__ unsigned long long sp_wgmma_desc(sp_u32 addr)
 {
@@ -121,7 +120,11 @@ __device__ __forceinline__ void sp_fence_proxy_async(void)
 {
     asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
 }
-]] .. wgmma_fn(n, "", 0, "d[64 x " .. n .. "] += A(64 x 16, smem) * B(" .. n .. " x 16, smem)^T")
+]]
+
+function M.device(c)
+  local n = c.bn
+  return M.SYNC .. wgmma_fn(n, "", 0, "d[64 x " .. n .. "] += A(64 x 16, smem) * B(" .. n .. " x 16, smem)^T")
     .. (c.load == "tma" and M.tma_device or "") .. (M.cluster(c) == 2 and M.cluster_device or "")
     .. (M.pingpong(c) and M.pingpong_device or "")
 end
@@ -175,9 +178,20 @@ __device__ __forceinline__ unsigned long long sp_wgmma_desc_mn(sp_u32 addr)
 end
 
 -- The copy engine and mbarriers (sm_90).
-M.tma_device = [[
+-- The tensor map type and the 2-D box load (also lib/slotfill_wgmma.lua, which has mbarrier helpers of its own).
+M.TMAP = [[
 /* A CUtensorMap, passed by value (__grid_constant__); encoded by the launcher (sp_tmaps). */
 struct __align__(64) sp_tmap { unsigned long long v[16]; };
+]]
+M.TMA_LOAD = [[
+/* Box (c0 = column, c1 = row) of the map's matrix into shared memory at dst; completes on bar. */
+__device__ __forceinline__ void sp_tma_load_2d(sp_u32 dst, const sp_tmap *map, int c0, int c1, sp_u32 bar)
+{
+    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
+                 :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
+}
+]]
+M.tma_device = M.TMAP .. [[
 __device__ __forceinline__ void sp_mbar_init(sp_u32 bar, sp_u32 count)
 {
     asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
@@ -203,13 +217,7 @@ __device__ __forceinline__ void sp_mbar_wait(sp_u32 bar, sp_u32 parity)
                      : "=r"(done) : "r"(bar), "r"(parity) : "memory");
     } while (!done);
 }
-/* Box (c0 = column, c1 = row) of the map's matrix into shared memory at dst; completes on bar. */
-__device__ __forceinline__ void sp_tma_load_2d(sp_u32 dst, const sp_tmap *map, int c0, int c1, sp_u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-]]
+]] .. M.TMA_LOAD
 
 -- Clusters of 2 (M.cluster; after M.tma_device).
 M.cluster_device = [[

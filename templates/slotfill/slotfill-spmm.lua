@@ -37,6 +37,7 @@ local cuda = require("lib.cuda")
 local bitmap = require("lib.slotfill_bitmap")
 local sp24 = require("lib.slotfill_sp24")
 local common = require("lib.slotfill_common")
+local large = require("lib.slotfill_wgmma")
 
 -- Defaults: the best measured on an H200 at decode sizes (bench/RESULTS.md, slotfill table).
 local params = {
@@ -52,7 +53,8 @@ local params = {
   {name = "warps", values = {2, 4, 8, 16}, default = 4,
    doc = "warps per CTA (bitmap: consumer warps, plus one producer), a 16-row tile each (x tpw); sp24: "
       .. "slices of K over the CTA's tiles (16: sp24 only)"},
-  {name = "bn", values = {8, 16, 32, 64}, default = 8, doc = "block tile N: tokens per CTA"},
+  {name = "bn", values = {8, 16, 32, 64, 128, 256}, default = 8,
+   doc = "block tile N: tokens per CTA (128 and 256: the wgmma kernel's)"},
   {name = "stages", values = {2, 3, 4, 6, 8}, default = 8,
    doc = "cp.async pipeline depth (bitmap: chunks in flight at most, one mbarrier pair each; sp24: k32 steps "
       .. "a register batch loads, two batches in flight)"},
@@ -70,6 +72,10 @@ local params = {
   {name = "ecap", values = {32, 64, 128}, default = 128,
    doc = "extras words staged per warp and 64 columns of a chunk; more are read from global memory"},
   {name = "vec", values = {16, 8}, default = 8, doc = "bytes per cp.async of the weight records"},
+  {name = "mainloop", values = {"mma", "wgmma"}, default = "mma", added = true,
+   doc = "the small-batch kernels on mma.sync (each warp its tiles against bn tokens), or the large-batch kernel "
+      .. "(bitmap and sp24, sm_90a): a CTA's W tiles decoded once into wgmma's register operand and run against bn "
+      .. "tokens at a time, one or two warpgroups (warps 4 or 8), sp24 on the sparse tensor cores"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
@@ -146,27 +152,38 @@ local constraints = {
   {why = "sp24: its warps split K inside the CTA (split 1), a batch of 2, 4 or 8 k32 steps, no staging "
       .. "(ecap, vec at defaults)",
    check = function(c)
-     return c.decode ~= "sp24" or (c.split == 1 and (c.stages == 2 or c.stages == 4 or c.stages == 8) and
+     return c.decode ~= "sp24" or c.mainloop == "wgmma" or (c.split == 1 and (c.stages == 2 or c.stages == 4 or c.stages == 8) and
                                    c.ecap == 128 and c.vec == 8)
    end},
   {why = "sp24: two register batches fit without spilling (k32 steps x (tiles + token tiles of 8) at most 16; "
       .. "at most 8 with 16 warps, 128 registers a thread)",
-   check = function(c) return c.decode ~= "sp24" or c.stages * (c.tpw + c.bn // 8) <= (c.warps == 16 and 8 or 16) end},
+   check = function(c)
+     return c.decode ~= "sp24" or c.mainloop == "wgmma" or c.stages * (c.tpw + c.bn // 8) <= (c.warps == 16 and 8 or 16)
+   end},
   {why = "16 warps a CTA: the sp24 kernel's K slices only",
    check = function(c) return c.warps ~= 16 or c.decode == "sp24" end},
   {why = "bitmap: bulk copies and mbarrier transactions, sm_90 or newer",
    check = function(c, gpu) return c.decode ~= "bitmap" or gpu.tma end},
   {why = "bitmap: the ring holds the largest chunk (every block dense) and the split-K partial tiles",
    check = function(c)
-     if c.decode ~= "bitmap" then return true end
+     if c.decode ~= "bitmap" or c.mainloop == "wgmma" then return true end
      local l = bitmap.layout(c)
      if l.need_max > l.ring or l.red > l.ring then
        return false, string.format("%d and %d bytes > %d", l.need_max, l.red, l.ring)
      end
      return true
    end},
+  {why = "bn 128 and 256 are the wgmma kernel's",
+   check = function(c) return c.mainloop == "wgmma" or c.bn <= 64 end},
+  -- the small-batch kernels re-read and re-decode W for every bn tokens: 0.1-0.5x dense from N = 64 on (H200)
+  {why = "where wgmma exists, batches of 32 tokens or more run the large-batch kernel (mainloop=wgmma)",
+   check = function(c, gpu, p) return p == nil or not gpu.wgmma or c.mainloop == "wgmma" or p.N < 32 end},
+  {why = "the wgmma kernel (sm_90a): bitmap or sp24, one or two consumer warpgroups, bn >= 32, stages 2 to 4, "
+      .. "split up to 4, K % 8 == 0, its stages and output tile in shared memory",
+   check = large.check},
   {why = "shared memory fits",
    check = function(c, gpu, p)
+     if c.mainloop == "wgmma" then return true end
      local need = c.decode == "bitmap" and bitmap.layout(c).total or c.decode == "sp24" and sp24.layout(c).red
                   or layout(c, p and p.K).total
      if need > gpu.smem_per_block then return false, string.format("%d bytes > %d", need, gpu.smem_per_block) end
@@ -489,10 +506,35 @@ return {
   params = params,
   constraints = constraints,
 
+  -- batches of 32 tokens or more on sm_90a: the large-batch kernel, its token tile covering the batch (up to 256),
+  -- two warpgroups where that leaves every SM a tile and one otherwise, split-K where even that does not, as deep a
+  -- pipeline as shared memory allows (the layout from the problem's kind of pruning: 2:4 weights take sp24)
+  defaults = function(gpu, p)
+    if not (gpu.wgmma and p and p.N and p.N >= 32) then return nil end
+    local bn = 32
+    while bn < p.N and bn < 256 do bn = bn * 2 end
+    local ntiles = (p.N + bn - 1) // bn
+    local warps = ((p.M + 127) // 128) * ntiles >= gpu.sm_count and 8 or 4
+    local ctas, split = ((p.M + 16 * warps - 1) // (16 * warps)) * ntiles, 1
+    while split < 4 and ctas * split < gpu.sm_count and (p.K + 127) // 128 >= 2 * split do split = split * 2 end
+    if p.dist == 3 then
+      return string.format("mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=%d,bn=%d,stages=%d,split=%d", warps, bn,
+                           bn == 256 and 4 or 6, split)
+    end
+    return string.format("mainloop=wgmma,warps=%d,bn=%d,stages=%d,split=%d", warps, bn, bn == 256 and 2 or 4, split)
+  end,
+
   kernel = function(c, gpu) return kernel_name(c) end,
 
   launch = function(c, p, gpu)
     local tiles = (p.M + 15) // 16
+    if c.mainloop == "wgmma" then
+      local bm = 16 * c.warps
+      local l = large.layout(c)
+      return {grid = {(p.N + c.bn - 1) // c.bn, (p.M + bm - 1) // bm, c.split}, block = {l.threads, 1, 1},
+              smem = l.total, cluster = {1, 1, c.split},
+              tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn, box_cols = 64, swizzle = 128}}}
+    end
     if c.decode == "bitmap" then
       local nt = c.warps * c.tpw
       return {grid = {(tiles + nt - 1) // nt, (p.N + c.bn - 1) // c.bn, c.split},
@@ -508,6 +550,9 @@ return {
   end,
 
   emit = function(c, p, gpu)
+    if c.mainloop == "wgmma" then
+      return cuda.prelude .. "\n" .. large.emit(c, kernel_name(c), args.params(ARGS), c.dtype == "f16")
+    end
     if c.decode == "bitmap" then
       return cuda.prelude .. "\n" .. bitmap.emit(c, kernel_name(c), args.params(ARGS), c.dtype == "f16")
     end
