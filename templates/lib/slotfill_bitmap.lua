@@ -151,6 +151,29 @@ M.DECODE = [[
                         a[i] = sp_prmt(lo, hi[t][i], sel[i]);
                     }]]
 
+-- The producer's place in the ring for a chunk's blocks (both bitmap kernels): each lane's block size scanned over the
+-- lanes, `need` the chunk's bytes (its C declaration), a start that no chunk in flight overlaps, waiting for the
+-- oldest chunks' release (their barrier at bars + 8 (released + slot)).
+function M.ring_alloc(need, released, why)
+  return text.fill([[
+            sp_u32 pre = bytes;                            /* inclusive scan of the blocks' sizes */
+            #pragma unroll
+            for (int d = 1; d < 32; d <<= 1) {
+                const sp_u32 v = __shfl_up_sync(SP_FULL, pre, d);
+                if (lane >= d) pre += v;
+            }
+            ${need}
+            /* a place in the ring no chunk in flight holds, and a free slot (every lane agrees) */
+            const int pos = head + (int)need <= SP_RING ? head : 0;
+            while (it - oldest > 0) {
+                const int t = (int)book[oldest % SP_S], L = (head - t + SP_RING) % SP_RING;
+                const bool overlap = L == 0 || (pos - t + SP_RING) % SP_RING < L || (t - pos + SP_RING) % SP_RING < (int)need;
+                if (!overlap && it - oldest < SP_S) break;
+                sp_mbar_wait(bars + 8 * (${released}SP_S + oldest % SP_S), (oldest / SP_S) & 1);${why}
+                ++oldest;
+            }]], {need = need, released = released, why = why})
+end
+
 function M.emit(c, name, params, f16)
   local l = M.layout(c)
   local mma = "mma.sync.aligned.m16n8k16.row.col.f32." .. (f16 and "f16.f16" or "bf16.bf16") .. ".f32"
@@ -233,22 +256,7 @@ ${name}(${params})
             const int s = it % SP_S, c = c0 + it;
             const sp_u32 o2 = live && it + 1 < nch ? toffs[it + 2] : 0u;
             const sp_u32 bytes = live && o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; /* a damaged image copies nothing */
-            sp_u32 pre = bytes;                            /* inclusive scan of the blocks' sizes */
-            #pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                const sp_u32 v = __shfl_up_sync(SP_FULL, pre, d);
-                if (lane >= d) pre += v;
-            }
-            const sp_u32 wbytes = __shfl_sync(SP_FULL, pre, 31), need = wbytes + SP_XB;
-            /* a place in the ring no chunk in flight holds, and a free slot (every lane agrees) */
-            const int pos = head + (int)need <= SP_RING ? head : 0;
-            while (it - oldest > 0) {
-                const int t = (int)book[oldest % SP_S], L = (head - t + SP_RING) % SP_RING;
-                const bool overlap = L == 0 || (pos - t + SP_RING) % SP_RING < L || (t - pos + SP_RING) % SP_RING < (int)need;
-                if (!overlap && it - oldest < SP_S) break;
-                sp_mbar_wait(bars + 8 * (SP_S + oldest % SP_S), (oldest / SP_S) & 1);
-                ++oldest;
-            }
+${ring_alloc}
             head = pos + (int)need;
             if (lane == 0) book[s] = (sp_u32)pos;
             if (lane < SP_NT) slot_off[s * (SP_NT + 1) + lane] = (sp_u32)pos + pre - bytes;
@@ -340,6 +348,7 @@ ${epilogue}
      hdr = M.HEADER, masks = M.MASKS, bmax = M.BLOCK_MAX, mma = mma, threads = 32 * (c.warps + 1), name = name,
      params = params, dtype = f16 and 1 or 0, device = M.DEVICE, step_counts = M.STEP_COUNTS, prep = M.PREP,
      decode = M.DECODE,
+     ring_alloc = M.ring_alloc("const sp_u32 wbytes = __shfl_sync(SP_FULL, pre, 31), need = wbytes + SP_XB;", "", ""),
      acc_decl = "float acc[SP_TPW][SP_NB][4];\n    #pragma unroll\n    for (int t = 0; t < SP_TPW; ++t)\n" ..
                 "        #pragma unroll\n        for (int j = 0; j < SP_NB; ++j)\n            #pragma unroll\n" ..
                 "            for (int e = 0; e < 4; ++e) acc[t][j][e] = 0.0f;",

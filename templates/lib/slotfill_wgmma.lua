@@ -124,22 +124,7 @@ local FILL_BITMAP = [[
             if (it >= SP_S) sp_mbar_wait(bars + 8 * (SP_S + s), ((it / SP_S) - 1) & 1);   /* the slot's X tile */
             const sp_u32 o2 = live && it + 1 < nch ? toffs[it + 2] : 0u;
             const sp_u32 bytes = live && o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; /* a damaged image copies nothing */
-            sp_u32 pre = bytes;                            /* inclusive scan of the blocks' sizes */
-            #pragma unroll
-            for (int d = 1; d < 32; d <<= 1) {
-                const sp_u32 v = __shfl_up_sync(SP_FULL, pre, d);
-                if (lane >= d) pre += v;
-            }
-            const sp_u32 need = __shfl_sync(SP_FULL, pre, 31);
-            /* a place in the ring no chunk in flight holds, and a free slot (every lane agrees) */
-            const int pos = head + (int)need <= SP_RING ? head : 0;
-            while (it - oldest > 0) {
-                const int t = (int)book[oldest % SP_S], L = (head - t + SP_RING) % SP_RING;
-                const bool overlap = L == 0 || (pos - t + SP_RING) % SP_RING < L || (t - pos + SP_RING) % SP_RING < (int)need;
-                if (!overlap && it - oldest < SP_S) break;
-                sp_mbar_wait(bars + 8 * (2 * SP_S + oldest % SP_S), (oldest / SP_S) & 1);   /* its blocks decoded */
-                ++oldest;
-            }
+${ring_alloc}
             head = pos + (int)need;
             if (lane == 0) book[s] = (sp_u32)pos;
             if (lane < SP_NT) slot_off[s * (SP_NT + 1) + lane] = SP_WOFF + (sp_u32)pos + pre - bytes;
@@ -424,7 +409,9 @@ ${epilogue}
      dec = l.threads == 384 and '        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::: "memory");' or "",
      inc = l.threads == 384 and ' else {\n        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\\n" ::: "memory");\n    }' or "",
      header = header, chunks = sp24 and "(K + 63) >> 6" or "(K + 127) >> 7",
-     fill = text.fill(sp24 and FILL_SP24 or FILL_BITMAP, {xload = XLOAD}),
+     fill = text.fill(sp24 and FILL_SP24 or FILL_BITMAP,
+                      {xload = XLOAD, ring_alloc = bitmap.ring_alloc("const sp_u32 need = __shfl_sync(SP_FULL, pre, 31);",
+                                                                     "2 * ", "   /* its blocks decoded */")}),
      -- each step of a group keeps its own high halves (the decode's predicated loads read-modify-write them: one
      -- register set would chain the group's steps one after another)
      chunk = sp24 and CHUNK_SP24 or text.fill(CHUNK_BITMAP, {prep = bitmap.PREP,
