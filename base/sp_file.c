@@ -6,6 +6,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <pwd.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -35,17 +36,27 @@ sptune_status sp_mkdir_p(const char *path)
 
 sptune_status sp_read_file(const char *path, char **data, size_t *len)
 {
+    return sp_read_file_max(path, SIZE_MAX, NULL, data, len);
+}
+
+sptune_status sp_read_file_max(const char *path, size_t max, const char *what, char **data, size_t *len)
+{
     FILE *f = fopen(path, "rb");
     if (!f) return sp_fail(errno == ENOENT ? SPTUNE_ERR_NOT_FOUND : SPTUNE_ERR_IO,
                            "cannot open %s: %s", path, strerror(errno));
     sp_buf b = {0};
     char chunk[65536];
     size_t n;
-    while ((n = fread(chunk, 1, sizeof chunk, f)) > 0) sp_buf_append(&b, chunk, n);
+    /* stops at the first failed allocation, and once past max (a stream need not end) */
+    while (!b.oom && b.len <= max && (n = fread(chunk, 1, sizeof chunk, f)) > 0) sp_buf_append(&b, chunk, n);
     int err = ferror(f);
     fclose(f);
     if (err) { sp_buf_free(&b); return sp_fail(SPTUNE_ERR_IO, "cannot read %s", path); }
     if (b.oom) { sp_buf_free(&b); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory reading %s", path); }
+    if (b.len > max) {
+        sp_buf_free(&b);
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: more than the %zu bytes %s", path, max, what ? what : "allowed");
+    }
     if (!b.data) { b.data = calloc(1, 1); if (!b.data) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
     *data = b.data;
     if (len) *len = b.len;

@@ -7,6 +7,9 @@
 
 sptune_status sp_mkdir_p(const char *path);                      /* mode 0755, existing is fine */
 sptune_status sp_read_file(const char *path, char **data, size_t *len); /* NUL-terminated */
+/* The same, refusing a file (or an endless stream such as /dev/zero) of more than max bytes: SPTUNE_ERR_INVALID
+ * naming what (what the input declares, for the message), before more than max + 64 KB is held. */
+sptune_status sp_read_file_max(const char *path, size_t max, const char *what, char **data, size_t *len);
 /* Writes data to path atomically: a unique temp file in the same folder, fsync, rename. */
 sptune_status sp_write_file_atomic(const char *path, const void *data, size_t len);
 

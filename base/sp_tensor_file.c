@@ -425,7 +425,14 @@ sptune_status sp_tensor_read(const char *path, const sp_tensor_request *req, sp_
     if (handled) return wst;
     char *data = NULL;
     size_t len = 0;
-    sptune_status st = sp_read_file(path, &data, &len);
+    /* raw data: the bytes the shape says (npy: its header beside them, at most 64 KB); a shape to check bounds
+       npy the same way; without one, the file as it is (npy's own header then bounds what is kept) */
+    const int sized = req && req->rows > 0 && req->cols > 0 && req->rows < (1LL << 40) / req->cols;
+    char declared[96];
+    snprintf(declared, sizeof declared, "a %lld x %lld matrix of 16-bit values and a header take", sized ? req->rows : 0,
+             sized ? req->cols : 0);
+    sptune_status st = sized ? sp_read_file_max(path, (size_t)(req->rows * req->cols) * 2 + 65536, declared, &data, &len)
+                             : sp_read_file(path, &data, &len);
     if (st != SPTUNE_OK) return st;
     st = sp_tensor_parse((const unsigned char *)data, len, path, req, out);
     free(data);

@@ -218,6 +218,10 @@ expect 2 "db import --t4 of a missing file" "$bin" db import "$tmp/missing.json"
 expect 2 "main job, missing workload" "$bin" --gpu h100 --workload "$tmp/missing.txt" --dry-run; has "missing workload named" "missing.txt"
 expect 2 "encode, missing input" "$bin" encode "$tmp/missing.npy" --out "$tmp/x.sf"; has "missing input named" "missing.npy"
 [ ! -e "$tmp/x.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: encode of a missing input wrote a file"; }
+# a stream that never ends: refused once past what the shape declares, not read until memory runs out
+expect 2 "encode, an endless input" "$bin" encode /dev/zero --shape 1024x1024 --dtype fp16 --out "$tmp/z.sf"
+has "the endless input refused by the size the shape declares" "/dev/zero: more than the 2162688 bytes a 1024 x 1024 matrix"
+[ ! -e "$tmp/z.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: encode of an endless input wrote a file"; }
 expect 2 "db unknown action" "$bin" db frob
 
 # encode: a pruned matrix in a safetensors checkpoint this test writes (bf16, 50 % zeros, with another

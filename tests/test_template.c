@@ -1,6 +1,7 @@
 /* Templates: validation, the space walk, checks, configurations, problems, rendering, and every
  * template of the embedded set against two GPU profiles. */
 #include "sp_clock.h"
+#include "sp_space.h"
 #include "sp_template.h"
 #include "sp_test.h"
 #include "sp_str.h"
@@ -597,16 +598,21 @@ static void test_pruned_space(void)
 
 /* ---- every template of the embedded set -------------------------------------------------- */
 
+#define SAMPLE 8   /* configurations drawn per template and GPU (twell-ffn on sm_120: one valid draw in ~35,000, 1 s each) */
+
 typedef struct first_cfg {
     sp_config c;
     int have;
 } first_cfg;
 
+/* The first valid configuration, then the walk stops (twell-ffn's whole space is 3 M configurations, 4 minutes a walk;
+ * the walk's counting is test_large_space's and test_pruned_space's). */
 static int take_first(const sp_config *c, void *ud)
 {
     first_cfg *f = ud;
-    if (!f->have) f->c = *c, f->have = 1;
-    return 0;
+    f->c = *c;
+    f->have = 1;
+    return 1;
 }
 
 static void test_embedded(void)
@@ -630,10 +636,21 @@ static void test_embedded(void)
             long long count = -1;
             const double t0 = sp_now_s();
             CHECK_ST(sp_template_space(t, &gpus[k], NULL, take_first, &f, &count), SPTUNE_OK);
-            printf("  %-16s %-13s %8lld valid configurations (%.2f s)\n", names[i], gpus[k].info.profile, count,
-                   sp_now_s() - t0);
-            CHECK_MSG(count > 0, "%s has no valid configuration on %s", names[i], gpus[k].info.profile);
+            CHECK_MSG(count > 0 && f.have, "%s has no valid configuration on %s", names[i], gpus[k].info.profile);
             if (!f.have) continue;
+            /* every constraint run over draws from the whole product (a check that fails on a rare configuration
+               raises here), and what is drawn emits */
+            sp_configs drawn;
+            CHECK_ST(sp_space_draw(t, &gpus[k], NULL, SAMPLE, 42, &drawn), SPTUNE_OK);
+            CHECK_MSG(drawn.n > 0, "%s: no configuration drawn on %s", names[i], gpus[k].info.profile);
+            for (long long j = 0; j < drawn.n; j++) {
+                sp_kernel_src ks;
+                CHECK_ST(sp_template_emit(t, &drawn.v[j], &gpus[k], NULL, &ks), SPTUNE_OK);
+                sp_kernel_src_free(&ks);
+            }
+            printf("  %-16s %-13s first valid configuration and %lld drawn, emitted (%.2f s)\n", names[i],
+                   gpus[k].info.profile, drawn.n, sp_now_s() - t0);
+            sp_configs_free(&drawn);
             sp_kernel_src k1, k2;
             CHECK_ST(sp_template_emit(t, &f.c, &gpus[k], NULL, &k1), SPTUNE_OK);
             CHECK_ST(sp_template_emit(t, &f.c, &gpus[k], NULL, &k2), SPTUNE_OK);
