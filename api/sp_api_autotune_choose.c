@@ -44,11 +44,7 @@ sptune_status sp_api_autotune_choose(const sptune_kernel_request *req, sptune_ke
         double ms = -1;
         if (i == n) {   /* the served configuration, the dense layer in its place */
             if ((st = sp_api_kernel_clone(served, &k)) != SPTUNE_OK) break;
-            k->dense = 1;
-            char was[sizeof k->detail];
-            snprintf(was, sizeof was, "%s", k->detail);
-            snprintf(k->detail, sizeof k->detail, "the dense layer on cuBLAS in the op's place; the configuration beside "
-                     "it: %.900s", was);
+            sp_api_dense_mark(k, NULL);
         } else if (sptune_kernel_get(&one, &k) != SPTUNE_OK ||
                    (sptune_kernel_workspace(k, 0, &need) == SPTUNE_OK && need > workspace_bytes)) {
             sp_clear_error();   /* not this one: invalid here, or more workspace than the caller has */

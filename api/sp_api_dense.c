@@ -24,9 +24,8 @@
 
 static double dim(const sp_problem *p, const char *name, double otherwise)
 {
-    for (int i = 0; i < p->n; i++)
-        if (!strcmp(p->name[i], name)) return p->v[i];
-    return otherwise;
+    double v;
+    return sp_problem_get(p, name, &v) ? v : otherwise;
 }
 
 static int within(double a, double b, double factor) { return a > 0 && b > 0 ? fmax(a / b, b / a) <= factor : a == b; }
@@ -72,12 +71,17 @@ void sp_api_dense_decide(const sp_template *t, const sp_problem *want, sptune_ke
     if (!*why && k->baseline_ms > 0 && k->ms >= k->baseline_ms)
         snprintf(why, sizeof why, "the dense layer measured faster there (%.4f ms against %.4f ms)", k->baseline_ms, k->ms);
     if (!*why) return;
-    k->dense = 1;
+    sp_api_dense_mark(k, why);
+    k->ms = k->baseline_ms;   /* what runs: the dense layer (-1 when nothing was measured) */
+}
+
+void sp_api_dense_mark(sptune_kernel *k, const char *why)
+{
     char was[sizeof k->detail];
     snprintf(was, sizeof was, "%s", k->detail);
-    snprintf(k->detail, sizeof k->detail, "the dense layer on cuBLAS in the op's place (%s); the configuration "
-             "beside it: %.700s", why, was);
-    k->ms = k->baseline_ms;   /* what runs: the dense layer (-1 when nothing was measured) */
+    k->dense = 1;
+    snprintf(k->detail, sizeof k->detail, "the dense layer on cuBLAS in the op's place%s%.240s%s; the configuration "
+             "beside it: %.680s", why ? " (" : "", why ? why : "", why ? ")" : "", was);
 }
 
 /* The pointers of twell-ffn's tensors in argument order: X, Wg, Wu, Wd, Y. */
@@ -90,11 +94,7 @@ sptune_status sp_api_dense_launch(sptune_kernel *k, void *stream, long long toke
         if (st == SPTUNE_OK) st = sp_dense_ffn_create(k->gpu.info.arch, k->gpu.info.sm_count, &k->dense_rt);
         if (st != SPTUNE_OK) return st;
     }
-    long long D = -1, F = -1;
-    for (int i = 0; i < k->nargs; i++) {
-        if (!strcmp(k->arg[i].decl.name, "D")) D = k->arg[i].dim;
-        if (!strcmp(k->arg[i].decl.name, "F")) F = k->arg[i].dim;
-    }
+    const double D = dim(&k->want, "D", -1), F = dim(&k->want, "F", -1);
     if (D < 1 || F < 1 || k->ntensors != 5)
         return sp_fail(SPTUNE_ERR_TEMPLATE, "%s: the dense layer needs D, F and five tensors", k->op);
     return sp_dense_ffn_run(k->dense_rt, (CUstream)stream, tokens, (int)D, (int)F, tensors[0], tensors[1], tensors[2],

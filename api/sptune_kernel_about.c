@@ -82,12 +82,10 @@ sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t 
     }
     /* the dense layer in the op's place: at least chunks of DENSE_ROWS rows (smaller ones slow its GEMMs down) */
     if (k->dense) {
-        long long M = -1, F = -1;
-        for (int i = 0; i < k->nargs; i++) {
-            if (!strcmp(k->arg[i].decl.name, "M")) M = k->arg[i].dim;
-            if (!strcmp(k->arg[i].decl.name, "F")) F = k->arg[i].dim;
-        }
-        const size_t dense = M > 0 && F > 0 ? sp_dense_ffn_bytes(M < DENSE_ROWS ? M : DENSE_ROWS, (int)F) : 0;
+        double M = -1, F = -1;
+        sp_problem_get(&k->want, "M", &M);
+        sp_problem_get(&k->want, "F", &F);
+        const size_t dense = M > 0 && F > 0 ? sp_dense_ffn_bytes((long long)(M < DENSE_ROWS ? M : DENSE_ROWS), (int)F) : 0;
         if (dense > total) total = dense;
     }
     *bytes = total;

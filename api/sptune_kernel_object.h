@@ -70,6 +70,8 @@ struct sptune_kernel {
  * described data, or the dense layer measured faster there. Sets k->dense, says why in k->detail, and makes k->ms
  * the dense layer's. */
 void sp_api_dense_decide(const sp_template *t, const sp_problem *want, sptune_kernel *k);
+/* k runs the dense layer from now on; its detail says so (and why, where why is not NULL) before what it said. */
+void sp_api_dense_mark(sptune_kernel *k, const char *why);
 /* The dense layer for `tokens` tokens: tensors X, Wg, Wu, Wd, Y; the caller's workspace for the gate and up of as many
  * rows at a time as it holds. _args: from a raw launch's list (the largest workspace part as the workspace). */
 sptune_status sp_api_dense_launch(sptune_kernel *k, void *stream, long long tokens, const unsigned long long *tensors,

@@ -1,6 +1,5 @@
 #include "sp_dense_ffn.h"
 #include "sp_cache.h"
-#include "sp_cublas.h"
 #include "sp_status.h"
 
 #include <stdio.h>
@@ -76,6 +75,17 @@ void sp_dense_ffn_destroy(sp_dense_ffn *d)
     free(d);
 }
 
+sptune_status sp_dense_ffn_chunk(sp_cublas *blas, const sp_kernel *mul, CUstream s, int r, int D, int F, CUdeviceptr X,
+                                 CUdeviceptr Wg, CUdeviceptr Wu, CUdeviceptr Wd, CUdeviceptr Y, CUdeviceptr G,
+                                 CUdeviceptr U)
+{
+    sptune_status st;
+    if ((st = sp_cublas_gemm_nt(blas, r, F, D, X, Wg, G, 0)) != SPTUNE_OK) return st;
+    if ((st = sp_cublas_gemm_nt(blas, r, F, D, X, Wu, U, 0)) != SPTUNE_OK) return st;
+    if ((st = sp_helper_mul(mul, s, G, U, U, (size_t)r * (size_t)F, 1)) != SPTUNE_OK) return st;
+    return sp_cublas_gemm_nn(blas, r, D, F, U, Wd, Y, 0);
+}
+
 /* A chunk of r rows: its gate at the workspace's base, its up 256-byte aligned after it. */
 static size_t up_offset(long long r, int F) { return ((size_t)r * (size_t)F * 2 + 255) / 256 * 256; }
 
@@ -104,10 +114,7 @@ sptune_status sp_dense_ffn_run(sp_dense_ffn *d, CUstream s, long long M, int D, 
     for (long long r0 = 0; st == SPTUNE_OK && r0 < M; r0 += rows) {
         const int r = (int)(M - r0 < rows ? M - r0 : rows);
         const CUdeviceptr Xc = X + (CUdeviceptr)r0 * (CUdeviceptr)D * 2, Yc = Y + (CUdeviceptr)r0 * (CUdeviceptr)D * 2;
-        if ((st = sp_cublas_gemm_nt(d->blas, r, F, D, Xc, Wg, G, 0)) == SPTUNE_OK &&
-            (st = sp_cublas_gemm_nt(d->blas, r, F, D, Xc, Wu, U, 0)) == SPTUNE_OK &&
-            (st = sp_helper_mul(&d->mul, s, G, U, U, (size_t)r * (size_t)F, 1)) == SPTUNE_OK)
-            st = sp_cublas_gemm_nn(d->blas, r, D, F, U, Wd, Yc, 0);
+        st = sp_dense_ffn_chunk(d->blas, &d->mul, s, r, D, F, Xc, Wg, Wu, Wd, Yc, G, U);
     }
     return st;
 }

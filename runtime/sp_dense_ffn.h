@@ -5,6 +5,7 @@
 #ifndef SP_DENSE_FFN_H
 #define SP_DENSE_FFN_H
 
+#include "sp_cublas.h"
 #include "sp_launch.h"
 #include "sptune.h"
 #include <cuda.h>
@@ -15,6 +16,12 @@
 sptune_status sp_helper_mul_load(const char *arch, int sm_count, sp_kernel *k);
 sptune_status sp_helper_mul(const sp_kernel *k, CUstream s, CUdeviceptr a, CUdeviceptr b, CUdeviceptr out, size_t n,
                             int relu);
+
+/* One chunk of r rows of the layer below (G, U: its gate and up, r x F each), on blas's stream and s: the gate and up
+ * GEMMs, relu(gate) (.) up into U, the down GEMM into Y. */
+sptune_status sp_dense_ffn_chunk(sp_cublas *blas, const sp_kernel *mul, CUstream s, int r, int D, int F, CUdeviceptr X,
+                                 CUdeviceptr Wg, CUdeviceptr Wu, CUdeviceptr Wd, CUdeviceptr Y, CUdeviceptr G,
+                                 CUdeviceptr U);
 
 typedef struct sp_dense_ffn sp_dense_ffn;
 

@@ -295,12 +295,7 @@ static sptune_status ffn_verify(void *p, double *rel_err, char *detail, size_t l
 static sptune_status ffn_baseline(void *p, CUstream s)
 {
     ffn_state *g = p;
-    sptune_status st;
-    size_t mf = (size_t)g->M * g->F;
-    if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wg, g->Gb, 0)) != SPTUNE_OK) return st;
-    if ((st = sp_cublas_gemm_nt(g->blas, g->M, g->F, g->D, g->X, g->Wu, g->Ub, 0)) != SPTUNE_OK) return st;
-    if ((st = sp_helper_mul(&g->mul, s, g->Gb, g->Ub, g->Ub, mf, 1)) != SPTUNE_OK) return st;
-    return sp_cublas_gemm_nn(g->blas, g->M, g->D, g->F, g->Ub, g->Wd, g->Ybase, 0);
+    return sp_dense_ffn_chunk(g->blas, &g->mul, s, g->M, g->D, g->F, g->X, g->Wg, g->Wu, g->Wd, g->Ybase, g->Gb, g->Ub);
 }
 
 /* Dense-equivalent (the baseline's three GEMMs), so that TFLOP/s reads against the baseline's. */
