@@ -339,16 +339,18 @@ sptune_status sptune_twell_gated(sptune_kernel *k, void *stream, long long token
 }
 
 sptune_status sptune_slotfill_spmm(sptune_kernel *k, void *stream, long long tokens, unsigned long long w_image,
-                                   unsigned long long x, unsigned long long y)
+                                   unsigned long long x, unsigned long long y, unsigned long long workspace,
+                                   size_t workspace_bytes)
 {
     const unsigned long long t[] = {w_image, x, y};
-    return family_launch(k, "slotfill-spmm", stream, tokens, t, 3, 0, 0);
+    return family_launch(k, "slotfill-spmm", stream, tokens, t, 3, workspace, workspace_bytes);
 }
 
 sptune_status sptune_slotfill_apply(sptune_kernel *k, void *stream, long long tokens, const sptune_slotfill_gpu *w,
-                                    unsigned long long x, unsigned long long y)
+                                    unsigned long long x, unsigned long long y, unsigned long long workspace,
+                                    size_t workspace_bytes)
 {
     unsigned long long image = 0;
     sptune_status st = sp_api_slotfill_weights(k, w, "sptune_slotfill_apply", &image);
-    return st != SPTUNE_OK ? st : sptune_slotfill_spmm(k, stream, tokens, image, x, y);
+    return st != SPTUNE_OK ? st : sptune_slotfill_spmm(k, stream, tokens, image, x, y, workspace, workspace_bytes);
 }

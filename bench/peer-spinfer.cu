@@ -217,8 +217,13 @@ int main(int argc, char **argv)
                 req.fixed = sptune_slotfill_fixed(enc);
                 sptune_kernel *k = nullptr;
                 CS(sptune_kernel_get(&req, &k));
+                size_t ws_bytes = 0;
+                void *d_ws = nullptr;
+                CS(sptune_kernel_workspace(k, 0, &ws_bytes));
+                if (ws_bytes) CK(cudaMalloc(&d_ws, ws_bytes));
                 auto ours = [&]() {
-                    CS(sptune_slotfill_apply(k, st, N, dw, (unsigned long long)d_x, (unsigned long long)d_y));
+                    CS(sptune_slotfill_apply(k, st, N, dw, (unsigned long long)d_x, (unsigned long long)d_y,
+                                             (unsigned long long)d_ws, ws_bytes));
                 };
                 CK(cudaMemsetAsync(d_y, 0xff, sizeof(half) * N * M, st));
                 ours();
@@ -241,6 +246,7 @@ int main(int argc, char **argv)
                         ++n_peer[q];
                     }
                 sptune_kernel_free(k);
+                if (d_ws) CK(cudaFree(d_ws));
             }
             sptune_slotfill_gpu_free(dw);
             sptune_slotfill_free(enc);

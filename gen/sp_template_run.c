@@ -538,6 +538,18 @@ static void read_launch(lua_State *L, const sp_template *t, int r, const char *g
     }
     lua_pop(L, 1);
     read_tmaps(L, t, r, &out->tmaps);
+    /* args = n: the kernel takes the first n declared arguments (the rest are other kernels' of the pipeline, or
+       of other configurations): its tensor maps come right after them */
+    lua_pushliteral(L, "args");
+    if (lua_rawget(L, r) != LUA_TNIL) {
+        int isnum;
+        lua_Integer v = lua_tointegerx(L, -1, &isnum);
+        if (!isnum || v < 1 || v > t->nargs)
+            sp_sandbox_error(L, "%s: launch returned args = %s (must be an integer from 1 to the %d declared arguments)",
+                             t->where, describe(L, -1, buf, sizeof buf), t->nargs);
+        out->tmaps.nargs = (int)v;
+    }
+    lua_pop(L, 1);
     /* pdl = true: the template vouches that the kernel waits for the stream's previous kernel before it
        touches memory (griddepcontrol.wait first): a kernel without it would race, so only a boolean */
     lua_pushliteral(L, "pdl");

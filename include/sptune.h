@@ -305,9 +305,12 @@ SPTUNE_API sptune_status sptune_twell_describe_gate(const void *gate, long long 
 SPTUNE_API sptune_status sptune_gemm(sptune_kernel *k, void *stream, long long tokens, unsigned long long a,
                                      unsigned long long b, unsigned long long c);
 /* slotfill-spmm: Y = X W^T, W the device copy of an encoded matrix (sptune_slotfill_image), X tokens x K,
- * Y tokens x M. */
+ * Y tokens x M. The workspace: sptune_kernel_workspace(k) bytes (0 for the fused kernels, which take 0 and 0 here;
+ * M x K x 2 for a large-batch kernel that expands W into it before a dense GEMM, config expand=1); the call only
+ * uses it while it runs, so one workspace serves every layer launched on the same stream. */
 SPTUNE_API sptune_status sptune_slotfill_spmm(sptune_kernel *k, void *stream, long long tokens,
-                                              unsigned long long w_image, unsigned long long x, unsigned long long y);
+                                              unsigned long long w_image, unsigned long long x, unsigned long long y,
+                                              unsigned long long workspace, size_t workspace_bytes);
 SPTUNE_API void sptune_kernel_free(sptune_kernel *k);
 
 /* ---- Slot-Filling weights (op slotfill-spmm) --------------------------------------------------- */
@@ -373,7 +376,7 @@ SPTUNE_API void sptune_slotfill_free(sptune_slotfill *m);
  * header check, which makes the outputs NaN.
  *
  *     sptune_slotfill_gpu *dw;   sptune_slotfill_upload(w, &dw);     // after sptune_kernel_get as above
- *     sptune_slotfill_apply(k, stream, tokens, dw, dX, dY);
+ *     sptune_slotfill_apply(k, stream, tokens, dw, dX, dY, workspace, workspace_bytes);
  *
  * sptune_slotfill_upload copies m's image into new device memory of the CUDA context current on this thread
  * (SPTUNE_ERR_INVALID when none is); sptune_slotfill_gpu_free frees it. sptune_slotfill_adopt wraps device
@@ -386,10 +389,11 @@ SPTUNE_API sptune_status sptune_slotfill_adopt(const sptune_slotfill *m, unsigne
                                                sptune_slotfill_gpu **out);
 /* The device address of the image (0 for NULL): the first argument of the raw launch. */
 SPTUNE_API unsigned long long sptune_slotfill_gpu_image(const sptune_slotfill_gpu *w);
-/* Y = X W^T as sptune_slotfill_spmm, after checking w against k (M, K, and every parameter the encoding fixes)
- * and that w's context is the current one. */
+/* Y = X W^T as sptune_slotfill_spmm (the same workspace), after checking w against k (M, K, and every parameter the
+ * encoding fixes) and that w's context is the current one. */
 SPTUNE_API sptune_status sptune_slotfill_apply(sptune_kernel *k, void *stream, long long tokens,
-                                               const sptune_slotfill_gpu *w, unsigned long long x, unsigned long long y);
+                                               const sptune_slotfill_gpu *w, unsigned long long x, unsigned long long y,
+                                               unsigned long long workspace, size_t workspace_bytes);
 SPTUNE_API void sptune_slotfill_gpu_free(sptune_slotfill_gpu *w);
 
 #ifdef __cplusplus

@@ -109,7 +109,7 @@ static sptune_status helper_launch(sptune_kernel *k, const char *op, sp_bench *b
     if (!strcmp(op, "gemm")) return sptune_gemm(k, b->stream, tokens, t[0], t[1], t[2]);
     if (!strcmp(op, "twell-t2d")) return sptune_twell_t2d(k, b->stream, tokens, t[0], t[1], t[2], t[3]);
     if (!strcmp(op, "twell-gated")) return sptune_twell_gated(k, b->stream, tokens, t[0], t[1], t[2], t[3], t[4], t[5]);
-    return sptune_slotfill_spmm(k, b->stream, tokens, t[0], t[1], t[2]);
+    return sptune_slotfill_spmm(k, b->stream, tokens, t[0], t[1], t[2], ws, ws_bytes);
 }
 
 /* Every count of `counts` under each maximum, through launch (argument list) and the helper. */

@@ -93,7 +93,9 @@ static const char *const slotfill_configs[] = {
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=128,stages=6,split=1",
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=4",
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=2",
-    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=32,stages=2,split=1,dtype=f16", NULL};
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=32,stages=2,split=1,dtype=f16",
+    /* W expanded into the workspace, then the dense GEMM (bf16, K % 8 == 0): both layouts, tails in M, K and N */
+    "expand=1", "expand=1,decode=sp24,window=64,dbits=7", NULL};
 
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);
@@ -282,7 +284,8 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
     for (size_t e = 0; e < sizeof encodings / sizeof encodings[0]; e++) {
         sptune_slotfill *enc = NULL;
         sptune_kernel *k = NULL;
-        CUdeviceptr dW = 0, dX = 0, dY = 0;
+        CUdeviceptr dW = 0, dX = 0, dY = 0, dWs = 0;
+        size_t ws = 0;   /* the kernel's workspace (expand = 1: W expanded) */
         /* the last: an image of another shape (K x M) given to the kernel of this one, as a raw device
          * pointer allows: the kernel's header check makes every output NaN and reads nothing past it */
         /* the 2:4 cases: the default encoding of 2:4 weights is sp24 (the problem says dist=3); the last gives
@@ -315,14 +318,15 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
         const void *img = sptune_slotfill_image(foreign ? other : enc, &bytes);
         CHECK(img != NULL && bytes > 0);
         if (k && img && SP_CU(cu->MemAlloc(&dW, bytes)) == SPTUNE_OK && SP_CU(cu->MemAlloc(&dX, 2ull * N * K)) ==
-            SPTUNE_OK && SP_CU(cu->MemAlloc(&dY, 2ull * N * M)) == SPTUNE_OK) {
+            SPTUNE_OK && SP_CU(cu->MemAlloc(&dY, 2ull * N * M)) == SPTUNE_OK &&
+            sptune_kernel_workspace(k, 0, &ws) == SPTUNE_OK && (ws == 0 || SP_CU(cu->MemAlloc(&dWs, ws)) == SPTUNE_OK)) {
             CHECK_ST(SP_CU(cu->MemcpyHtoD(dW, img, bytes)), SPTUNE_OK);
             CHECK_ST(SP_CU(cu->MemcpyHtoD(dX, x, 2ull * N * K)), SPTUNE_OK);
             CHECK_ST(sp_poison_bf16(dY, (size_t)N * M, b->stream), SPTUNE_OK);
             /* the argument list by name, as the template declares it */
             int dims[3] = {M, N, K};
             const sp_case_named named[] = {{"W", &dW}, {"X", &dX}, {"Y", &dY}, {"M", &dims[0]}, {"N", &dims[1]},
-                                           {"K", &dims[2]}};
+                                           {"K", &dims[2]}, {"Wd", &dWs}};
             void *argv[8] = {0};
             int nargs = sptune_kernel_arg_count(k), bad = nargs > 8;
             for (int i = 0; i < nargs && !bad; i++) {
@@ -348,7 +352,7 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
                     sptune_slotfill_gpu *dw = NULL;
                     CHECK_ST(sptune_slotfill_upload(foreign ? other : enc, &dw), SPTUNE_OK);
                     CHECK_ST(SP_CU(cu->MemsetD16(dY, 0x1234, (size_t)N * M)), SPTUNE_OK);
-                    CHECK_ST(sptune_slotfill_apply(k, b->stream, N, dw, dX, dY), SPTUNE_ERR_INVALID);
+                    CHECK_ST(sptune_slotfill_apply(k, b->stream, N, dw, dX, dY, dWs, ws), SPTUNE_ERR_INVALID);
                     CHECK_MSG(strstr(sptune_last_error(), foreign ? "the weights were encoded with" : "the kernel was got for M="), "%s",
                               sptune_last_error());
                     CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
@@ -368,7 +372,7 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
                 sptune_slotfill_gpu *dw = NULL;
                 CHECK_ST(sptune_slotfill_upload(enc, &dw), SPTUNE_OK);
                 CHECK_ST(sp_poison_bf16(dY, (size_t)N * M, b->stream), SPTUNE_OK);
-                CHECK_ST(sptune_slotfill_apply(k, b->stream, N, dw, dX, dY), SPTUNE_OK);
+                CHECK_ST(sptune_slotfill_apply(k, b->stream, N, dw, dX, dY, dWs, ws), SPTUNE_OK);
                 CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
                 rel = 1;
                 CHECK_ST(sp_verify_bf16(dY, y, want, N, M, &rel, detail, sizeof detail), SPTUNE_OK);
@@ -381,6 +385,7 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
         if (dW) cu->MemFree(dW);
         if (dX) cu->MemFree(dX);
         if (dY) cu->MemFree(dY);
+        if (dWs) cu->MemFree(dWs);
         sptune_kernel_free(k);
         sptune_slotfill_free(enc);
         sptune_slotfill_free(other);

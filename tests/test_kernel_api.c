@@ -308,7 +308,7 @@ int main(void)
         const char *gpu = "x";
         CHECK(sptune_kernel_recorded(k, &gpu) == NULL && gpu == NULL && sptune_kernel_recorded(NULL, NULL) == NULL);
         CHECK_MSG(!strcmp(sptune_kernel_config(k), "dtype=bf16,window=64,dbits=7,fill=0,warps=4,bn=8,stages=6,split=2,"
-                                                    "decode=list,tpw=1,ring=36,ecap=128,vec=8,mainloop=mma"),
+                                                    "decode=list,tpw=1,ring=36,ecap=128,vec=8,mainloop=mma,expand=0"),
                   "%s", sptune_kernel_config(k));
         sptune_kernel_free(k);
     }
@@ -494,7 +494,7 @@ int main(void)
             CHECK_ST(sptune_gemm(a, NULL, 641, 0x1000, 0x2000, 0x3000), SPTUNE_ERR_INVALID);
             CHECK_ST(sptune_twell_ffn(a, NULL, 1, 1, 2, 3, 4, 5, 0, 0), SPTUNE_ERR_INVALID);
             CHECK_MSG(strstr(sptune_last_error(), "the kernel is gemm's, not twell-ffn's"), "%s", sptune_last_error());
-            CHECK_ST(sptune_slotfill_spmm(a, NULL, 1, 1, 2, 3), SPTUNE_ERR_INVALID);
+            CHECK_ST(sptune_slotfill_spmm(a, NULL, 1, 1, 2, 3, 0, 0), SPTUNE_ERR_INVALID);
             CHECK_ST(sptune_twell_ffn(NULL, NULL, 1, 1, 2, 3, 4, 5, 0, 0), SPTUNE_ERR_INVALID);
         }
         sptune_kernel_free(a);

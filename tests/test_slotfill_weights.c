@@ -73,26 +73,26 @@ int main(void)
     sptune_kernel *kg = get(cache, "gemm", "M=16,N=256,K=384", NULL);
     if (k && kt && kk && kg && a && a16 && alist) {
         /* another shape: M (the transposed matrix), then K */
-        CHECK_ST(sptune_slotfill_apply(kt, NULL, 16, a, 0x1000, 0x2000), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_slotfill_apply(kt, NULL, 16, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
         CHECK_MSG(has("the weights are 256 x 384 (M x K), the kernel was got for M=384"), "%s", sptune_last_error());
-        CHECK_ST(sptune_slotfill_apply(kk, NULL, 16, a, 0x1000, 0x2000), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_slotfill_apply(kk, NULL, 16, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
         CHECK_MSG(has("the kernel was got for K=512"), "%s", sptune_last_error());
         /* another data type, another encoding, another op */
-        CHECK_ST(sptune_slotfill_apply(k, NULL, 16, a16, 0x1000, 0x2000), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_slotfill_apply(k, NULL, 16, a16, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
         CHECK_MSG(has("encoded with dtype=f16, the kernel reads dtype=bf16"), "%s", sptune_last_error());
-        CHECK_ST(sptune_slotfill_apply(k, NULL, 16, alist, 0x1000, 0x2000), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_slotfill_apply(k, NULL, 16, alist, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
         CHECK_MSG(has("encoded with dbits=6, the kernel reads dbits=5"), "%s", sptune_last_error());
-        CHECK_ST(sptune_slotfill_apply(kg, NULL, 16, a, 0x1000, 0x2000), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_slotfill_apply(kg, NULL, 16, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
         CHECK_MSG(has("the kernel is gemm's, not slotfill-spmm's"), "%s", sptune_last_error());
-        CHECK_ST(sptune_slotfill_apply(k, NULL, 16, NULL, 0x1000, 0x2000), SPTUNE_ERR_INVALID);
-        CHECK_ST(sptune_slotfill_apply(NULL, NULL, 16, a, 0x1000, 0x2000), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_slotfill_apply(k, NULL, 16, NULL, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_slotfill_apply(NULL, NULL, 16, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
         /* the matching kernel: the token range still holds, an empty batch launches nothing */
-        CHECK_ST(sptune_slotfill_apply(k, NULL, 17, a, 0x1000, 0x2000), SPTUNE_ERR_INVALID);
-        CHECK_ST(sptune_slotfill_apply(k, NULL, 0, a, 0x1000, 0x2000), SPTUNE_OK);
+        CHECK_ST(sptune_slotfill_apply(k, NULL, 17, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_slotfill_apply(k, NULL, 0, a, 0x1000, 0x2000, 0, 0), SPTUNE_OK);
         /* and a real batch reaches the launch: without a GPU that is where it stops */
         int gpus = 0;
         if (sptune_gpu_count(&gpus) != SPTUNE_OK) {
-            const sptune_status st = sptune_slotfill_apply(k, NULL, 16, a, 0x1000, 0x2000);
+            const sptune_status st = sptune_slotfill_apply(k, NULL, 16, a, 0x1000, 0x2000, 0, 0);
             CHECK_MSG(st == SPTUNE_ERR_NO_GPU, "%s: %s", sptune_status_name(st), sptune_last_error());
             CHECK_ST(sptune_slotfill_upload(m, &dw), SPTUNE_ERR_NO_GPU);
         }

@@ -43,7 +43,7 @@ typedef struct sf_state {
     double sparsity;
     unsigned short *hW, *hX, *hY;      /* hW: the cache's */
     float *hRef;
-    CUdeviceptr W, X, Y, Ybase, Wdense, Yref;
+    CUdeviceptr W, X, Y, Ybase, Wdense, Yref, Wd;   /* Wd: the workspace of expand = 1 (W expanded) */
     size_t wcap;                       /* bytes allocated at W */
     const sp_slotfill *bound;          /* the encoding on the device */
     double encode_s;                   /* seconds the last new encoding took */
@@ -90,7 +90,7 @@ static void sf_destroy(void *p)
 {
     sf_state *g = p;
     if (!g) return;
-    CUdeviceptr *d[] = {&g->W, &g->X, &g->Y, &g->Ybase, &g->Wdense, &g->Yref};
+    CUdeviceptr *d[] = {&g->W, &g->X, &g->Y, &g->Ybase, &g->Wdense, &g->Yref, &g->Wd};
     for (size_t i = 0; i < sizeof d / sizeof d[0]; i++) sp_bench_free(*d[i]);
     free(g->hX); free(g->hY); free(g->hRef);
     sp_cublas_destroy(g->blas);
@@ -134,7 +134,7 @@ static sptune_status sf_create(sp_bench *b, const sp_problem *p, void **out)
     }
     if ((st = sp_bench_alloc(b, mk * 2, &g->Wdense)) || (st = sp_bench_alloc(b, nk * 2, &g->X)) ||
         (st = sp_bench_alloc(b, nm * 2, &g->Y)) || (st = sp_bench_alloc(b, nm * 2, &g->Ybase)) ||
-        (st = sp_bench_alloc(b, nm * 4, &g->Yref)))
+        (st = sp_bench_alloc(b, nm * 4, &g->Yref)) || (st = sp_bench_alloc(b, mk * 2, &g->Wd)))
         goto fail;
     if ((st = sp_bench_upload(g->Wdense, g->hW, mk * 2)) || (st = sp_bench_upload(g->X, g->hX, nk * 2))) goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream))) goto fail;
@@ -153,7 +153,8 @@ fail:
 static void *sf_arg(void *p, const char *name)
 {
     sf_state *g = p;
-    const sp_case_named v[] = {{"W", &g->W}, {"X", &g->X}, {"Y", &g->Y}, {"M", &g->M}, {"N", &g->N}, {"K", &g->K}};
+    const sp_case_named v[] = {{"W", &g->W}, {"X", &g->X}, {"Y", &g->Y}, {"M", &g->M}, {"N", &g->N}, {"K", &g->K},
+                                {"Wd", &g->Wd}};
     return sp_case_arg_find(name, v, sizeof v / sizeof v[0]);
 }
 
@@ -201,7 +202,9 @@ static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
 static sptune_status sf_poison(void *p, CUstream s)
 {
     sf_state *g = p;
-    return sp_poison_bf16(g->Y, (size_t)g->N * g->M, s); /* 0xffff: NaN in bf16 and in fp16 */
+    /* 0xffff: NaN in bf16 and in fp16; Wd too, so that an expansion that leaves part of W unwritten is caught */
+    sptune_status st = sp_poison_bf16(g->Wd, (size_t)g->M * g->K, s);
+    return st != SPTUNE_OK ? st : sp_poison_bf16(g->Y, (size_t)g->N * g->M, s);
 }
 
 static sptune_status sf_verify(void *p, double *rel_err, char *detail, size_t len)

@@ -143,7 +143,7 @@ def _library():
                 ("sptune_slotfill_upload", [P, ctypes.POINTER(P)], I),
                 ("sptune_slotfill_adopt", [P, U64, SZ, ctypes.POINTER(P)], I),
                 ("sptune_slotfill_gpu_image", [P], U64),
-                ("sptune_slotfill_apply", [P, P, LL, P, U64, U64], I),
+                ("sptune_slotfill_apply", [P, P, LL, P, U64, U64, U64, SZ], I),
                 ("sptune_slotfill_gpu_free", [P], None),
                 ("sptune_twell_ffn_slow", [P, P, LL, U64, SZ, ctypes.POINTER(I)], I)):
             getattr(lib, name).argtypes = args
@@ -491,13 +491,14 @@ class SlotFillWeights:
         _check(self._lib.sptune_slotfill_adopt(self._h, int(image), int(nbytes), ctypes.byref(h)))
         return self._place(h)
 
-    def apply(self, kernel, x, y, tokens, stream=0):
-        """Y = X W^T with `kernel` (a Kernel of slotfill-spmm), after checking it was got for these weights."""
+    def apply(self, kernel, x, y, tokens, stream=0, workspace=0, workspace_bytes=0):
+        """Y = X W^T with `kernel` (a Kernel of slotfill-spmm), after checking it was got for these weights; the
+        workspace (device address and bytes): kernel.workspace bytes at least (0 but for expand=1 kernels)."""
         if self._dev is None:
             raise SptuneError("SlotFillWeights.apply: place the weights on the device first (upload or adopt)")
         with kernel._lock:
             _check(self._lib.sptune_slotfill_apply(kernel._h, ctypes.c_void_p(int(stream)), int(tokens), self._dev,
-                                                   int(x), int(y)))
+                                                   int(x), int(y), int(workspace), int(workspace_bytes)))
 
     def __del__(self):
         lib = getattr(self, "_lib", None)

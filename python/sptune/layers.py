@@ -1,6 +1,6 @@
 """Slot-Filling weights as a torch layer: sptune.slotfill_linear (a pruned linear layer encoded once, the kernel
 served per batch bucket, the custom op torch.ops.sptune.slotfill_mm under torch.compile)."""
-from . import SlotFillWeights, SptuneError, _compiling, _stream_of, kernel
+from . import SlotFillWeights, SptuneError, _compiling, _stream_of, _workspace, kernel
 
 _layers = {}   # id -> layer, for the custom op (weakly: a layer that is gone is not kept alive)
 _layer_class = None
@@ -83,11 +83,13 @@ def _slotfill_linear_class():
                 if k is None:
                     k = self.kernel_for(n)[0]
                 stream, here = _stream_of(torch, x2.device)
+                # expand=1 kernels expand W into a workspace for the call: one per (device, stream), shared by layers
+                _, wsp, wsn = _workspace(torch, x2.device.index, stream, k.workspace) if k.workspace else (None, 0, 0)
                 if here:
-                    self.weights.apply(k, x2.data_ptr(), y.data_ptr(), n, stream)
+                    self.weights.apply(k, x2.data_ptr(), y.data_ptr(), n, stream, wsp, wsn)
                 else:
                     with torch.cuda.device(x2.device):
-                        self.weights.apply(k, x2.data_ptr(), y.data_ptr(), n, stream)
+                        self.weights.apply(k, x2.data_ptr(), y.data_ptr(), n, stream, wsp, wsn)
             return y
 
         def forward(self, x):

@@ -38,6 +38,7 @@ local bitmap = require("lib.slotfill_bitmap")
 local sp24 = require("lib.slotfill_sp24")
 local common = require("lib.slotfill_common")
 local large = require("lib.slotfill_wgmma")
+local expand = require("lib.slotfill_expand")
 
 -- Defaults: the best measured on an H200 at decode sizes (bench/RESULTS.md, slotfill table).
 local params = {
@@ -76,9 +77,16 @@ local params = {
    doc = "the small-batch kernels on mma.sync (each warp its tiles against bn tokens), or the large-batch kernel "
       .. "(bitmap and sp24, sm_90a): a CTA's W tiles decoded once into wgmma's register operand and run against bn "
       .. "tokens at a time, one or two warpgroups (warps 4 or 8), sp24 on the sparse tensor cores"},
+  {name = "expand", values = {0, 1}, default = 0, added = true,
+   doc = "1: the image expanded into a dense W in the workspace, then a dense GEMM (bitmap and sp24, bf16): W decoded "
+      .. "once a call instead of once per token tile, for large batches (lib/slotfill_expand.lua)"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
+local function expand_names(c)
+  local n = kernel_name(c)
+  return {expand = n .. "_expand", gemm = n .. "_gemm"}
+end
 
 local ARGS = {
   {name = "W", type = "u8", role = "input", shape = {"?"},
@@ -88,7 +96,11 @@ local ARGS = {
   {name = "M", type = "i32", role = "dim"},
   {name = "N", type = "i32", role = "dim"},
   {name = "K", type = "i32", role = "dim"},
+  -- last: the fused kernels' signatures end before it (their launches say args = 6)
+  {name = "Wd", type = "x16", role = "workspace", shape = {"expand * M", "K"},
+   doc = "expand = 1: W expanded, dense (empty otherwise)"},
 }
+local FUSED_ARGS = {table.unpack(ARGS, 1, 6)}
 
 local function log2(n) local l = 0; while (1 << l) < n do l = l + 1 end; return l end
 local function list_dbits(window) return 16 - log2(8 * window) end
@@ -152,7 +164,7 @@ local constraints = {
   {why = "sp24: its warps split K inside the CTA (split 1), a batch of 2, 4 or 8 k32 steps, no staging "
       .. "(ecap, vec at defaults)",
    check = function(c)
-     return c.decode ~= "sp24" or c.mainloop == "wgmma" or (c.split == 1 and (c.stages == 2 or c.stages == 4 or c.stages == 8) and
+     return c.decode ~= "sp24" or c.mainloop == "wgmma" or c.expand == 1 or (c.split == 1 and (c.stages == 2 or c.stages == 4 or c.stages == 8) and
                                    c.ecap == 128 and c.vec == 8)
    end},
   {why = "sp24: two register batches fit without spilling (k32 steps x (tiles + token tiles of 8) at most 16; "
@@ -177,10 +189,12 @@ local constraints = {
    check = function(c) return c.mainloop == "wgmma" or c.bn <= 64 end},
   -- the small-batch kernels re-read and re-decode W for every bn tokens: 0.1-0.5x dense from N = 64 on (H200)
   {why = "where wgmma exists, batches of 32 tokens or more run the large-batch kernel (mainloop=wgmma)",
-   check = function(c, gpu, p) return p == nil or not gpu.wgmma or c.mainloop == "wgmma" or p.N < 32 end},
+   check = function(c, gpu, p) return p == nil or not gpu.wgmma or c.mainloop == "wgmma" or c.expand == 1 or p.N < 32 end},
   {why = "the wgmma kernel (sm_90a): bitmap or sp24, one or two consumer warpgroups, bn >= 32, stages 2 to 4, "
       .. "split up to 4, K % 8 == 0, its stages and output tile in shared memory",
    check = large.check},
+  {why = "expand = 1: the bitmap or sp24 image in bf16, K % 8 == 0, the fused kernels' parameters at their defaults",
+   check = expand.check},
   {why = "shared memory fits",
    check = function(c, gpu, p)
      if c.mainloop == "wgmma" then return true end
@@ -455,7 +469,7 @@ ${epilogue}
      xrow = l.xrow, stage = l.stage, corr_row = l.corr_row, maskt = maskt,
      maskload = c.window == 64 and "((sp_mask_t) * (const unsigned short *)(p))" or "(*(const sp_mask_t *)(p))", mma_sp_fn = common.mma_sp(f16), mma_d = mma_d,
      out16 = common.out16(f16),
-     threads = 32 * c.warps, name = kernel_name(c), params = args.params(ARGS),
+     threads = 32 * c.warps, name = kernel_name(c), params = args.params(FUSED_ARGS),
      vec = c.vec,
      copy_rec = c.vec == 16 and "sp_cp_async16(dst + p * 16, rec + p * 16, 16);"
                 or "sp_cp_async8(dst + p * 8, rec + p * 8, 8);",
@@ -493,6 +507,49 @@ ${epilogue}
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");]]})
 end
 
+local function fused_launch(c, p, gpu)
+  local tiles = (p.M + 15) // 16
+  if c.mainloop == "wgmma" then
+    local bm = 16 * c.warps
+    local l = large.layout(c)
+    return {grid = {(p.N + c.bn - 1) // c.bn, (p.M + bm - 1) // bm, c.split}, block = {l.threads, 1, 1},
+            smem = l.total, cluster = {1, 1, c.split},
+            tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn, box_cols = 64, swizzle = 128}}}
+  end
+  if c.decode == "bitmap" then
+    local nt = c.warps * c.tpw
+    return {grid = {(tiles + nt - 1) // nt, (p.N + c.bn - 1) // c.bn, c.split},
+            block = {32 * (c.warps + 1), 1, 1}, smem = bitmap.layout(c).total, cluster = {1, 1, c.split}}
+  end
+  if c.decode == "sp24" then
+    return {grid = {(tiles + c.tpw - 1) // c.tpw, (p.N + c.bn - 1) // c.bn, 1},
+            block = {32 * c.warps, 1, 1}, smem = sp24.layout(c).red, cluster = {1, 1, 1}}
+  end
+  local l = layout(c, p.K)
+  return {grid = {(tiles + c.warps - 1) // c.warps, (p.N + c.bn - 1) // c.bn, c.split},
+          block = {32 * c.warps, 1, 1}, smem = l.total, cluster = {1, 1, c.split}}
+end
+
+local function fused_emit(c, p, gpu)
+  if c.mainloop == "wgmma" then
+    return cuda.prelude .. "\n" .. large.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16")
+  end
+  if c.decode == "bitmap" then
+    return cuda.prelude .. "\n" .. bitmap.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16")
+  end
+  if c.decode == "sp24" then
+    return cuda.prelude .. "\n" .. sp24.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16")
+  end
+  local l = layout(c, nil)
+  return text.fill([[
+${prelude}
+#define SP_PIPE ${pipe}
+#define SP_CORR ${corr}
+#define SP_PREF ${pref}
+${kernel}
+]], {prelude = cuda.prelude, pipe = l.pipe, corr = l.corr, pref = l.pref, kernel = kernel(c)})
+end
+
 return {
   name = "slotfill-spmm",
   family = "slotfill",
@@ -524,48 +581,23 @@ return {
     return string.format("mainloop=wgmma,warps=%d,bn=%d,stages=%d,split=%d", warps, bn, bn == 256 and 2 or 4, split)
   end,
 
-  kernel = function(c, gpu) return kernel_name(c) end,
+  kernel = function(c, gpu)
+    if c.expand == 1 then
+      local n = expand_names(c)
+      return {n.expand, n.gemm}
+    end
+    return kernel_name(c)
+  end,
 
   launch = function(c, p, gpu)
-    local tiles = (p.M + 15) // 16
-    if c.mainloop == "wgmma" then
-      local bm = 16 * c.warps
-      local l = large.layout(c)
-      return {grid = {(p.N + c.bn - 1) // c.bn, (p.M + bm - 1) // bm, c.split}, block = {l.threads, 1, 1},
-              smem = l.total, cluster = {1, 1, c.split},
-              tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn, box_cols = 64, swizzle = 128}}}
-    end
-    if c.decode == "bitmap" then
-      local nt = c.warps * c.tpw
-      return {grid = {(tiles + nt - 1) // nt, (p.N + c.bn - 1) // c.bn, c.split},
-              block = {32 * (c.warps + 1), 1, 1}, smem = bitmap.layout(c).total, cluster = {1, 1, c.split}}
-    end
-    if c.decode == "sp24" then
-      return {grid = {(tiles + c.tpw - 1) // c.tpw, (p.N + c.bn - 1) // c.bn, 1},
-              block = {32 * c.warps, 1, 1}, smem = sp24.layout(c).red, cluster = {1, 1, 1}}
-    end
-    local l = layout(c, p.K)
-    return {grid = {(tiles + c.warps - 1) // c.warps, (p.N + c.bn - 1) // c.bn, c.split},
-            block = {32 * c.warps, 1, 1}, smem = l.total, cluster = {1, 1, c.split}}
+    if c.expand == 1 then return expand.launch(c, p, gpu) end
+    local l = fused_launch(c, p, gpu)
+    l.args = #FUSED_ARGS
+    return l
   end,
 
   emit = function(c, p, gpu)
-    if c.mainloop == "wgmma" then
-      return cuda.prelude .. "\n" .. large.emit(c, kernel_name(c), args.params(ARGS), c.dtype == "f16")
-    end
-    if c.decode == "bitmap" then
-      return cuda.prelude .. "\n" .. bitmap.emit(c, kernel_name(c), args.params(ARGS), c.dtype == "f16")
-    end
-    if c.decode == "sp24" then
-      return cuda.prelude .. "\n" .. sp24.emit(c, kernel_name(c), args.params(ARGS), c.dtype == "f16")
-    end
-    local l = layout(c, nil)
-    return text.fill([[
-${prelude}
-#define SP_PIPE ${pipe}
-#define SP_CORR ${corr}
-#define SP_PREF ${pref}
-${kernel}
-]], {prelude = cuda.prelude, pipe = l.pipe, corr = l.corr, pref = l.pref, kernel = kernel(c)})
+    if c.expand == 1 then return cuda.prelude .. "\n" .. expand.emit(c, expand_names(c), args.params(ARGS), gpu) end
+    return fused_emit(c, p, gpu)
   end,
 }

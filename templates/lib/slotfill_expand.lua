@@ -1,0 +1,172 @@
+-- slotfill-spmm with expand = 1: the image expanded into a dense W in the workspace (Wd, M x K), then the dense
+-- GEMM Y = X Wd^T on the tensor cores (lib/mainloop.lua: wgmma + TMA on sm_90a, mma.sync elsewhere). The fused
+-- kernels decode W once per token tile (bitmap: ~60 instructions a 16 x 16 step, bench/RESULTS.md), so from a few
+-- hundred tokens on their decode, not the tensor cores, sets the pace; expanded, W is decoded once a call whatever
+-- the batch, and the GEMM runs at dense speed: what is left over dense is streaming the image and writing Wd.
+--
+-- The expansion: a warp a block (bitmap: 16 x 128, its header, bitmap and values; sp24: a 16 x 64 record, its 2:4
+-- values and metadata), decoded into a 16-row tile in shared memory and written out 16 bytes a lane. Every thread
+-- checks the image's header against M, K and the layout first: an image that is not this kernel's writes NaN into
+-- Wd (so into Y) and nothing past its header is read. bf16 (the GEMM's), K % 8 == 0 (its copy engine's rows).
+local text = require("lib.text")
+local mainloop = require("lib.mainloop")
+local epilogue = require("lib.epilogue")
+
+local M = {}
+
+M.WARPS = 8   -- expansion warps a CTA (a block each)
+
+-- The GEMM's main loop: the dense template's Hopper default, or its portable mma.sync loop.
+function M.gemm_config(gpu)
+  local c = {group_m = 8, epi = "inline"}
+  for _, p in ipairs(mainloop.params) do c[p.name] = p.default end
+  if gpu.wgmma then
+    c.mainloop, c.bk, c.wgs, c.load, c.bm, c.bn, c.stages = "wgmma", 64, 2, "tma", 128, 256, 4
+  end
+  return c
+end
+
+function M.check(c, gpu, p)
+  if c.expand == 0 then return true end
+  if c.decode ~= "bitmap" and c.decode ~= "sp24" then return false, "the bitmap and sp24 layouts only" end
+  if c.dtype ~= "bf16" then return false, "bf16 (the dense GEMM's format)" end
+  if p and p.K % 8 ~= 0 then return false, "rows of Wd and X a multiple of 16 bytes (K % 8 == 0)" end
+  -- the fused kernels' parameters are unused: each at one value, so that the space holds the expansion once
+  if c.mainloop ~= "mma" or c.warps ~= 4 or c.bn ~= 8 or c.stages ~= 8 or c.split ~= 2 or c.tpw ~= 1 or c.ring ~= 36 then
+    return false, "mainloop, warps, bn, stages, split, tpw and ring at their defaults"
+  end
+  return true
+end
+
+function M.launch(c, p, gpu, names)
+  local blocks = ((p.M + 15) // 16) * ((p.K + (c.decode == "sp24" and 63 or 127)) // (c.decode == "sp24" and 64 or 128))
+  local g = M.gemm_config(gpu)
+  return {{grid = {(blocks + M.WARPS - 1) // M.WARPS, 1, 1}, block = {32 * M.WARPS, 1, 1}, smem = 0},
+          mainloop.launch{c = g, M = p.N, N = p.M, K = p.K, a = "X", b = "Wd", gpu = gpu,
+                          smem = g.mainloop == "wgmma" and epilogue.staging_bytes(g) or 0}}
+end
+
+local EXPAND_BITMAP = [[
+/* Block b's 16 x 128 elements into the warp's tile: step s's values start at its header's offset, a lane's at the
+ * count of the bits of the lanes before it; lane l's 8 bits of step s are bits 8 r + 2 (s % 4) + h of its word
+ * 2 l + s / 4: element h of register r of its mma.m16n8k16 A fragment (runtime/sp_slotfill.h). */
+__device__ __forceinline__ void sp_expand_block(const unsigned char *blk, unsigned short (*t)[SP_TW], int lane)
+{
+    const uint2 mw = *(const uint2 *)(blk + 16 + 8 * lane);
+    const unsigned short *vals = (const unsigned short *)(blk + 16 + 256);
+    const int g = lane >> 2, tq = lane & 3;
+    #pragma unroll
+    for (int s = 0; s < 8; ++s) {
+        const sp_u32 bits = ((s < 4 ? mw.x : mw.y) >> (2 * (s & 3))) & 0x03030303u;
+        const int cnt = __popc(bits);
+        int pre = cnt;
+        #pragma unroll
+        for (int o = 1; o < 32; o <<= 1) {
+            const int v = __shfl_up_sync(0xffffffffu, pre, o);
+            if (lane >= o) pre += v;
+        }
+        const unsigned short *v = vals + (((const unsigned short *)blk)[s] >> 1) + (pre - cnt);
+        int k = 0;
+        #pragma unroll
+        for (int r = 0; r < 4; ++r) {
+            const unsigned short lo = ((bits >> (8 * r)) & 1u) ? v[k] : (unsigned short)0;
+            k += (bits >> (8 * r)) & 1u;
+            const unsigned short hi = ((bits >> (8 * r + 1)) & 1u) ? v[k] : (unsigned short)0;
+            k += (bits >> (8 * r + 1)) & 1u;
+            *(sp_u32 *)&t[g + 8 * (r & 1)][16 * s + 2 * tq + 8 * (r >> 1)] = lo | (sp_u32)hi << 16;
+        }
+    }
+}
+]]
+
+local EXPAND_SP24 = [[
+/* Record b's 16 x 64 elements into the warp's tile: per k32 step s, lane l's word w holds the two kept values of
+ * group t + 4 (w >> 1) of row g + 8 (w & 1) (g = l / 4, t = l % 4); their columns in the group are the nibble of
+ * metadata lane 4 g + 2 s + (w >> 1) at bit 16 (w & 1) + 4 t: idx0 | idx1 << 2 (runtime/sp_slotfill.h). */
+__device__ __forceinline__ void sp_expand_block(const unsigned char *rec, unsigned short (*t)[SP_TW], int lane)
+{
+    const sp_u32 meta = ((const sp_u32 *)(rec + 16 * 64))[lane];
+    const int g = lane >> 2, tq = lane & 3;
+    #pragma unroll
+    for (int s = 0; s < 2; ++s) {
+        const uint4 q = *(const uint4 *)(rec + (s * 32 + lane) * 16);
+        const sp_u32 w4[4] = {q.x, q.y, q.z, q.w};
+        #pragma unroll
+        for (int w = 0; w < 4; ++w) {
+            const sp_u32 mwd = __shfl_sync(0xffffffffu, meta, 4 * g + 2 * s + (w >> 1));
+            const sp_u32 nib = (mwd >> (16 * (w & 1) + 4 * tq)) & 15u, i0 = nib & 3u, i1 = nib >> 2;
+            const sp_u32 lo = w4[w] & 0xffffu, hi = w4[w] >> 16;
+            /* the group's 4 elements as two words (selects: no local-memory array) */
+            const sp_u32 e01 = (i0 == 0u ? lo : 0u) | (i0 == 1u ? lo << 16 : 0u) | (i1 == 0u ? hi : 0u) | (i1 == 1u ? hi << 16 : 0u);
+            const sp_u32 e23 = (i0 == 2u ? lo : 0u) | (i0 == 3u ? lo << 16 : 0u) | (i1 == 2u ? hi : 0u) | (i1 == 3u ? hi << 16 : 0u);
+            *(uint2 *)&t[g + 8 * (w & 1)][32 * s + 4 * (tq + 4 * (w >> 1))] = make_uint2(e01, e23);
+        }
+    }
+}
+]]
+
+-- The expansion kernel and the GEMM kernel (names.expand, names.gemm), both over the template's arguments.
+function M.emit(c, names, params, gpu)
+  local sp24 = c.decode == "sp24"
+  local g = M.gemm_config(gpu)
+  local l = mainloop.loop(g)
+  local d = l.derive(g)
+  local body = text.lines({l.cta_prologue(g), l.mainloop(g),
+                           g.mainloop == "wgmma" and epilogue.store_staged(d, g) or epilogue.store_bf16(d)})
+  local threads = d.threads
+  return text.fill([[
+#define SP_TW ${tw}
+${block_fn}
+extern "C" __global__ void __launch_bounds__(${xthreads})
+${expand}(${params})
+{
+    __shared__ __align__(16) unsigned short sp_tiles[${warps}][16][SP_TW];
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
+    const sp_u32 *h = (const sp_u32 *)W;
+    /* the image must be this kernel's (magic, version, bf16, the layout, M, K): else Wd (and so Y) is NaN and
+       nothing past the header is read */
+    const bool ok = h[0] == 0x55545053u && h[1] == 0x4653454eu && h[2] >= 2u && h[4] == 0u && ${header} &&
+                    h[8] == (sp_u32)M && h[9] == 0u && h[10] == (sp_u32)K && h[11] == 0u;
+    const int tiles = (M + 15) >> 4, chunks = (K + ${cols} - 1) / ${cols};
+    const long long b = (long long)blockIdx.x * ${warps} + warp;
+    if (b >= (long long)tiles * chunks) return;
+    const int i = (int)(b / chunks), c = (int)(b % chunks);
+    unsigned short (*t)[SP_TW] = sp_tiles[warp];
+    if (ok) {
+        sp_expand_block(${where}, t, lane);
+    } else {
+        for (int e = lane; e < 16 * ${cols}; e += 32) t[e / ${cols}][e % ${cols}] = 0xffffu;
+    }
+    __syncwarp();
+    /* 16 rows of `cols` columns, 16 bytes a lane, rows past M and columns past K left out (K % 8 == 0) */
+    for (int e = lane; e < 16 * (${cols} / 8); e += 32) {
+        const int r = e / (${cols} / 8), k = (e % (${cols} / 8)) * 8, row = 16 * i + r, col = c * ${cols} + k;
+        if (row < M && col < K) *(uint4 *)(Wd + (size_t)row * K + col) = *(const uint4 *)&t[r][k];
+    }
+}
+
+${gemm_device}
+extern "C" __global__ void __launch_bounds__(${threads}, 1)
+${gemm}(${params}${kparams})
+{
+    /* the dense GEMM C = A B^T over the expanded W: A = X (tokens x K), B = Wd (M x K), C = Y (tokens x M) */
+    const int sp_gm = N, sp_gn = M;
+    const sp_bf16 *__restrict__ A = X, *__restrict__ B = Wd;
+    sp_bf16 *__restrict__ C = Y;
+    (void)A; (void)B;
+    {
+        const int M = sp_gm, N = sp_gn;
+${body}
+    }
+}
+]], {tw = (sp24 and 64 or 128) + 8, block_fn = sp24 and EXPAND_SP24 or EXPAND_BITMAP, xthreads = 32 * M.WARPS,
+     expand = names.expand, params = params, warps = M.WARPS, cols = sp24 and 64 or 128,
+     header = sp24 and "h[5] == 64u && h[36] == 3u && (h[22] | h[23] | h[24] | h[25]) == 0u"
+                   or "h[5] == 128u && h[36] == 2u",
+     where = sp24 and "W + 256 + (size_t)b * 1152"
+                  or "W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255) + (size_t)((const sp_u32 *)(W + 256))[b] * 16",
+     gemm_device = mainloop.device(g), threads = threads, gemm = names.gemm, kparams = mainloop.kernel_params(g),
+     body = body})
+end
+
+return M
