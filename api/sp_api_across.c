@@ -62,9 +62,8 @@ int sp_api_key_predates(const sp_template *t, const char *key)
 
 int sp_api_kinds_alike(const sp_template *t, int i, double x, double y)
 {
-    double own, def;
-    return x == y || (sp_template_dim_own(t, i, &own) && sp_template_dim_default(t, i, &def) &&
-                      ((x == own && y == def) || (x == def && y == own)));
+    double own;
+    return x == y || (sp_template_dim_own(t, i, &own) && (x == own || y == own));
 }
 
 sptune_status sp_across_add(sp_across *a, const sp_problem *p, const char *key, const char *gpu, int other_version,

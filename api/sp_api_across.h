@@ -16,9 +16,9 @@ typedef struct sp_across sp_across;
 sptune_status sp_across_new(const sp_template *t, sp_across **out);
 void sp_across_free(sp_across *a);
 
-/* 1 when values x and y of category dimension i name data a lookup treats as one: equal, or the caller's own tensors
- * (ranges' own) and the default kind (a request that does not say how its data was made asks about its own, so
- * results measured on an application's tensors are that problem's). */
+/* 1 when values x and y of category dimension i name data a lookup treats as one: equal, or one of them the caller's
+ * own tensors (ranges' own): results measured on an application's tensors are that problem's, whatever kind of data
+ * a request names (a generator's results measured nearer in another dimension do not displace them). */
 int sp_api_kinds_alike(const sp_template *t, int i, double x, double y);
 
 /* 1 when a recorded key lacks a dimension that was added without as_before (it was measured on other data than

@@ -21,6 +21,15 @@ static void describe(sptune_slotfill *s)
              sp_sf_layout_name(p->layout), s->m.dtype == SP_SF_F16 ? "f16" : "bf16");
 }
 
+/* Whether configuration text names parameter `key`. */
+static int names(const char *config, const char *key)
+{
+    const size_t n = strlen(key);
+    for (const char *q = config; q && *q; q += strcspn(q, ","), q += *q == ',')
+        if (strncmp(q, key, n) == 0 && q[n] == '=') return 1;
+    return 0;
+}
+
 /* The encoding parameters of a slotfill-spmm configuration (text), through the template. */
 static sptune_status params_of(const char *config, sp_sf_params *p)
 {
@@ -33,6 +42,11 @@ static sptune_status params_of(const char *config, sp_sf_params *p)
     if (st == SPTUNE_OK) {
         *p = (sp_sf_params){(int)sp_config_int(t, &c, "window"), (int)sp_config_int(t, &c, "dbits"),
                             (int)sp_config_int(t, &c, "fill"), sp_sf_layout_named(sp_config_text(t, &c, "decode"))};
+        /* a layout named without its window or distance bits takes its own (decode=sp24: window 64, dbits 7), not the
+           bitmap's defaults it cannot take */
+        if (p->layout == SP_SF_SP24 && !names(config, "window")) p->window = 64;
+        if ((p->layout == SP_SF_SP24 || p->layout == SP_SF_LIST) && !names(config, "dbits"))
+            p->dbits = sp_sf_list_dbits(p->window);
     }
     sp_template_free(t);
     return st;

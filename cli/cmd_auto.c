@@ -15,6 +15,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#define FIXED_S 10.0   /* a problem's visit (setup and one measurement) before one was timed: twell-ffn's ~10 s */
+
 /* What the options ask of each problem, parsed once: --sample new measurements (or a share of
  * --budget), the search's strategy and seed. */
 typedef struct auto_plan {
@@ -222,7 +224,10 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     if ((rc = cli_open_db(cmd, &db))) return rc;
     /* The budget: --budget shared out over the problems (time left over flows to the ones after;
      * with several GPUs each has the whole time), else --sample new measurements per problem.
-     * Results already recorded cost nothing. */
+     * Results already recorded cost nothing. A time budget bounds the whole job's wall clock: each problem's
+     * setup (worker, data, baseline, compiling) comes out of it too, and every problem is at least re-verified with
+     * the configuration served now (its first measurement), so the problems after the current one keep what the
+     * longest such visit has cost so far (FIXED_S before any) and the current one measures in what is left. */
     const sp_tune_budget total = plan->total;
     sp_tune_opts o = plan->o;
     int jobs = 0, done = 0;
@@ -234,6 +239,7 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     if (!tuned || !item_of) rc = cli_error("", sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
     int json = cli_get(cmd, "json") != NULL;
     const double t0 = sp_now_s();
+    double visit_s = 0;   /* the longest visit so far (setup and one measurement; 0: none yet) */
     for (int k = d; k < wl->n && rc == CLI_OK; k += n) {
         const sp_workload_item *w = &wl->items[k];
         o.budget.seconds = 0;
@@ -243,20 +249,16 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
             long long e = (long long)((double)total.evals * w->share / (shares_all > 0 ? shares_all : 1));
             o.budget.evals = e > 0 ? e : 1;
         }
-        const double left = total.seconds > 0 ? total.seconds - (sp_now_s() - t0) : 0;
         const double rest = shares - shares_done;   /* time left over flows to the problems after */
         shares_done += w->share;
-        /* a problem takes its setup (worker, data, baseline) and one measurement at least: once the
-         * budget is spent the rest are left to what is recorded (the runtime API never serves worse) */
-        if (total.seconds > 0 && left <= 0) {
-            if (!json) printf("[%s:%d] %s %s: not tuned, the budget is spent\n", gpu.info.profile, ordinal, w->op,
-                              w->problem);
-            tuned[done].skipped = 1;
-            tuned[done].best = -1;
-            item_of[done++] = w;
-            continue;
+        const int after = (jobs - done - 1);          /* this GPU's problems after this one */
+        const double left =
+            total.seconds > 0 ? total.seconds - (sp_now_s() - t0) - after * (visit_s > 0 ? visit_s : FIXED_S) : 0;
+        if (total.seconds > 0) {
+            o.budget.seconds = left * w->share / (rest > 0 ? rest : 1);
+            /* no time beyond the visit: the served configuration re-verified (or found recorded) and nothing else */
+            if (!(o.budget.seconds > 0)) { o.budget.seconds = 0; o.budget.evals = 1; }
         }
-        if (total.seconds > 0) o.budget.seconds = left * w->share / (rest > 0 ? rest : 1);
         sp_template *t;
         sp_problem p;
         if ((rc = cli_load_template("", w->op, &t))) break;
@@ -265,9 +267,12 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
         const double started = sp_now_s();
         if ((st = sp_problem_parse(t, w->problem, &p)) != SPTUNE_OK) rc = cli_error("", st);
         else rc = cli_tune_problem("", &run, t, &p, db, cache, &o, cli_get(cmd, "quiet") != NULL || json, &tuned[done]);
+        const double took = sp_now_s() - started;
+        if (tuned[done].r.measured <= 1 && took > visit_s) visit_s = took;
         if (!json && !cli_get(cmd, "quiet"))
-            printf("[%s:%d] %s: %.0f s (%.0f s of measurement budget)\n", gpu.info.profile, ordinal, w->op,
-                   sp_now_s() - started, o.budget.seconds);
+            printf("[%s:%d] %s: %.0f s (%.0f s of measurement budget%s)\n", gpu.info.profile, ordinal, w->op, took,
+                   o.budget.seconds, o.budget.evals == 1 && o.budget.seconds == 0 && total.seconds > 0 ?
+                   ", none left beyond re-verifying what is served" : "");
         item_of[done++] = w;
         sp_template_free(t);
     }

@@ -478,6 +478,8 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     char a[PATH_MAX], b[PATH_MAX];
     if (strcmp(action, "merge") == 0 && realpath(pos[1], a) && realpath(path, b) && strcmp(a, b) == 0)
         return cli_usage_error(cmd->name, "cannot merge %s into itself", pos[1]);
+    struct stat existing;
+    const int created = stat(path, &existing) != 0;   /* a refused import or merge leaves no empty database behind */
     if ((st = sp_db_open(path, 1, &db)) != SPTUNE_OK) return cli_error(cmd->name, st);
     accept_ctx acc = {{0}, 0};
     sp_db_import_stats stats;
@@ -508,6 +510,17 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
         rc = (st = sp_db_count(db, &after)) == SPTUNE_OK ? report(pos[1], &stats, after - before)
                                                          : cli_error(cmd->name, st);
     accept_free(&acc);
+    long long kept = -1;
+    const int empty = rc != CLI_OK && created && sp_db_count(db, &kept) == SPTUNE_OK && kept == 0;
+    sp_clear_error();
     sp_db_close(db);
+    if (empty) {   /* nothing recorded in a file this command made */
+        unlink(path);
+        for (const char *suffix = "-wal"; suffix; suffix = strcmp(suffix, "-wal") == 0 ? "-shm" : NULL) {
+            char side[PATH_MAX + 8];
+            snprintf(side, sizeof side, "%s%s", path, suffix);
+            unlink(side);
+        }
+    }
     return rc;
 }

@@ -7,15 +7,18 @@
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <ctype.h>
 #include <string.h>
 
 int cmd_encode(cli_cmd *cmd, int npos, char **pos)
 {
     (void)npos;
     const char *outp = cli_get(cmd, "out"), *shape = cli_get(cmd, "shape"), *dtype = cli_get(cmd, "dtype");
-    if (!outp) return cli_usage_error(cmd->name, "--out FILE is required (where the encoded matrix goes)");
+    if (!outp || !*outp) return cli_usage_error(cmd->name, "--out FILE is required (where the encoded matrix goes)");
     sp_tensor_request req = {cli_get(cmd, "tensor"), 0, 0, SP_TENSOR_UNKNOWN};
-    if (shape && (sscanf(shape, "%lldx%lld", &req.rows, &req.cols) != 2 || req.rows < 1 || req.cols < 1))
+    int used = 0;   /* the whole text is ROWSxCOLS: nothing after it ("1024x1024abc", "1024x1024x1" refused) */
+    if (shape && (sscanf(shape, "%lldx%lld%n", &req.rows, &req.cols, &used) != 2 || shape[used] != 0 ||
+                  req.rows < 1 || req.cols < 1 || !isdigit((unsigned char)shape[0])))
         return cli_usage_error(cmd->name, "--shape wants ROWSxCOLS (e.g. 14336x4096), not '%s'", shape);
     if (dtype && !sp_tensor_format_parse(dtype, &req.format))
         return cli_usage_error(cmd->name, "--dtype wants bf16 or fp16, not '%s'", dtype);

@@ -1,6 +1,7 @@
 /* Commands that need no GPU: ops, space, gen, compile. */
 #include "cli.h"
 #include "sp_cache.h"
+#include "sp_clock.h"
 #include "sp_eval.h"
 #include "sp_status.h"
 #include "sp_str.h"
@@ -118,11 +119,26 @@ int cmd_space(cli_cmd *cmd, int npos, char **pos)
     if ((rc = setup(cmd, pos[0], &gpu, &t, &prob, &p))) return rc;
     long long n = 0;
     space_print sp = {t, limit, 0};
-    /* listed as the walk goes (a --limit stops it there); --count walks it all */
-    int count = cli_get(cmd, "count") != NULL;
-    sptune_status st = limit == 0 && !count ? SPTUNE_OK : sp_template_space(t, &gpu, p, count ? NULL : print_config, &sp, &n);
+    /* listed as the walk goes (a --limit stops it there); --count walks it all where that takes seconds (or
+       --exact), else estimates it from random subtrees */
+    int count = cli_get(cmd, "count") != NULL, exact = cli_get(cmd, "exact") != NULL;
+    if (exact && !count) {
+        sp_template_free(t);
+        return cli_usage_error(cmd->name, "--exact goes with --count");
+    }
+    sptune_status st = SPTUNE_OK;
+    if (count && !exact && sp_space_raw(t) > SP_SPACE_LIST_MAX) {
+        sp_space_count c;
+        const double t0 = sp_now_s();
+        if ((st = sp_space_count_valid(t, &gpu, p, 5.0, 1, &c)) == SPTUNE_OK)
+            printf("%.0f (estimated: 95 %% interval %.3g to %.3g, from %lld of %.0f subtrees walked in %.0f s; the "
+                   "space has %.3g combinations, too many to walk in seconds: --exact walks them all)\n", c.count, c.lo,
+                   c.hi, c.samples, c.subtrees, sp_now_s() - t0, sp_space_raw(t));
+    } else {
+        st = limit == 0 && !count ? SPTUNE_OK : sp_template_space(t, &gpu, p, count ? NULL : print_config, &sp, &n);
+        if (st == SPTUNE_OK && count) printf("%lld\n", n);
+    }
     if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
-    else if (count) printf("%lld\n", n);
     sp_template_free(t);
     return rc;
 }

@@ -1,6 +1,7 @@
 /* sptune tune: search one problem's space on a GPU within a budget, resumably. */
 #include "cli.h"
 #include "sp_cache.h"
+#include "sp_clock.h"
 #include "sp_eval.h"
 #include "sp_measure.h"
 #include "sp_prebuild.h"
@@ -43,17 +44,18 @@ static void show_progress(const sp_tune_progress *p, void *ud)
                  p->baseline_ms > 0 ? p->baseline_ms / p->best_ms : 0);
     if (isfinite(p->best_ms) && p->best_energy_j > 0)
         snprintf(best + strlen(best), sizeof best - strlen(best), " %.4g J", p->best_energy_j);
+    const double rate = p->elapsed_s > 0 ? 60.0 * (double)p->measured / p->elapsed_s : 0;   /* measured a minute */
     if (ps->tty) {
         char bar[31];
         int fill = (int)(frac * 30);
         for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
         bar[30] = 0;
-        fprintf(stderr, "\r[%s] %lld/%lld  best %s  %.0fs elapsed, ETA %.0fs (%s)   ", bar, p->done, p->total, best,
-                p->elapsed_s, p->eta_s, p->eta_by_budget ? "end of the budget" : "end of the space");
+        fprintf(stderr, "\r[%s] %lld/%lld  best %s  %.0f a minute, %.0fs elapsed, ETA %.0fs (%s)   ", bar, p->done,
+                p->total, best, rate, p->elapsed_s, p->eta_s, p->eta_by_budget ? "end of the budget" : "end of the space");
     } else if (p->elapsed_s - ps->last_print >= 10 || p->done == p->total) {
         ps->last_print = p->elapsed_s;
-        fprintf(stderr, "%lld/%lld done (%lld measured, %lld resumed, %lld failed), best %s, %.0fs elapsed, ETA %.0fs\n",
-                p->done, p->total, p->measured, p->resumed, p->failed, best, p->elapsed_s, p->eta_s);
+        fprintf(stderr, "%lld/%lld done (%lld measured, %.0f a minute; %lld resumed, %lld failed), best %s, %.0fs elapsed, "
+                "ETA %.0fs\n", p->done, p->total, p->measured, rate, p->resumed, p->failed, best, p->elapsed_s, p->eta_s);
     }
 }
 
@@ -106,28 +108,60 @@ static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_prob
 }
 
 /* The configuration the runtime API serves now for this problem (the user's results, the shipped ones,
- * the nearest, the default), as an index into the space: tuning measures it first and goes on from
- * the best known, so a short run cannot end below what was served before. -1 when it is not in the
- * space (or nothing can be got). */
-static long long served_index(sp_template *t, const cli_gpu_run *g, const char *key, sp_db *db, sp_cache *cache,
-                              const sp_configs *space, int quiet)
+ * the nearest, the default) into *c, and why it is served (malloc'd, may be NULL); 0 when nothing can be got. */
+static int served_config(sp_template *t, const cli_gpu_run *g, const char *key, sp_db *db, sp_cache *cache,
+                         sp_config *c, char **why)
 {
     sptune_kernel_request req = {.op = sp_template_name(t), .problem = key, .gpu = g->gpu.info.profile,
                                  .db_path = db ? sp_db_path(db) : "", .cache_dir = cache ? sp_cache_dir(cache) : ""};
     sptune_kernel *k = NULL;
-    long long found = -1;
-    sp_config c;
-    if (sptune_kernel_get(&req, &k) == SPTUNE_OK && sp_config_parse(t, sptune_kernel_config(k), &c) == SPTUNE_OK)
-        for (long long i = 0; i < space->n && found < 0; i++)
-            if (memcmp(space->v[i].idx, c.idx, sizeof c.idx[0] * (size_t)c.nparams) == 0) found = i;
-    if (found >= 0 && !quiet) {
-        const char *why = NULL;
-        sptune_kernel_origin(k, &why);
-        fprintf(stderr, "starting from the configuration served now (%s)\n", why);
+    int got = sptune_kernel_get(&req, &k) == SPTUNE_OK && sp_config_parse(t, sptune_kernel_config(k), c) == SPTUNE_OK;
+    if (why) {
+        const char *w = NULL;
+        if (got) sptune_kernel_origin(k, &w);
+        *why = w ? strdup(w) : NULL;
     }
     sptune_kernel_free(k);
     sp_clear_error();
+    return got;
+}
+
+/* The served configuration as an index into the space: tuning measures it first and goes on from the best known,
+ * so a short run cannot end below what was served before. -1 when it is not in the space (or nothing can be got). */
+static long long served_index(sp_template *t, const cli_gpu_run *g, const char *key, sp_db *db, sp_cache *cache,
+                              const sp_configs *space, int quiet)
+{
+    long long found = -1;
+    sp_config c;
+    char *why = NULL;
+    if (served_config(t, g, key, db, cache, &c, &why))
+        for (long long i = 0; i < space->n && found < 0; i++)
+            if (memcmp(space->v[i].idx, c.idx, sizeof c.idx[0] * (size_t)c.nparams) == 0) found = i;
+    if (found >= 0 && !quiet) fprintf(stderr, "starting from the configuration served now (%s)\n", why ? why : "");
+    free(why);
     return found;
+}
+
+/* The configurations a tuning run searches: the whole space where it can be listed in seconds; else the candidates
+ * around the served configuration and the default, and configurations drawn from random subtrees (twell-ffn's
+ * space has 3 M valid configurations in 1.8e10 combinations: listing it took minutes before anything was measured). */
+static sptune_status search_space(sp_template *t, const cli_gpu_run *g, const sp_problem *p, const char *key, sp_db *db,
+                                  sp_cache *cache, unsigned long long seed, int quiet, sp_configs *out)
+{
+    if (sp_space_raw(t) <= SP_SPACE_LIST_MAX) return sp_space_collect(t, &g->gpu, p, out);
+    sp_config seeds[2];
+    int n = 0;
+    if (served_config(t, g, key, db, cache, &seeds[n], NULL)) n++;
+    if (sp_config_default_for(t, &g->gpu, p, &seeds[n]) == SPTUNE_OK) n++;
+    sp_clear_error();
+    const double t0 = sp_now_s();
+    sptune_status st = sp_space_candidates(t, &g->gpu, p, seeds, n, 3.0, seed, out);
+    if (st == SPTUNE_OK && !quiet)
+        fprintf(stderr, "%s: %.3g combinations, too many to list: searching %lld candidates (the configuration served "
+                "now and the default, every valid one a parameter or two from them, and one from each of the random "
+                "subtrees walked for 3 s), found in %.1f s\n", sp_template_name(t), sp_space_raw(t), out->n,
+                sp_now_s() - t0);
+    return st;
 }
 
 int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, const sp_problem *p, sp_db *db,
@@ -140,9 +174,12 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     memset(out, 0, sizeof *out);
     out->best = -1;
     out->best_ms = INFINITY;
-    if ((rc = cli_collect_space(cmd, t, &g->gpu, p, &out->space))) return rc;
     char *key = sp_problem_format(p);
     if (!key) return cli_error(cmd, sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
+    if ((st = search_space(t, g, p, key, db, cache, opts->seed, quiet, &out->space)) != SPTUNE_OK) {
+        free(key);
+        return cli_error(cmd, st);
+    }
     if (out->space.n == 0) {
         fprintf(stderr, "sptune%s%s: %s has no valid configuration for %s at %s\n", *cmd ? " " : "", cmd,
                 sp_template_name(t), g->gpu.info.profile, key);

@@ -11,7 +11,8 @@ static cli_opt info_opts[] = {
 static cli_opt ops_opts[] = {{NULL, NULL, NULL, NULL}};
 static cli_opt space_opts[] = {
     {"gpu", "G", "target: auto, h100, h200, rtx-pro-6000 or sm_XX (required)", NULL},
-    {"count", NULL, "print only the number of valid configurations", NULL},
+    {"count", NULL, "print only the number of valid configurations (estimated, with its interval, where the space is too large to walk in seconds)", NULL},
+    {"exact", NULL, "with --count: walk the whole space, however long it takes", NULL},
     {"shape", "S", "problem (M=..,N=..,K=.. or MxNxK): also apply problem-dependent constraints", NULL},
     {"limit", "N", "print at most N configurations", NULL},
     {NULL, NULL, NULL, NULL}};

@@ -27,6 +27,7 @@ typedef struct run_ctx {
     void *ud;
     long long count;
     sp_config cur;
+    int fixed;            /* the walk's first `fixed` parameters stay at cur's values (a subtree of the space) */
     int maxread;          /* the last parameter (position) the running constraint read; -1: none */
     int wrote;            /* a check wrote to the configuration (the walk then skips nothing after it) */
     /* emit */
@@ -316,8 +317,7 @@ static int run_space(lua_State *L)
     lua_createtable(L, 0, t->nparams);
     int c = lua_gettop(L);
     int view = push_watched(L, x, c, slots);
-    sp_config *cur = &x->cur;
-    memset(cur, 0, sizeof *cur);
+    sp_config *cur = &x->cur;   /* set by the caller: zeros, or the fixed parameters' values */
     cur->nparams = t->nparams;
     for (;;) {
         /* Every field is written each time, so that a check that changes c changes nothing. */
@@ -327,12 +327,12 @@ static int run_space(lua_State *L)
             x->count++;
             if (x->cb && x->cb(cur, x->ud)) break;
         } else if (!x->wrote) {
-            if (x->maxread < 0) break;   /* it fails whatever the parameters */
+            if (x->maxread < x->fixed) break;   /* it fails whatever the parameters walked */
             for (int k = x->maxread + 1; k < t->nparams; k++) cur->idx[k] = t->params[k].nvalues - 1;
         }
         int k = t->nparams - 1; /* the odometer: the last parameter changes fastest */
-        while (k >= 0 && ++cur->idx[k] == t->params[k].nvalues) cur->idx[k--] = 0;
-        if (k < 0) break;
+        while (k >= x->fixed && ++cur->idx[k] == t->params[k].nvalues) cur->idx[k--] = 0;
+        if (k < x->fixed) break;
     }
     return 0;
 }
@@ -394,10 +394,22 @@ sptune_status sp_template_check(sp_template *t, const sp_config *c, const sp_gpu
 sptune_status sp_template_space(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *problem,
                                 sp_space_cb cb, void *ud, long long *count)
 {
+    return sp_template_subspace(t, gpu, problem, NULL, 0, cb, ud, count);
+}
+
+sptune_status sp_template_subspace(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *problem,
+                                   const int *prefix, int fixed, sp_space_cb cb, void *ud, long long *count)
+{
     if (count) *count = 0;
     sptune_status st = check_args(t, gpu, problem);
     if (st != SPTUNE_OK) return st;
-    run_ctx x = {.t = t, .gpu = gpu, .p = problem, .constraint = -1, .cb = cb, .ud = ud};
+    if (fixed < 0 || fixed > t->nparams || (fixed > 0 && !prefix))
+        return sp_fail(SPTUNE_ERR_INVALID, "a subspace of %d fixed parameters (of %d)", fixed, t->nparams);
+    for (int k = 0; k < fixed; k++)
+        if (prefix[k] < 0 || prefix[k] >= t->params[k].nvalues)
+            return sp_fail(SPTUNE_ERR_INVALID, "value index %d of %s is out of range", prefix[k], t->params[k].name);
+    run_ctx x = {.t = t, .gpu = gpu, .p = problem, .constraint = -1, .cb = cb, .ud = ud, .fixed = fixed};
+    for (int k = 0; k < fixed; k++) x.cur.idx[k] = prefix[k];
     st = sp_sandbox_pcall(&t->sb, run_space, &x, 0);
     if (count) *count = x.count;
     if (st != SPTUNE_OK) {

@@ -78,6 +78,10 @@ h100=$out
 expect 0 "space count rtx" "$bin" space gemm --gpu rtx-pro-6000 --count; has "positive count" "^[1-9][0-9]*$"
 # The RTX PRO 6000 has less shared memory per block, so fewer pipelines fit.
 [ "$out" -lt "$h100" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: rtx-pro-6000 space ($out) not smaller than h100 ($h100)"; }
+# twell-ffn's space is too large to walk in seconds: counted from random subtrees, said so with its interval
+expect 0 "space count estimate" "$bin" space twell-ffn --gpu h100 --count
+has "an estimate with its interval" "^[1-9][0-9]* \(estimated: 95 % interval [0-9.e+]+ to [0-9.e+]+, from [0-9]+ of"
+expect 2 "--exact alone" "$bin" space gemm --gpu h100 --exact; has "--exact needs --count" "goes with --count"
 expect 0 "space list" "$bin" space gemm --gpu sm_80 --limit 3; has "space lists configs" "^mainloop=mma,bm=[0-9]+,bn="
 [ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --limit 3"; }
 expect 2 "unknown gpu" "$bin" space gemm --gpu tpu;  has "unknown gpu lists names" "h100"
@@ -160,6 +164,10 @@ row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s
   row gemm M=4096,N=4096,K=4096 "bm=100"
   row frobnicate M=1 x=1
   row gemm M=4096,N=4096 "$cfg"; } > "$tmp/in.tsv"
+echo "not a results file" > "$tmp/garbage.tsv"
+expect 2 "db import of a foreign file" "$bin" db import "$tmp/garbage.tsv" --db "$tmp/fresh.db"
+has "db import refuses it" "not an sptune results file"
+[ ! -e "$tmp/fresh.db" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a refused import left $tmp/fresh.db"; }
 expect 0 "db import" "$bin" db import "$tmp/in.tsv" --db "$tmp/shared.db"
 has "db import counts" "4 results read, 1 new, 0 already recorded, 3 rejected"; has "db import names the first rejection" "in.tsv:4: .*bm=100"
 expect 0 "db info" "$bin" db info --db "$tmp/shared.db"; has "db info" "schema 1, 1 results"
@@ -219,6 +227,11 @@ expect 2 "main job, missing workload" "$bin" --gpu h100 --workload "$tmp/missing
 expect 2 "encode, missing input" "$bin" encode "$tmp/missing.npy" --out "$tmp/x.sf"; has "missing input named" "missing.npy"
 [ ! -e "$tmp/x.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: encode of a missing input wrote a file"; }
 # a stream that never ends: refused once past what the shape declares, not read until memory runs out
+for bad in 1024x1024abc 1024x1024x1 x1024 0x4; do
+  expect 2 "encode --shape $bad" "$bin" encode "$tmp/missing.npy" --shape "$bad" --dtype fp16 --out "$tmp/x.sf"
+  has "--shape $bad refused" "--shape wants ROWSxCOLS"
+done
+expect 2 "encode --out ''" "$bin" encode "$tmp/missing.npy" --out ""; has "an empty --out refused" "--out FILE is required"
 expect 2 "encode, an endless input" "$bin" encode /dev/zero --shape 1024x1024 --dtype fp16 --out "$tmp/z.sf"
 has "the endless input refused by the size the shape declares" "/dev/zero: more than the 2162688 bytes a 1024 x 1024 matrix"
 [ ! -e "$tmp/z.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: encode of an endless input wrote a file"; }

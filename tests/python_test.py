@@ -169,6 +169,7 @@ raises(sptune.SptuneError, lambda: sptune.autotune("twell-ffn", "M=64,D=256,F=10
 raises(sptune.SptuneError, lambda: sptune.autotune("no-such-op", "M=1", [1], 0, 0, gpu="h200"), "no-such-op",
        "autotune: unknown op")
 raises(ValueError, lambda: sptune.hot_order([]), "at least one neuron", "hot_order: no neurons")
+raises(ValueError, lambda: sptune.hot_order([-1, 2, 1]), "neuron 0: -1", "hot_order: a negative count")
 
 
 class HostBF16:   # a host tensor of bf16 values, as tune_twell_ffn reads one (torch's methods, a ctypes buffer)

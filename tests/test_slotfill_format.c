@@ -369,6 +369,17 @@ static void test_sp24(void)
     CHECK_ST(sptune_slotfill_problem(e, 8, prob, sizeof prob), SPTUNE_OK);
     CHECK_MSG(has(prob, ",dist=3"), "%s", prob);
     sptune_slotfill_free(e);
+    /* the layout named alone takes its own window and distance bits (the bitmap's defaults would be refused) */
+    e = NULL;
+    CHECK_ST(sptune_slotfill_encode(w, M, K, 0, "decode=sp24", &e), SPTUNE_OK);
+    CHECK_MSG(e && has(sptune_slotfill_fixed(e), "window=64,dbits=7,fill=0,decode=sp24"), "%s",
+              e ? sptune_slotfill_fixed(e) : sptune_last_error());
+    sptune_slotfill_free(e);
+    e = NULL;
+    CHECK_ST(sptune_slotfill_encode(w, M, K, 0, "decode=list,window=256", &e), SPTUNE_OK);
+    CHECK_MSG(e && has(sptune_slotfill_fixed(e), "window=256,dbits=5,fill=0,decode=list"), "%s",
+              e ? sptune_slotfill_fixed(e) : sptune_last_error());
+    sptune_slotfill_free(e);
     free(w);
 }
 

@@ -596,6 +596,60 @@ static void test_pruned_space(void)
     sp_template_free(t);
 }
 
+/* A space too large to list (10^10 combinations): the subtrees of its walk add up to the walk, the count is estimated
+ * from random subtrees with an interval holding the true count, and the candidates a tuning run searches there are
+ * valid, distinct, in space order, the seed and every valid configuration one parameter from it among them. */
+static void test_unlisted_space(void)
+{
+    sp_template *t = load_space(
+        "huge", "{0, 1, 2, 3, 4, 5, 6, 7, 8, 9}", 10,
+        "    {why = 'tail', check = function(c) return c.p5 < 1 and c.p6 < 1 and c.p7 < 1 and c.p8 < 1 and c.p9 < 1 "
+        "and c.p10 < 1 end},\n"
+        "    {why = 'head', check = function(c) return (c.p1 + c.p2 + c.p3) % 3 == 0 end},\n");
+    if (!t) return;
+    sp_gpu_profile g = h100();
+    CHECK(sp_space_raw(t) > SP_SPACE_LIST_MAX);
+    const long long want = 334 * 10;   /* (p1, p2, p3) with a sum divisible by 3, any p4, the rest 0 */
+    long long sum = 0;
+    for (int a = 0; a < 10; a++) {
+        const int prefix[1] = {a};
+        long long n = -1;
+        CHECK_ST(sp_template_subspace(t, &g, NULL, prefix, 1, NULL, NULL, &n), SPTUNE_OK);
+        sum += n;
+    }
+    CHECK_MSG(sum == want, "the subtrees add up to %lld, not %lld", sum, want);
+    const int bad[1] = {10};
+    long long n = 0;
+    CHECK_ST(sp_template_subspace(t, &g, NULL, bad, 1, NULL, NULL, &n), SPTUNE_ERR_INVALID);
+    sp_space_count c;
+    CHECK_ST(sp_space_count_valid(t, &g, NULL, 0.5, 3, &c), SPTUNE_OK);
+    CHECK_MSG(!c.exact && c.samples >= 30 && c.lo <= want && want <= c.hi && c.count > want / 3 && c.count < 3 * want,
+              "estimated %g (%g to %g, %lld subtrees, exact %d), true %lld", c.count, c.lo, c.hi, c.samples, c.exact, want);
+    sp_config seed;
+    CHECK_ST(sp_config_parse(t, "p1=0,p2=1,p3=2,p4=4,p5=0,p6=0,p7=0,p8=0,p9=0,p10=0", &seed), SPTUNE_OK);
+    sp_configs cs;
+    CHECK_ST(sp_space_candidates(t, &g, NULL, &seed, 1, 0.2, 5, &cs), SPTUNE_OK);
+    int found_seed = 0, neighbours = 0;
+    for (long long i = 0; i < cs.n; i++) {
+        int ok = 0, diff = 0;
+        CHECK_ST(sp_template_check(t, &cs.v[i], &g, NULL, &ok, NULL), SPTUNE_OK);
+        CHECK(ok);
+        for (int k = 0; k < 10; k++) diff += cs.v[i].idx[k] != seed.idx[k];
+        found_seed += diff == 0;
+        neighbours += diff == 1;
+    }
+    for (long long i = 1; i < cs.n; i++) {
+        int k = 0;
+        while (k < 10 && cs.v[i - 1].idx[k] == cs.v[i].idx[k]) k++;
+        CHECK_MSG(k < 10 && cs.v[i - 1].idx[k] < cs.v[i].idx[k], "candidates %lld and %lld out of order or twice", i - 1, i);
+    }
+    /* one parameter from the seed (0, 1, 2, 4, 0, ...) and valid: p4 any of its 9 other values, p1 3, 6 or 9, p2 4 or
+       7, p3 5 or 8 (the sum stays divisible by 3) */
+    CHECK_MSG(found_seed == 1 && neighbours == 16, "seed %d, neighbours %d of %lld candidates", found_seed, neighbours, cs.n);
+    sp_configs_free(&cs);
+    sp_template_free(t);
+}
+
 /* ---- every template of the embedded set -------------------------------------------------- */
 
 #define SAMPLE 8   /* configurations drawn per template and GPU (twell-ffn on sm_120: one valid draw in ~35,000, 1 s each) */
@@ -766,6 +820,7 @@ int main(void)
     test_args();
     test_large_space();
     test_pruned_space();
+    test_unlisted_space();
     test_embedded();
     return sp_test_done("test_template");
 }

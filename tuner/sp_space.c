@@ -61,7 +61,7 @@ sptune_status sp_space_sample(sp_configs *cs, const sp_template *t, long long n,
     return SPTUNE_OK;
 }
 
-static int config_cmp(const void *a, const void *b)
+int sp_config_cmp(const void *a, const void *b)
 {
     const sp_config *x = a, *y = b;
     for (int k = 0; k < x->nparams; k++)
@@ -74,7 +74,7 @@ static sptune_status draw_keep(sp_template *t, const sp_gpu_profile *gpu, const 
                                sp_configs *out)
 {
     for (long long i = 0; i < out->n; i++)
-        if (config_cmp(&out->v[i], c) == 0) return SPTUNE_OK;
+        if (sp_config_cmp(&out->v[i], c) == 0) return SPTUNE_OK;
     int ok = 0;
     sptune_status st = sp_template_check(t, c, gpu, p, &ok, NULL);
     if (st == SPTUNE_OK && ok && sp_configs_push(out, c)) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
@@ -108,7 +108,7 @@ sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_
         st = sp_space_collect(t, gpu, p, out);
         return st == SPTUNE_OK ? sp_space_sample(out, t, n, seed) : st;
     }
-    qsort(out->v, (size_t)out->n, sizeof *out->v, config_cmp);
+    qsort(out->v, (size_t)out->n, sizeof *out->v, sp_config_cmp);
     return SPTUNE_OK;
 }
 

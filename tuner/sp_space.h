@@ -19,6 +19,29 @@ sptune_status sp_space_sample(sp_configs *cs, const sp_template *t, long long n,
  * configurations are too rare to draw that way (or fewer than n), the space is listed and sampled. */
 sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, long long n,
                             unsigned long long seed, sp_configs *out);
+/* Spaces too large to list (tuner/sp_space_large.c). A space whose parameters' product passes SP_SPACE_LIST_MAX
+ * is sampled, never listed: twell-ffn's (1.8e10 combinations, 3 M valid) takes minutes to walk. */
+#define SP_SPACE_LIST_MAX 1e9
+double sp_space_raw(const sp_template *t);
+/* The number of valid configurations: exact (a walk) up to SP_SPACE_LIST_MAX, else estimated from random subtrees
+ * of the walk (their first parameters fixed, `subtrees` of them) walked for `seconds` (30 at least), with a 95 %
+ * interval [lo, hi]. */
+typedef struct sp_space_count {
+    int exact;
+    double count, lo, hi;
+    long long samples;     /* subtrees walked */
+    double subtrees;       /* of how many */
+} sp_space_count;
+sptune_status sp_space_count_valid(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, double seconds,
+                                   unsigned long long seed, sp_space_count *out);
+/* What to search where the space is too large to list: each valid seed, every valid configuration one or two
+ * parameters away from a seed, and one configuration from each of the random subtrees walked for `seconds` (30
+ * at least); in space order, each once. */
+sptune_status sp_space_candidates(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
+                                  const sp_config *seeds, int nseeds, double seconds, unsigned long long seed,
+                                  sp_configs *out);
+/* qsort's order of two sp_config: space order (the walk's, the last parameter changing fastest). */
+int sp_config_cmp(const void *a, const void *b);
 /* Appends c; nonzero when out of memory (the list is left as it was). */
 int sp_configs_push(sp_configs *cs, const sp_config *c);
 /* A list of one configuration. */

@@ -404,6 +404,9 @@ def hot_order(counts):
     counts = [int(v) for v in counts]
     if not counts:
         raise ValueError("hot_order needs the counts of at least one neuron")
+    bad = next((i for i, v in enumerate(counts) if v < 0), None)
+    if bad is not None:   # a ctypes unsigned would wrap it to a huge count
+        raise ValueError(f"hot_order: counts are tokens a neuron fired on, >= 0 (neuron {bad}: {counts[bad]})")
     c = (ctypes.c_ulonglong * len(counts))(*counts)
     perm = (ctypes.c_int * len(counts))()
     _check(_library().sptune_twell_hot_order(c, len(counts), perm))
@@ -423,6 +426,7 @@ class SlotFillWeights:
         k = sptune.kernel("slotfill-spmm", w.problem(16), fixed=w.fixed)   # the kernel for batches up to 16
         w.adopt(image.data_ptr(), image.numel())   # device memory holding w.image() (or w.upload())
         w.apply(k, x.data_ptr(), y.data_ptr(), tokens, stream)   # refused if k was got for other weights
+        # (a kernel with k.workspace > 0, expand=1 for large batches, takes that many bytes: workspace, workspace_bytes)
     """
 
     def __init__(self, data, M, K, fp16=False, config=None):

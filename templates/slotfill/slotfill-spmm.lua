@@ -565,9 +565,15 @@ return {
 
   -- batches of 32 tokens or more on sm_90a: the large-batch kernel, its token tile covering the batch (up to 256),
   -- two warpgroups where that leaves every SM a tile and one otherwise, split-K where even that does not, as deep a
-  -- pipeline as shared memory allows (the layout from the problem's kind of pruning: 2:4 weights take sp24)
+  -- pipeline as shared memory allows (the layout from the problem's kind of pruning: 2:4 weights take sp24); for
+  -- unstructured weights in bf16, W expanded before the dense GEMM once the batch fills 64 of its tiles (from 256
+  -- tokens on: that measured faster than the fused kernel on every H200 shape, bench/RESULTS.md)
   defaults = function(gpu, p)
     if not (gpu.wgmma and p and p.N and p.N >= 32) then return nil end
+    if p.dist ~= 3 and p.fp16 == 0 and p.K % 8 == 0 and p.N >= 256 and
+       ((p.N + 127) // 128) * ((p.M + 255) // 256) >= 64 then
+      return "expand=1"
+    end
     local bn = 32
     while bn < p.N and bn < 256 do bn = bn * 2 end
     local ntiles = (p.N + bn - 1) // bn
