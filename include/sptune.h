@@ -13,8 +13,11 @@
 extern "C" {
 #endif
 
-/* Only the declarations marked SPTUNE_API are exported by the shared library. */
+/* Only the declarations marked SPTUNE_API are exported by the shared library; an application may define it first
+ * (empty, or its own import attribute) before including this header. */
+#ifndef SPTUNE_API
 #define SPTUNE_API __attribute__((visibility("default")))
+#endif
 
 #include "sptune_version.h" /* SPTUNE_VERSION_MAJOR, _MINOR, _PATCH, _STRING: generated from CMake's project version */
 
@@ -133,7 +136,7 @@ typedef struct sptune_kernel sptune_kernel;
  * its later launches: get one kernel object per context). */
 SPTUNE_API sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out);
 /* The configuration ("bm=128,bn=128,...") and where it came from; detail (may be NULL) gets a
- * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". */
+ * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". Both strings are valid while k lives. */
 SPTUNE_API const char *sptune_kernel_config(const sptune_kernel *k);
 SPTUNE_API sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail);
 /* The measurement behind the kernel's configuration: its median time and that of the dense baseline
@@ -164,7 +167,8 @@ SPTUNE_API const char *sptune_kernel_recorded(const sptune_kernel *k, const char
 SPTUNE_API sptune_status sptune_kernel_autotune(const sptune_kernel_request *req, void *stream, long long tokens,
                                                 const unsigned long long *tensors, unsigned long long workspace,
                                                 size_t workspace_bytes, sptune_kernel **out);
-/* The op's argument list, in launch order, as one line of text ("" when its template declares none). */
+/* The op's argument list, in launch order, as one line of text ("" when its template declares none); valid while k
+ * lives. */
 SPTUNE_API const char *sptune_kernel_args(const sptune_kernel *k);
 
 /* One kernel argument, as the op's template declares it. Launch lists hold, in this order, a
@@ -205,7 +209,8 @@ SPTUNE_API sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sp
 SPTUNE_API sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes);
 /* The same for launches of `tokens` tokens at most (1 to the problem's; SPTUNE_ALL_TOKENS: the problem's): a
  * kernel got for a large batch launched with a small one needs only that batch's workspace, and
- * sptune_kernel_launch_ws cuts a workspace that holds this much (but not the problem's) at the launched count. */
+ * sptune_kernel_launch_ws cuts a workspace that holds this much (but not the problem's) at the launched count.
+ * Not const: the geometry of a token count is worked out once and kept in k (one thread at a time per kernel). */
 SPTUNE_API sptune_status sptune_kernel_workspace_for(sptune_kernel *k, long long tokens, int bound, size_t *bytes);
 /* Where sptune_kernel_launch_ws puts workspace argument `name` in a workspace of workspace_bytes (the cut
  * depends on whether it holds the bounds): its byte offset and its bytes. */
@@ -228,7 +233,7 @@ SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int inde
  * a launch (CUDA graphs can capture it). */
 SPTUNE_API sptune_status sptune_kernel_launch(sptune_kernel *k, void *stream, void **args);
 /* The name of the token-count dimension ("M"; slotfill-spmm: "N") and its maximum (the problem's);
- * NULL and -1 for an op without one. */
+ * NULL and -1 for an op without one. The name is valid while k lives. */
 SPTUNE_API const char *sptune_kernel_tokens(const sptune_kernel *k, long long *max_tokens);
 /* The same without building the argument list: `tensors` holds the device pointers (CUdeviceptr) of
  * the op's inputs and outputs in declaration order (sptune_kernel_arg roles input and output; twell-ffn:
@@ -342,7 +347,7 @@ SPTUNE_API sptune_status sptune_slotfill_encode(const void *w, long long M, long
 /* Reads and checks (magic, version, shape, offsets, checksum) an encoded matrix file. */
 SPTUNE_API sptune_status sptune_slotfill_read(const char *path, sptune_slotfill **out);
 SPTUNE_API sptune_status sptune_slotfill_write(const sptune_slotfill *m, const char *path);
-/* The bytes to copy to the device, as they are (the kernel reads them there). */
+/* The bytes to copy to the device, as they are (the kernel reads them there); valid while m lives. */
 SPTUNE_API const void *sptune_slotfill_image(const sptune_slotfill *m, size_t *bytes);
 /* The configuration parameters the encoding fixes ("window=128,dbits=5,fill=0,decode=bitmap,dtype=bf16"),
  * for sptune_kernel_request.fixed. Valid while m lives. */

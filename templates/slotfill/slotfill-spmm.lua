@@ -553,7 +553,9 @@ end
 return {
   name = "slotfill-spmm",
   family = "slotfill",
-  description = "Slot-Filling SpMM Y = X W^T: W at ~50% unstructured sparsity on sparse tensor cores plus filled slots and a residual decoded on CUDA cores (exact)",
+  description = "Slot-Filling SpMM Y = X W^T from pruned weights encoded once (exact): ~50% unstructured (the bitmap"
+    .. " layout, decoded into tensor-core fragments) or 2:4 (sp24, on the sparse tensor cores); large batches on wgmma"
+    .. " with W decoded once per CTA, or with W expanded into the workspace before a dense GEMM",
   args = ARGS,
   dims = {"M", "K", "N", "sparsity", "fp16", "dist"}, -- sparsity (percent) and dist (0 uniform, 1 magnitude-pruned,
                                                       -- 2 per-row, 3 exactly 2:4, 4 the hard rows): how benchmarks draw W

@@ -51,6 +51,10 @@ local docs = {
     .. " registers (reg: lib/twell_rowreg.lua; regmma: the same with its arithmetic on tensor cores), or 16-token"
     .. " tiles whose union of active neurons runs on tensor cores (tile)",
   dots = "gated: entries whose Wu rows are read together (row: 4 or 8; reg, regmma: 1 or 2, their Wd rows with them)",
+  epi = "packing: by the whole CTA after its main loop, or (wgmma + tma) by packer warps of a persistent CTA while the"
+    .. " next tile's main loop runs, or (wgmma + tma) by the warpgroups of a persistent CTA straight from their"
+    .. " accumulators (no staging tile: room for a fourth stage); regs2: the same in clusters of two CTAs on tiles of"
+    .. " the same Wg rows, each multicasting half of every Wg stage to both",
 }
 local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
               doc = "hot/cold split: the first hot/8 of the neurons (ordered most frequent first:"
