@@ -38,7 +38,7 @@ function M.check(c, gpu, p)
   return true
 end
 
-function M.launch(c, p, gpu, names)
+function M.launch(c, p, gpu)
   local blocks = ((p.M + 15) // 16) * ((p.K + (c.decode == "sp24" and 63 or 127)) // (c.decode == "sp24" and 64 or 128))
   local g = M.gemm_config(gpu)
   return {{grid = {(blocks + M.WARPS - 1) // M.WARPS, 1, 1}, block = {32 * M.WARPS, 1, 1}, smem = 0},
