@@ -37,6 +37,10 @@ const char *sp_test_cache_dir(const char *test_name)
     return path;
 }
 
+int sp_test_has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
+
+int sp_test_error_has(const char *part) { return sp_test_has(sptune_last_error(), part); }
+
 int sp_test_done(const char *test_name)
 {
     printf("%s: %d checks, %d failed\n", test_name, sp_test_checks, sp_test_failures);

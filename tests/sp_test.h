@@ -24,6 +24,9 @@ const char *sp_test_tmpdir(const char *test_name);
  * command shares one between its two builds), else a fresh folder of its own. */
 const char *sp_test_cache_dir(const char *test_name);
 int sp_test_done(const char *test_name);
+/* Whether msg (may be NULL) holds part; whether sptune_last_error() does. */
+int sp_test_has(const char *msg, const char *part);
+int sp_test_error_has(const char *part);
 /* The GPU profile of that name (h100, h200, ...): a test that cannot have it exits at once, saying why. */
 struct sp_gpu_profile sp_test_profile(const char *name);
 int sp_test_skip(const char *test_name, const char *why);

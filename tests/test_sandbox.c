@@ -43,11 +43,6 @@ static sptune_status load3(const char *pre, const char *check, const char *emit,
     return st;
 }
 
-static int has(const char *msg, const char *part)
-{
-    return strstr(msg, part) != NULL;
-}
-
 /* Loading `pre` must fail with a message holding each of the given parts. */
 static void refused_at_load(const char *pre, const char *part1, const char *part2)
 {
@@ -56,8 +51,8 @@ static void refused_at_load(const char *pre, const char *part1, const char *part
     const char *msg = sptune_last_error();
     CHECK_MSG(st == SPTUNE_ERR_TEMPLATE, "%s: status %s", pre, sptune_status_name(st));
     CHECK_MSG(t == NULL, "%s: got a template", pre);
-    CHECK_MSG(has(msg, part1), "%s: message '%s' lacks '%s'", pre, msg, part1);
-    if (part2) CHECK_MSG(has(msg, part2), "%s: message '%s' lacks '%s'", pre, msg, part2);
+    CHECK_MSG(sp_test_has(msg, part1), "%s: message '%s' lacks '%s'", pre, msg, part1);
+    if (part2) CHECK_MSG(sp_test_has(msg, part2), "%s: message '%s' lacks '%s'", pre, msg, part2);
     sp_template_free(t);
 }
 
@@ -104,7 +99,7 @@ static void test_escapes(void)
     sp_template *t = NULL;
     sp_sandbox_limits l = small_limits();
     CHECK_ST(sp_template_load_source(CHUNK, "\x1bLua\x54", &l, &t), SPTUNE_ERR_TEMPLATE);
-    CHECK_MSG(has(sptune_last_error(), "binary chunk"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "binary chunk"), "%s", sptune_last_error());
     CHECK(t == NULL);
 }
 
@@ -128,11 +123,11 @@ static void test_instruction_limit(void)
     CHECK_ST(sp_config_parse(t, "a=2", &c), SPTUNE_OK);
     CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, &why), SPTUNE_ERR_TEMPLATE);
     const char *msg = sptune_last_error();
-    CHECK_MSG(has(msg, CHUNK ":3: instruction limit exceeded (200000)"), "%s", msg);
-    CHECK_MSG(has(msg, "constraint 'w'") && has(msg, "a=2"), "%s", msg);
+    CHECK_MSG(sp_test_has(msg, CHUNK ":3: instruction limit exceeded (200000)"), "%s", msg);
+    CHECK_MSG(sp_test_has(msg, "constraint 'w'") && sp_test_has(msg, "a=2"), "%s", msg);
     long long n = -1;
     CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_ERR_TEMPLATE);
-    CHECK_MSG(has(sptune_last_error(), "instruction limit exceeded"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "instruction limit exceeded"), "%s", sptune_last_error());
     CHECK(n == 1); /* a=1 was counted before a=2 failed */
     CHECK_ST(sp_config_parse(t, "a=1", &c), SPTUNE_OK);
     CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, &why), SPTUNE_OK);
@@ -143,7 +138,7 @@ static void test_instruction_limit(void)
     CHECK_ST(sp_problem_parse(t, "M=7", &p), SPTUNE_OK);
     CHECK_ST(sp_template_emit(t, &c, &g, &p, &k), SPTUNE_ERR_TEMPLATE);
     msg = sptune_last_error();
-    CHECK_MSG(has(msg, CHUNK ":5: instruction limit exceeded") && has(msg, "in emit"), "%s", msg);
+    CHECK_MSG(sp_test_has(msg, CHUNK ":5: instruction limit exceeded") && sp_test_has(msg, "in emit"), "%s", msg);
     CHECK(k.source == NULL);
     CHECK_ST(sp_problem_parse(t, "M=8", &p), SPTUNE_OK);
     CHECK_ST(sp_template_emit(t, &c, &g, &p, &k), SPTUNE_OK);
@@ -202,7 +197,7 @@ static void test_messages(void)
     sp_kernel_src k;
     sp_config_default(t, &c);
     CHECK_ST(sp_template_emit(t, &c, &g, NULL, &k), SPTUNE_ERR_TEMPLATE);
-    CHECK_MSG(has(sptune_last_error(), CHUNK ":5: emit failed (in emit for a=1)"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), CHUNK ":5: emit failed (in emit for a=1)"), "%s", sptune_last_error());
     sp_template_free(t);
 }
 
@@ -286,7 +281,7 @@ static void test_require(void)
     /* Errors name the file read (under SPTUNE_TEMPLATES), not its embedded-form path; Lua keeps the tail of a long
      * name, so the check is on the tail. */
     refused_at_load("require('lib.bad')", "/lib/bad.lua:2: bad module", NULL);
-    CHECK_MSG(!has(sptune_last_error(), "templates/lib/bad.lua"), "%s", sptune_last_error());
+    CHECK_MSG(!sp_test_has(sptune_last_error(), "templates/lib/bad.lua"), "%s", sptune_last_error());
     refused_at_load("require('lib.escape')", "/lib/escape.lua:1:", "'os'");
     refused_at_load("require('lib.self')", "/lib/self.lua:1:", "circular require");
     refused_at_load("require('lib.spin')", "/lib/spin.lua:1: instruction limit exceeded", NULL);
@@ -308,7 +303,7 @@ static void test_require(void)
     setenv("SPTUNE_TEMPLATES", "/nonexistent/sptune/templates", 1);
     sp_template *t = NULL;
     CHECK_ST(load3("", "return true", "return ''", &t), SPTUNE_ERR_NOT_FOUND);
-    CHECK_MSG(has(sptune_last_error(), "SPTUNE_TEMPLATES"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "SPTUNE_TEMPLATES"), "%s", sptune_last_error());
     unsetenv("SPTUNE_TEMPLATES");
 }
 

@@ -14,7 +14,6 @@
 
 static uint64_t rng = 0x5107f111ull;
 
-static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
 /* A random nonzero 16-bit value (never 0x0000). */
 static uint16_t value(void)
@@ -209,7 +208,7 @@ static void test_hostile(void)
 #define TRY(mutate, size, want_st, want_msg) do { \
         img = malloc(n); memcpy(img, m.image, n); mutate; \
         CHECK_ST(sp_sf_adopt(img, size, "x.sf", &r), want_st); \
-        CHECK_MSG(has(sptune_last_error(), want_msg), "want '%s' in '%s'", want_msg, sptune_last_error()); \
+        CHECK_MSG(sp_test_has(sptune_last_error(), want_msg), "want '%s' in '%s'", want_msg, sptune_last_error()); \
         CHECK(r.image == NULL); } while (0)
     TRY(memcpy(img, "NOTASFMX", 8), n, SPTUNE_ERR_INVALID, "not an sptune Slot-Filling matrix");
     TRY((void)0, 100, SPTUNE_ERR_INVALID, "not an sptune Slot-Filling matrix");
@@ -232,7 +231,7 @@ static void test_hostile(void)
     uint16_t *back = malloc((size_t)(M * K) * 2);
     if (r.image) {
         CHECK_ST(sp_sf_decode(&r, back, K), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has(sptune_last_error(), "bad metadata"), "%s", sptune_last_error());
+        CHECK_MSG(sp_test_has(sptune_last_error(), "bad metadata"), "%s", sptune_last_error());
     }
     sp_sf_free(&r);
     /* every byte of the records and extras flipped in turn: decoded or refused, never read out of
@@ -245,7 +244,7 @@ static void test_hostile(void)
     FILE *f = fopen(path, "wb");
     if (f) { fputs("this is not a matrix, but it is long enough to have a header ..........", f); fclose(f); }
     CHECK_ST(sp_sf_read(path, &r), SPTUNE_ERR_INVALID);
-    CHECK(has(sptune_last_error(), "not an sptune Slot-Filling matrix") && has(sptune_last_error(), "foreign.sf"));
+    CHECK(sp_test_has(sptune_last_error(), "not an sptune Slot-Filling matrix") && sp_test_has(sptune_last_error(), "foreign.sf"));
     free(back);
     sp_sf_free(&m);
     free(w);
@@ -290,7 +289,7 @@ static void test_bitmap(void)
         CHECK_ST(sp_sf_adopt(img, n, "b.sf", &r), SPTUNE_OK);
         if (r.image) {
             CHECK_ST(sp_sf_decode(&r, back, K), SPTUNE_ERR_INVALID);
-            CHECK_MSG(has(sptune_last_error(), bad[b].says), "%s", sptune_last_error());
+            CHECK_MSG(sp_test_has(sptune_last_error(), bad[b].says), "%s", sptune_last_error());
         }
         sp_sf_free(&r);
     }
@@ -347,37 +346,37 @@ static void test_sp24(void)
         ex[0] = 1;
         uint16_t *back = malloc((size_t)(M * K) * 2);
         CHECK_ST(sp_sf_decode(&m, back, K), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has(sptune_last_error(), "sp24 image with filled slots or residual"), "%s", sptune_last_error());
+        CHECK_MSG(sp_test_has(sptune_last_error(), "sp24 image with filled slots or residual"), "%s", sptune_last_error());
         free(back);
         sp_sf_free(&m);
     }
     /* a group of three: refused, named */
     w[5 * K + 8] = w[5 * K + 9] = w[5 * K + 10] = 0x3f80;
     CHECK_ST(sp_sf_encode(w, M, K, K, SP_SF_BF16, &p, &m), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "not 2:4 sparse (row 5, columns 8..11 hold 3 nonzeros"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "not 2:4 sparse (row 5, columns 8..11 hold 3 nonzeros"), "%s", sptune_last_error());
     CHECK(m.image == NULL);
     /* the default encoding: sp24 for 2:4 weights, the bitmap for others, dist=3 in the problem */
     sptune_slotfill *e = NULL;
     char prob[128];
     CHECK_ST(sptune_slotfill_encode(w, M, K, 0, NULL, &e), SPTUNE_OK);
-    CHECK_MSG(e && has(sptune_slotfill_fixed(e), "decode=bitmap"), "%s", e ? sptune_slotfill_fixed(e) : "");
+    CHECK_MSG(e && sp_test_has(sptune_slotfill_fixed(e), "decode=bitmap"), "%s", e ? sptune_slotfill_fixed(e) : "");
     sptune_slotfill_free(e);
     w[5 * K + 10] = 0;
     CHECK_ST(sptune_slotfill_encode(w, M, K, 0, NULL, &e), SPTUNE_OK);
-    CHECK_MSG(e && has(sptune_slotfill_fixed(e), "window=64,dbits=7,fill=0,decode=sp24"), "%s",
+    CHECK_MSG(e && sp_test_has(sptune_slotfill_fixed(e), "window=64,dbits=7,fill=0,decode=sp24"), "%s",
               e ? sptune_slotfill_fixed(e) : "");
     CHECK_ST(sptune_slotfill_problem(e, 8, prob, sizeof prob), SPTUNE_OK);
-    CHECK_MSG(has(prob, ",dist=3"), "%s", prob);
+    CHECK_MSG(sp_test_has(prob, ",dist=3"), "%s", prob);
     sptune_slotfill_free(e);
     /* the layout named alone takes its own window and distance bits (the bitmap's defaults would be refused) */
     e = NULL;
     CHECK_ST(sptune_slotfill_encode(w, M, K, 0, "decode=sp24", &e), SPTUNE_OK);
-    CHECK_MSG(e && has(sptune_slotfill_fixed(e), "window=64,dbits=7,fill=0,decode=sp24"), "%s",
+    CHECK_MSG(e && sp_test_has(sptune_slotfill_fixed(e), "window=64,dbits=7,fill=0,decode=sp24"), "%s",
               e ? sptune_slotfill_fixed(e) : sptune_last_error());
     sptune_slotfill_free(e);
     e = NULL;
     CHECK_ST(sptune_slotfill_encode(w, M, K, 0, "decode=list,window=256", &e), SPTUNE_OK);
-    CHECK_MSG(e && has(sptune_slotfill_fixed(e), "window=256,dbits=5,fill=0,decode=list"), "%s",
+    CHECK_MSG(e && sp_test_has(sptune_slotfill_fixed(e), "window=256,dbits=5,fill=0,decode=list"), "%s",
               e ? sptune_slotfill_fixed(e) : sptune_last_error());
     sptune_slotfill_free(e);
     free(w);

@@ -13,7 +13,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
 /* Draws W as dist says, encodes it (config NULL: the default), and checks the problem built from it. */
 static void check_drawn(int M, int K, double sparsity, int dist, int f16, const char *config, long long tokens)
@@ -66,10 +65,10 @@ int main(void)
         CHECK_ST(sptune_slotfill_encode(w, 64, 128, 0, NULL, &m), SPTUNE_OK);
         char buf[128] = "x", tiny[8] = "x";
         CHECK_ST(sptune_slotfill_problem(m, 0, buf, sizeof buf), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has(sptune_last_error(), "tokens = 0") && buf[0] == 0, "%s", sptune_last_error());
+        CHECK_MSG(sp_test_has(sptune_last_error(), "tokens = 0") && buf[0] == 0, "%s", sptune_last_error());
         CHECK_ST(sptune_slotfill_problem(m, 2147483648LL, buf, sizeof buf), SPTUNE_ERR_INVALID);
         CHECK_ST(sptune_slotfill_problem(m, 4, tiny, sizeof tiny), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has(sptune_last_error(), "the buffer 8") && tiny[0] == 0, "%s", sptune_last_error());
+        CHECK_MSG(sp_test_has(sptune_last_error(), "the buffer 8") && tiny[0] == 0, "%s", sptune_last_error());
         CHECK_ST(sptune_slotfill_problem(NULL, 4, buf, sizeof buf), SPTUNE_ERR_INVALID);
         CHECK_ST(sptune_slotfill_problem(m, 4, NULL, 0), SPTUNE_ERR_INVALID);
         CHECK_ST(sptune_slotfill_problem(m, 2147483647LL, buf, sizeof buf), SPTUNE_OK);

@@ -12,7 +12,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int has(const char *part) { return strstr(sptune_last_error(), part) != NULL; }
 
 static sptune_kernel *get(const char *cache, const char *op, const char *problem, const char *fixed)
 {
@@ -43,11 +42,11 @@ int main(void)
     /* adopting device memory: it must exist and hold the image */
     sptune_slotfill_gpu *dw = (sptune_slotfill_gpu *)&dw;
     CHECK_ST(sptune_slotfill_adopt(m, 0, bytes, &dw), SPTUNE_ERR_INVALID);
-    CHECK_MSG(dw == NULL && has("no device memory"), "%s", sptune_last_error());
+    CHECK_MSG(dw == NULL && sp_test_error_has("no device memory"), "%s", sptune_last_error());
     CHECK_ST(sptune_slotfill_adopt(m, 0x100000, bytes - 1, &dw), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has("smaller than the image"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_error_has("smaller than the image"), "%s", sptune_last_error());
     CHECK_ST(sptune_slotfill_adopt(m, 0x100008, bytes, &dw), SPTUNE_ERR_INVALID); /* the kernels read 16 bytes at a time */
-    CHECK_MSG(has("not 16-byte aligned"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_error_has("not 16-byte aligned"), "%s", sptune_last_error());
     CHECK_ST(sptune_slotfill_adopt(NULL, 0x100000, bytes, &dw), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_slotfill_adopt(m, 0x100000, bytes, NULL), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_slotfill_upload(NULL, &dw), SPTUNE_ERR_INVALID);
@@ -74,16 +73,16 @@ int main(void)
     if (k && kt && kk && kg && a && a16 && alist) {
         /* another shape: M (the transposed matrix), then K */
         CHECK_ST(sptune_slotfill_apply(kt, NULL, 16, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has("the weights are 256 x 384 (M x K), the kernel was got for M=384"), "%s", sptune_last_error());
+        CHECK_MSG(sp_test_error_has("the weights are 256 x 384 (M x K), the kernel was got for M=384"), "%s", sptune_last_error());
         CHECK_ST(sptune_slotfill_apply(kk, NULL, 16, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has("the kernel was got for K=512"), "%s", sptune_last_error());
+        CHECK_MSG(sp_test_error_has("the kernel was got for K=512"), "%s", sptune_last_error());
         /* another data type, another encoding, another op */
         CHECK_ST(sptune_slotfill_apply(k, NULL, 16, a16, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has("encoded with dtype=f16, the kernel reads dtype=bf16"), "%s", sptune_last_error());
+        CHECK_MSG(sp_test_error_has("encoded with dtype=f16, the kernel reads dtype=bf16"), "%s", sptune_last_error());
         CHECK_ST(sptune_slotfill_apply(k, NULL, 16, alist, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has("encoded with dbits=6, the kernel reads dbits=5"), "%s", sptune_last_error());
+        CHECK_MSG(sp_test_error_has("encoded with dbits=6, the kernel reads dbits=5"), "%s", sptune_last_error());
         CHECK_ST(sptune_slotfill_apply(kg, NULL, 16, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has("the kernel is gemm's, not slotfill-spmm's"), "%s", sptune_last_error());
+        CHECK_MSG(sp_test_error_has("the kernel is gemm's, not slotfill-spmm's"), "%s", sptune_last_error());
         CHECK_ST(sptune_slotfill_apply(k, NULL, 16, NULL, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
         CHECK_ST(sptune_slotfill_apply(NULL, NULL, 16, a, 0x1000, 0x2000, 0, 0), SPTUNE_ERR_INVALID);
         /* the matching kernel: the token range still holds, an empty batch launches nothing */

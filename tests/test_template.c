@@ -13,7 +13,6 @@
 
 #define CHUNK "templates/test/cnt.lua"
 
-static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
 static sp_gpu_profile named(const char *name) { return sp_test_profile(name); }
 static sp_gpu_profile h100(void) { return named("h100"); }
@@ -220,14 +219,14 @@ static void test_emit(sp_template *t)
 
     /* Without a problem: no launch, p is nil. */
     CHECK_ST(sp_template_emit(t, &c, &g, NULL, &k1), SPTUNE_OK);
-    CHECK(k1.source && has(k1.source, "p=nil;types=integer,integer,-"));
+    CHECK(k1.source && sp_test_has(k1.source, "p=nil;types=integer,integer,-"));
     CHECK(k1.stage[0].grid[0] == 0 && k1.stage[0].block[0] == 0 && k1.stage[0].smem == 0);
     sp_kernel_src_free(&k1);
 
     /* Decimal problem values reach Lua as floats. */
     CHECK_ST(sp_problem_parse(t, "M=64,N=1.5,K=2", &p), SPTUNE_OK);
     CHECK_ST(sp_template_emit(t, &c, &g, &p, &k1), SPTUNE_ERR_TEMPLATE); /* grid.y = 1.5 */
-    CHECK_MSG(has(sptune_last_error(), "grid[2] = 1.5 (must be a positive integer)"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "grid[2] = 1.5 (must be a positive integer)"), "%s", sptune_last_error());
     CHECK(k1.source == NULL);
 }
 
@@ -261,8 +260,8 @@ static void bad_render(const char *kernel, const char *launch, const char *emit,
              kernel, launch, emit, options);
     sp_kernel_src k;
     CHECK_ST(render("templates/test/r.lua", src, "64", &k), SPTUNE_ERR_TEMPLATE);
-    CHECK_MSG(has(sptune_last_error(), want), "want '%s' in '%s'", want, sptune_last_error());
-    CHECK_MSG(has(sptune_last_error(), "templates/test/r.lua"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), want), "want '%s' in '%s'", want, sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "templates/test/r.lua"), "%s", sptune_last_error());
     CHECK(k.source == NULL);
 }
 
@@ -336,12 +335,12 @@ static void test_args(void)
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 1), &v, &n), SPTUNE_OK);
     CHECK(n == 10 * 3 * 129);
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 2), &v, &n), SPTUNE_ERR_INVALID);
-    CHECK(has(sptune_last_error(), "argument Q") && has(sptune_last_error(), "no value for this name"));
+    CHECK(sp_test_has(sptune_last_error(), "argument Q") && sp_test_has(sptune_last_error(), "no value for this name"));
     sp_vars_set(&v, "cap", 77);
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 2), &v, &n), SPTUNE_OK);
     CHECK(n == 77);
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 3), &v, &n), SPTUNE_ERR_INVALID);
-    CHECK(has(sptune_last_error(), "set by the data"));
+    CHECK(sp_test_has(sptune_last_error(), "set by the data"));
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 4), &v, &n), SPTUNE_ERR_INVALID); /* by value */
     sp_config c;
     sp_config_default(t, &c);
@@ -351,8 +350,8 @@ static void test_args(void)
     CHECK_ST(sp_template_emit(t, &c, &h100_profile, &p, &k), SPTUNE_OK);
     CHECK(k.stage[0].tmaps.n == 1 && k.stage[0].tmaps.nargs == 6 && k.stage[0].tmaps.v[0].arg == 0);
     /* every generated source opens with where it comes from */
-    CHECK(k.source && has(k.source, "/* sptune " SPTUNE_VERSION_STRING " ar: k") && has(k.source, "configuration bn=64,s=x") &&
-          has(k.source, "problem M=5,F=7") && has(k.source, sp_template_hash(t)));
+    CHECK(k.source && sp_test_has(k.source, "/* sptune " SPTUNE_VERSION_STRING " ar: k") && sp_test_has(k.source, "configuration bn=64,s=x") &&
+          sp_test_has(k.source, "problem M=5,F=7") && sp_test_has(k.source, sp_template_hash(t)));
     sp_kernel_src_free(&k);
     sp_template_free(t);
 
@@ -371,7 +370,7 @@ static void test_args(void)
         {"99999999999999999999 * 99999", "out of range"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_ST(sp_expr_eval(bad[i].e, &v, &n), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has(sptune_last_error(), bad[i].why), "%s: %s", bad[i].e, sptune_last_error());
+        CHECK_MSG(sp_test_has(sptune_last_error(), bad[i].why), "%s: %s", bad[i].e, sptune_last_error());
     }
 }
 
@@ -433,15 +432,15 @@ static void test_config(sp_template *t)
     CHECK(all);
 
     CHECK_ST(sp_config_parse(t, "bx=1", &c), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "unknown parameter 'bx' for cnt (parameters: a, b, flag)"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "unknown parameter 'bx' for cnt (parameters: a, b, flag)"), "%s", sptune_last_error());
     CHECK_ST(sp_config_parse(t, "a=5", &c), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "a=5 is not allowed (values: 1, 2, 3)"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "a=5 is not allowed (values: 1, 2, 3)"), "%s", sptune_last_error());
     CHECK_ST(sp_config_parse(t, "flag=yes", &c), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "flag=yes is not allowed (values: true, false)"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "flag=yes is not allowed (values: true, false)"), "%s", sptune_last_error());
     CHECK_ST(sp_config_parse(t, "a=1,b=2,a=2", &c), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "parameter 'a' is given twice"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "parameter 'a' is given twice"), "%s", sptune_last_error());
     CHECK_ST(sp_config_parse(t, "a", &c), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "expected name=value"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "expected name=value"), "%s", sptune_last_error());
     CHECK_ST(sp_config_parse(t, "a=1,", &c), SPTUNE_ERR_INVALID);
     CHECK_ST(sp_config_parse(t, "a=", &c), SPTUNE_ERR_INVALID);
     CHECK_ST(sp_config_parse(t, "a=1.0", &c), SPTUNE_ERR_INVALID);
@@ -491,11 +490,11 @@ static void test_problem(sp_template *t)
     };
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_ST(sp_problem_parse(t, bad[i].text, &p), SPTUNE_ERR_INVALID);
-        CHECK_MSG(has(sptune_last_error(), bad[i].want), "'%s': want '%s' in '%s'", bad[i].text, bad[i].want,
+        CHECK_MSG(sp_test_has(sptune_last_error(), bad[i].want), "'%s': want '%s' in '%s'", bad[i].text, bad[i].want,
                   sptune_last_error());
     }
     CHECK_ST(sp_problem_parse(t, "M=1,N=2", &p), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "(cnt takes M, N, K)"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "(cnt takes M, N, K)"), "%s", sptune_last_error());
 }
 
 /* ---- a large space ----------------------------------------------------------------------- */
@@ -740,7 +739,7 @@ static void test_tokens(void)
     CHECK_ST(render("templates/test/tok.lua", src, "1000x3", &a), SPTUNE_OK);
     CHECK_ST(render("templates/test/tok.lua", src, "65x3", &b), SPTUNE_OK);
     if (a.source && b.source) {
-        CHECK_MSG(strcmp(a.source, b.source) == 0 && has(a.source, "// nil") && has(a.source, "problem K=3 (M at launch)"),
+        CHECK_MSG(strcmp(a.source, b.source) == 0 && sp_test_has(a.source, "// nil") && sp_test_has(a.source, "problem K=3 (M at launch)"),
                   "%s", a.source);
         CHECK(a.stage[0].grid[0] == 16 && b.stage[0].grid[0] == 2 && b.stage[0].grid[1] == 3);
     }
@@ -795,7 +794,7 @@ static void test_tokens(void)
                  "return {grid = {1}, block = {1}} end, emit = function() return '' end}", bad[i][0]);
         t = NULL;
         CHECK_ST(sp_template_load_source("templates/test/v.lua", s, NULL, &t), SPTUNE_ERR_TEMPLATE);
-        CHECK_MSG(has(sptune_last_error(), bad[i][1]), "%s", sptune_last_error());
+        CHECK_MSG(sp_test_has(sptune_last_error(), bad[i][1]), "%s", sptune_last_error());
         sp_template_free(t);
     }
 }

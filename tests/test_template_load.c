@@ -10,7 +10,6 @@
 #include <string.h>
 #include <sys/stat.h>
 
-static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
 static sp_gpu_profile h100(void) { return sp_test_profile("h100"); }
 
@@ -23,8 +22,8 @@ static void invalid(const char *body, const char *want)
     sp_template *t = NULL;
     CHECK_ST(sp_template_load_source("templates/test/v.lua", src, NULL, &t), SPTUNE_ERR_TEMPLATE);
     CHECK(t == NULL);
-    CHECK_MSG(has(sptune_last_error(), want), "want '%s' in '%s'", want, sptune_last_error());
-    CHECK_MSG(has(sptune_last_error(), "templates/test/v.lua"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), want), "want '%s' in '%s'", want, sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "templates/test/v.lua"), "%s", sptune_last_error());
     sp_template_free(t);
 }
 
@@ -106,9 +105,9 @@ static void test_validation(void)
     /* Not a table at all, or no name. */
     sp_template *t = NULL;
     CHECK_ST(sp_template_load_source("templates/test/v.lua", "return 42", NULL, &t), SPTUNE_ERR_TEMPLATE);
-    CHECK(has(sptune_last_error(), "templates/test/v.lua: must return a table (got number)"));
+    CHECK(sp_test_has(sptune_last_error(), "templates/test/v.lua: must return a table (got number)"));
     CHECK_ST(sp_template_load_source("templates/test/v.lua", "return {" P1 ", " FN "}", NULL, &t), SPTUNE_ERR_TEMPLATE);
-    CHECK(has(sptune_last_error(), "name must be a string (got nil)"));
+    CHECK(sp_test_has(sptune_last_error(), "name must be a string (got nil)"));
     CHECK_ST(sp_template_load_source("@templates/test/v.lua", "return {name = 'v', " P1 ", " FN "}", NULL, &t),
              SPTUNE_OK);
     if (t) {
@@ -132,7 +131,7 @@ static void test_validation(void)
         sp_gpu_profile g = h100();
         long long n;
         CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_ERR_TEMPLATE);
-        CHECK_MSG(has(sptune_last_error(), "the check returned number, not a boolean (in constraint 'mod' for a=1)"),
+        CHECK_MSG(sp_test_has(sptune_last_error(), "the check returned number, not a boolean (in constraint 'mod' for a=1)"),
                   "%s", sptune_last_error());
         sp_template_free(t);
     }
@@ -149,7 +148,7 @@ static void test_validation(void)
         CHECK(strcmp(sp_template_param(t, 0)->values[1].text, "128") == 0);
         CHECK_ST(sp_config_parse(t, "a=128", &c), SPTUNE_OK);
         CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, NULL), SPTUNE_ERR_TEMPLATE);
-        CHECK_MSG(has(sptune_last_error(), "templates/test/v.lua:2: x128 (in constraint 'boom' for a=128)"), "%s",
+        CHECK_MSG(sp_test_has(sptune_last_error(), "templates/test/v.lua:2: x128 (in constraint 'boom' for a=128)"), "%s",
                   sptune_last_error());
         sp_template_free(t);
     }
@@ -208,7 +207,7 @@ static void test_folder(void)
         sp_config_default(t, &c);
         CHECK_ST(sp_template_emit(t, &c, &g, NULL, &k), SPTUNE_ERR_TEMPLATE);
         /* messages name the file read under SPTUNE_TEMPLATES (Lua keeps the tail of a long name) */
-        CHECK_MSG(has(sptune_last_error(), "/fam/op1.lua:3: op1 emit") && !has(sptune_last_error(), "templates/fam"), "%s",
+        CHECK_MSG(sp_test_has(sptune_last_error(), "/fam/op1.lua:3: op1 emit") && !sp_test_has(sptune_last_error(), "templates/fam"), "%s",
                   sptune_last_error());
         char hash[65];
         snprintf(hash, sizeof hash, "%s", sp_template_hash(t));
@@ -228,13 +227,13 @@ static void test_folder(void)
     }
     t = NULL;
     CHECK_ST(sp_template_load("zeta", &t), SPTUNE_ERR_TEMPLATE);
-    CHECK_MSG(has(sptune_last_error(), dir) &&
-                  has(sptune_last_error(), "/fam/zeta.lua: name 'wrong' must be the file name 'zeta'"), "%s",
+    CHECK_MSG(sp_test_has(sptune_last_error(), dir) &&
+                  sp_test_has(sptune_last_error(), "/fam/zeta.lua: name 'wrong' must be the file name 'zeta'"), "%s",
               sptune_last_error());
     CHECK_ST(sp_template_load("alpha", &t), SPTUNE_ERR_TEMPLATE);
-    CHECK_MSG(has(sptune_last_error(), "family 'fam' must be the folder 'other'"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "family 'fam' must be the folder 'other'"), "%s", sptune_last_error());
     CHECK_ST(sp_template_load("nope", &t), SPTUNE_ERR_NOT_FOUND);
-    CHECK_MSG(has(sptune_last_error(), "no template 'nope'") && has(sptune_last_error(), "alpha, op1, zeta"), "%s",
+    CHECK_MSG(sp_test_has(sptune_last_error(), "no template 'nope'") && sp_test_has(sptune_last_error(), "alpha, op1, zeta"), "%s",
               sptune_last_error());
     CHECK_ST(sp_template_load("h", &t), SPTUNE_ERR_NOT_FOUND); /* lib is not a family */
     CHECK_ST(sp_template_load("../fam/op1", &t), SPTUNE_ERR_NOT_FOUND);
@@ -242,7 +241,7 @@ static void test_folder(void)
     /* The same op in two families is refused. */
     write_file(dir, "other/op1.lua", "return {}\n");
     CHECK_ST(sp_template_list(&names, &n), SPTUNE_ERR_TEMPLATE);
-    CHECK_MSG(has(sptune_last_error(), "op 'op1' is defined twice"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "op 'op1' is defined twice"), "%s", sptune_last_error());
     CHECK_ST(sp_template_load("op1", &t), SPTUNE_ERR_TEMPLATE);
     unsetenv("SPTUNE_TEMPLATES");
 }

@@ -8,7 +8,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int has(const char *msg, const char *part) { return msg && strstr(msg, part) != NULL; }
 
 /* A safetensors image: 8-byte header length, the JSON header, then data. */
 static unsigned char *safetensors(const char *header, const unsigned char *data, size_t n, size_t *size)
@@ -43,7 +42,7 @@ static void refused(const unsigned char *b, size_t size, const char *name, const
 {
     sp_tensor t;
     sptune_status st = sp_tensor_parse(b, size, name, req, &t);
-    CHECK_MSG(st != SPTUNE_OK && has(sptune_last_error(), why), "%s: want '%s', got %s: %s", name, why,
+    CHECK_MSG(st != SPTUNE_OK && sp_test_has(sptune_last_error(), why), "%s: want '%s', got %s: %s", name, why,
               sptune_status_name(st), sptune_last_error());
     CHECK(t.data == NULL);
 }
@@ -98,9 +97,9 @@ int main(void)
     FILE *short_file = fopen(path, "wb");
     CHECK(short_file && fwrite(b, 1, n - 1, short_file) == n - 1 && fclose(short_file) == 0);
     CHECK_ST(sp_tensor_read(path, &want, &t), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "need 30 bytes at offset"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "need 30 bytes at offset"), "%s", sptune_last_error());
     CHECK_ST(sp_tensor_read(path, &unnamed, &t), SPTUNE_ERR_INVALID);
-    CHECK_MSG(has(sptune_last_error(), "name the tensor to read"), "%s", sptune_last_error());
+    CHECK_MSG(sp_test_has(sptune_last_error(), "name the tensor to read"), "%s", sptune_last_error());
     free(b);
     static const char *const bad[][2] = {
         {"{\"model.up\":{\"dtype\":\"BF16\",\"shape\":[3,5,1],\"data_offsets\":[0,30]}}", "has 3 dimensions"},
