@@ -4,7 +4,7 @@ compile at install time).
     import torch, sptune
     y = sptune.twell_ffn(x, w_gate, w_up, w_down)      # Y = (relu(X Wg^T) * X Wu^T) Wd, bf16, CUDA
 
-The library is found through $SPTUNE_LIB (a path to libsptune.so.0.3), then the copy `pip install ./python`
+The library is found through $SPTUNE_LIB (a path to libsptune.so.0.4), then the copy `pip install ./python`
 packages beside this file, then the library `cmake --install` put in the same prefix (sptune/_installed.py,
 written at install time), then the source tree's build folder, then the system's library path. Kernels run on the
 current CUDA stream. With torch available, ``torch.ops.sptune.twell_ffn`` is registered as a custom
@@ -56,7 +56,7 @@ class _SlotFillInfo(ctypes.Structure):
 
 
 # the library's SONAME (CMakeLists.txt: 0.x minors may change the ABI)
-_SONAME = "libsptune.so.0.3"
+_SONAME = "libsptune.so.0.4"
 
 
 def _candidates():
@@ -173,7 +173,7 @@ def _check(status):
 
 
 def version():
-    """libsptune's version ("0.3.0")."""
+    """libsptune's version ("0.4.0")."""
     return _library().sptune_version().decode()
 
 
