@@ -148,6 +148,18 @@ sptune_status sptune_twell_describe(long long tokens, const unsigned *active, in
     dense_tokens dt;
     sptune_status st = check_args(fn, tokens, F, M, D, order);
     if (st == SPTUNE_OK) st = find_dense(fn, tokens, active, F, &dt);
+    /* counts no batch can have: a neuron active on more tokens than there are, or two tallies of one batch that
+       disagree (the tokens' actives and the neurons' counts add up to the same number of active entries) */
+    unsigned long long by_token = 0, by_neuron = 0;
+    for (long long r = 0; st == SPTUNE_OK && r < tokens; r++) by_token += active[r];
+    for (int j = 0; st == SPTUNE_OK && j < F; j++) {
+        if (counts[j] > (unsigned long long)tokens)
+            st = sp_fail(SPTUNE_ERR_INVALID, "%s: neuron %d is active on %llu tokens of %lld", fn, j, counts[j], tokens);
+        by_neuron += counts[j];
+    }
+    if (st == SPTUNE_OK && by_token != by_neuron)
+        st = sp_fail(SPTUNE_ERR_INVALID, "%s: the tokens' counts add up to %llu active entries, the neurons' to %llu: "
+                     "count both over the same batch", fn, by_token, by_neuron);
     return st != SPTUNE_OK ? st : describe(fn, tokens, &dt, F, counts, 0, M, D, order, buf, len);
 }
 

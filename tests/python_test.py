@@ -102,11 +102,13 @@ raises(ValueError, lambda: sptune.check_twell_ffn(x, Fake((1024, 256), device=De
 raises(ValueError, lambda: sptune.check_twell_ffn(Fake((0, 256)), w, w, w), "empty", "no tokens")
 
 # the problem of a layer's own activations, from the counts a caller makes where its gate lives
-got = sptune.describe_twell([3, 1, 2, 4], [1, 2, 3, 4, 0, 0, 1, 4], tokens=64, d=32)
+got = sptune.describe_twell([3, 1, 2, 4], [1, 2, 2, 3, 0, 0, 1, 1], tokens=64, d=32)
 check(got == "M=64,D=32,F=8,nnz=3,dead=25,tail=0.0,dense=0,dense_nnz=2000,at=2,order=0", f"describe_twell: {got}")
 raises(sptune.SptuneError, lambda: sptune.describe_twell([9], [1] * 8, 64, 32), "token 0 has 9 active neurons of 8",
        "describe_twell: more active than neurons")
 raises(ValueError, lambda: sptune.describe_twell([], [1], 64, 32), "at least one token", "describe_twell: no tokens")
+raises(sptune.SptuneError, lambda: sptune.describe_twell([3, 1, 2, 4], [1, 2, 3, 4, 0, 0, 1, 4], 64, 32),
+       "the neurons' to 15", "describe_twell: counts of two batches")
 check(sptune.hot_order([3, 9, 0, 9, 1]) == [1, 3, 0, 4, 2], "hot_order: most frequent first, ties by index")
 # Slot-Filling weights: encoded from host bytes, the problem measured, checked against kernels (no GPU needed for a
 # fake device address: nothing launches where the check refuses, or for an empty batch)

@@ -72,7 +72,7 @@ int main(void)
 
     /* bad arguments */
     unsigned active[4] = {3, 1, 2, 9};
-    unsigned long long counts[8] = {1, 2, 3, 4, 0, 0, 1, 4};
+    unsigned long long counts[8] = {1, 2, 2, 3, 0, 0, 1, 1};   /* 10 active entries, as the tokens' say once mended */
     char buf[160] = "x", tiny[16] = "x";
     CHECK_ST(sptune_twell_describe(4, active, 8, counts, 64, 32, 0, buf, sizeof buf), SPTUNE_ERR_INVALID);
     CHECK_MSG(strstr(sptune_last_error(), "token 3 has 9 active neurons of 8") && buf[0] == 0, "%s", sptune_last_error());
@@ -82,6 +82,14 @@ int main(void)
     CHECK_ST(sptune_twell_describe(4, NULL, 8, counts, 64, 32, 0, buf, sizeof buf), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_twell_describe(4, active, 8, counts, 64, 32, 0, tiny, sizeof tiny), SPTUNE_ERR_INVALID);
     CHECK_MSG(tiny[0] == 0, "%s", tiny);
+    /* counts no batch can have: a neuron active on more tokens than the batch has, tallies that disagree */
+    counts[3] = 5;
+    CHECK_ST(sptune_twell_describe(4, active, 8, counts, 64, 32, 0, buf, sizeof buf), SPTUNE_ERR_INVALID);
+    CHECK_MSG(strstr(sptune_last_error(), "neuron 3 is active on 5 tokens of 4"), "%s", sptune_last_error());
+    counts[3] = 4;
+    CHECK_ST(sptune_twell_describe(4, active, 8, counts, 64, 32, 0, buf, sizeof buf), SPTUNE_ERR_INVALID);
+    CHECK_MSG(strstr(sptune_last_error(), "add up to 10 active entries, the neurons' to 11"), "%s", sptune_last_error());
+    counts[3] = 3;
     CHECK_ST(sptune_twell_describe(4, active, 8, counts, 64, 32, 0, buf, sizeof buf), SPTUNE_OK);
     CHECK_MSG(!strcmp(buf, "M=64,D=32,F=8,nnz=3,dead=25,tail=0.0,dense=0,dense_nnz=2000,at=2,order=0"), "%s", buf);
     CHECK_ST(sptune_twell_count_tokens(NULL, 1, 8, active), SPTUNE_ERR_INVALID);
