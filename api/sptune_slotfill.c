@@ -2,6 +2,7 @@
  * slotfill-spmm reads an encoding. */
 #include "sp_slotfill.h"
 #include "sp_status.h"
+#include "sp_str.h"
 #include "sp_template.h"
 
 #include <stdio.h>
@@ -24,10 +25,8 @@ static void describe(sptune_slotfill *s)
 /* Whether configuration text names parameter `key`. */
 static int names(const char *config, const char *key)
 {
-    const size_t n = strlen(key);
-    for (const char *q = config; q && *q; q += strcspn(q, ","), q += *q == ',')
-        if (strncmp(q, key, n) == 0 && q[n] == '=') return 1;
-    return 0;
+    size_t n;
+    return sp_kv_find(config, key, strlen(key), &n) != NULL;
 }
 
 /* The encoding parameters of a slotfill-spmm configuration (text), through the template. */

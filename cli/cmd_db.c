@@ -514,13 +514,11 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     const int empty = rc != CLI_OK && created && sp_db_count(db, &kept) == SPTUNE_OK && kept == 0;
     sp_clear_error();
     sp_db_close(db);
-    if (empty) {   /* nothing recorded in a file this command made */
-        unlink(path);
-        for (const char *suffix = "-wal"; suffix; suffix = strcmp(suffix, "-wal") == 0 ? "-shm" : NULL) {
-            char side[PATH_MAX + 8];
-            snprintf(side, sizeof side, "%s%s", path, suffix);
-            unlink(side);
-        }
+    static const char *const files[] = {"", "-wal", "-shm"};   /* the database and SQLite's files beside it */
+    for (size_t i = 0; empty && i < sizeof files / sizeof files[0]; i++) {   /* nothing recorded in a file made here */
+        char file[PATH_MAX + 8];
+        snprintf(file, sizeof file, "%s%s", path, files[i]);
+        unlink(file);
     }
     return rc;
 }

@@ -126,32 +126,24 @@ static int served_config(sp_template *t, const cli_gpu_run *g, const char *key, 
     return got;
 }
 
-/* The served configuration as an index into the space: tuning measures it first and goes on from the best known,
- * so a short run cannot end below what was served before. -1 when it is not in the space (or nothing can be got). */
-static long long served_index(sp_template *t, const cli_gpu_run *g, const char *key, sp_db *db, sp_cache *cache,
-                              const sp_configs *space, int quiet)
+/* c's index in the space; -1 when it is not in it. */
+static long long index_in(const sp_configs *space, const sp_config *c)
 {
-    long long found = -1;
-    sp_config c;
-    char *why = NULL;
-    if (served_config(t, g, key, db, cache, &c, &why))
-        for (long long i = 0; i < space->n && found < 0; i++)
-            if (memcmp(space->v[i].idx, c.idx, sizeof c.idx[0] * (size_t)c.nparams) == 0) found = i;
-    if (found >= 0 && !quiet) fprintf(stderr, "starting from the configuration served now (%s)\n", why ? why : "");
-    free(why);
-    return found;
+    for (long long i = 0; i < space->n; i++)
+        if (sp_config_cmp(&space->v[i], c) == 0) return i;
+    return -1;
 }
 
 /* The configurations a tuning run searches: the whole space where it can be listed in seconds; else the candidates
  * around the served configuration and the default, and configurations drawn from random subtrees (twell-ffn's
  * space has 3 M valid configurations in 1.8e10 combinations: listing it took minutes before anything was measured). */
-static sptune_status search_space(sp_template *t, const cli_gpu_run *g, const sp_problem *p, const char *key, sp_db *db,
-                                  sp_cache *cache, unsigned long long seed, int quiet, sp_configs *out)
+static sptune_status search_space(sp_template *t, const cli_gpu_run *g, const sp_problem *p, const sp_config *served,
+                                  unsigned long long seed, int quiet, sp_configs *out)
 {
     if (sp_space_raw(t) <= SP_SPACE_LIST_MAX) return sp_space_collect(t, &g->gpu, p, out);
     sp_config seeds[2];
     int n = 0;
-    if (served_config(t, g, key, db, cache, &seeds[n], NULL)) n++;
+    if (served) seeds[n++] = *served;
     if (sp_config_default_for(t, &g->gpu, p, &seeds[n]) == SPTUNE_OK) n++;
     sp_clear_error();
     const double t0 = sp_now_s();
@@ -176,13 +168,20 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     out->best_ms = INFINITY;
     char *key = sp_problem_format(p);
     if (!key) return cli_error(cmd, sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
-    if ((st = search_space(t, g, p, key, db, cache, opts->seed, quiet, &out->space)) != SPTUNE_OK) {
+    /* what is served now, got once: a seed of the candidates, and measured first so that a short run cannot end below
+       it */
+    sp_config served;
+    char *why = NULL;
+    const int have_served = served_config(t, g, key, db, cache, &served, &why);
+    if ((st = search_space(t, g, p, have_served ? &served : NULL, opts->seed, quiet, &out->space)) != SPTUNE_OK) {
+        free(why);
         free(key);
         return cli_error(cmd, st);
     }
     if (out->space.n == 0) {
         fprintf(stderr, "sptune%s%s: %s has no valid configuration for %s at %s\n", *cmd ? " " : "", cmd,
                 sp_template_name(t), g->gpu.info.profile, key);
+        free(why);
         free(key);
         return CLI_FAIL;
     }
@@ -226,7 +225,8 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     sp_tune_backend be = {&gb, gpu_evaluate};
     progress_state ps = {isatty(2), quiet, -1e9};
     sp_tune_opts o = *opts;
-    o.first = served_index(t, g, key, db, cache, &out->space, quiet);
+    o.first = have_served ? index_in(&out->space, &served) : -1;
+    if (o.first >= 0 && !quiet) fprintf(stderr, "starting from the configuration served now (%s)\n", why ? why : "");
     o.db = db;
     o.env = &env;
     o.baseline_ms = out->baseline_ms;
@@ -252,6 +252,7 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
 out:
     sp_prebuild_stop(pb);
     sp_worker_destroy(worker);
+    free(why);
     free(key);
     return rc;
 }

@@ -69,16 +69,22 @@ int sp_config_cmp(const void *a, const void *b)
     return 0;
 }
 
+sptune_status sp_configs_push_valid(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
+                                    sp_configs *out)
+{
+    int ok = 0;
+    sptune_status st = sp_template_check(t, c, gpu, p, &ok, NULL);
+    if (st == SPTUNE_OK && ok && sp_configs_push(out, c)) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    return st;
+}
+
 /* Appends c when it is valid and not listed yet. */
 static sptune_status draw_keep(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
                                sp_configs *out)
 {
     for (long long i = 0; i < out->n; i++)
         if (sp_config_cmp(&out->v[i], c) == 0) return SPTUNE_OK;
-    int ok = 0;
-    sptune_status st = sp_template_check(t, c, gpu, p, &ok, NULL);
-    if (st == SPTUNE_OK && ok && sp_configs_push(out, c)) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
-    return st;
+    return sp_configs_push_valid(t, gpu, p, c, out);
 }
 
 sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, long long n,

@@ -42,6 +42,9 @@ sptune_status sp_space_candidates(sp_template *t, const sp_gpu_profile *gpu, con
                                   sp_configs *out);
 /* qsort's order of two sp_config: space order (the walk's, the last parameter changing fastest). */
 int sp_config_cmp(const void *a, const void *b);
+/* Appends c when it is valid for gpu and p (the template's constraints); SPTUNE_ERR_NOMEM out of memory. */
+sptune_status sp_configs_push_valid(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
+                                    sp_configs *out);
 /* Appends c; nonzero when out of memory (the list is left as it was). */
 int sp_configs_push(sp_configs *cs, const sp_config *c);
 /* A list of one configuration. */

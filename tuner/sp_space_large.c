@@ -81,15 +81,6 @@ static int pick_cb(const sp_config *c, void *ud)
     return 0;
 }
 
-static sptune_status keep_if_valid(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
-                                   sp_configs *out)
-{
-    int ok = 0;
-    sptune_status st = sp_template_check(t, c, gpu, p, &ok, NULL);
-    if (st == SPTUNE_OK && ok && sp_configs_push(out, c)) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
-    return st;
-}
-
 /* Every configuration one or two parameters away from s (two: a switch of algorithm that needs another parameter
  * with it), kept when valid. */
 static sptune_status neighbours(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *s,
@@ -102,13 +93,13 @@ static sptune_status neighbours(sp_template *t, const sp_gpu_profile *gpu, const
             if (va == s->idx[a]) continue;
             sp_config c = *s;
             c.idx[a] = va;
-            st = keep_if_valid(t, gpu, p, &c, out);
+            st = sp_configs_push_valid(t, gpu, p, &c, out);
             for (int b = a + 1; b < np && st == SPTUNE_OK; b++)
                 for (int vb = 0; vb < sp_template_param(t, b)->nvalues && st == SPTUNE_OK; vb++) {
                     if (vb == s->idx[b]) continue;
                     sp_config d = c;
                     d.idx[b] = vb;
-                    st = keep_if_valid(t, gpu, p, &d, out);
+                    st = sp_configs_push_valid(t, gpu, p, &d, out);
                 }
         }
     return st;
@@ -121,7 +112,7 @@ sptune_status sp_space_candidates(sp_template *t, const sp_gpu_profile *gpu, con
     memset(out, 0, sizeof *out);
     sptune_status st = SPTUNE_OK;
     for (int i = 0; i < nseeds && st == SPTUNE_OK; i++)
-        if ((st = keep_if_valid(t, gpu, p, &seeds[i], out)) == SPTUNE_OK) st = neighbours(t, gpu, p, &seeds[i], out);
+        if ((st = sp_configs_push_valid(t, gpu, p, &seeds[i], out)) == SPTUNE_OK) st = neighbours(t, gpu, p, &seeds[i], out);
     /* then one valid configuration from each random subtree, for the time given (at least MIN_SAMPLES subtrees) */
     double prefixes;
     const int j = prefix_len(t, &prefixes);
