@@ -418,8 +418,9 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
  * GEMMs on ping-pong warpgroups (hotloop = pingpong: the product into hot_h, the sum into Y, and with hot = 8 the
  * store) after both kinds of persistent producer; each kernel launched before the one ahead of it has finished (pdl = 2:
  * the served form, two consumer kernels and the dense path, the portable pipeline, the dense layer alone, with and
- * without the hot slice); hot_y's sum into Y by the copy engine (hotloop = bulk: partial row and column tiles at
- * M = 300, 333, 1000 and D = 264, both tile widths, after the dense path's rows and the row consumer's). */
+ * without the hot slice); hot_y's accumulators started from the cold part's Y and rounding remainder (staged: partial
+ * row and column tiles at M = 300, 333, 1000 and D = 264, both tile widths, after the dense path's rows and the row
+ * consumer's). */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 #define REGS "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs,slots=15,"
 #define REGS2 "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs2,slots=15,"
@@ -451,9 +452,9 @@ static const char *const ws_configs[] = {
     "route=256,consumer=reg,warps=4,split=1,dots=1,dunroll=1,pdl=2", HOPPER "bn=256,hot=8,pdl=2",
     REGS "bn=256,route=512,consumer=reg,warps=2,split=1,dots=1,dunroll=1,hot=1,pdl=2",
     REGS "bn=256,route=512,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2,pdl=2",
-    REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,hotloop=bulk,pdl=2",
-    REGS "bn=128,route=-1,consumer=reg,warps=8,split=1,dots=2,dunroll=1,hot=2,hotloop=bulk",
-    HOPPER "bn=256,route=256,warps=16,split=1,dots=8,dunroll=2,hot=4,hotloop=bulk"};
+    REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,hotloop=staged,pdl=2",
+    REGS "bn=128,route=-1,consumer=reg,warps=8,split=1,dots=2,dunroll=1,hot=2,hotloop=staged",
+    HOPPER "bn=256,route=256,warps=16,split=1,dots=8,dunroll=2,hot=4,hotloop=staged"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};

@@ -145,45 +145,40 @@ function M.combine_rows(c, first, step, dst, op)
         }]], {first = first, step = step, bm = c.bm, bn = c.bn, row = c.bn + 8, dst = dst, f = f})
 end
 
--- The staged tile added into dst by the copy engine (twell-ffn's hotloop = bulk): each row one bulk reduction
--- (cp.reduce.async.bulk ... add.noftz.bf16, sm_90 and later), which L2 applies to dst in place: the drain warps issue
--- a tile's rows and move no data themselves (the load, add and store of M.combine_rows made them the slower side of
--- a short main loop). L2 adds the staged bf16 value to dst's, rounded once to bf16 (M.combine_rows' "add" rounds
--- the same sum once). Rows first, first + step, ... (lane l: first + l step, then 32 steps on); the staging tile is
--- free again once the copies have read it (wait_group.read). The warps that staged it must have made their writes
--- visible to the copy engine (sp_fence_proxy_async) before handing it over, and the drain warps wait for their
--- copies' completion before they exit (sp_bulk_wait: lib/mainloop.lua's store_body with bulk). Where rows are not
--- 16-byte multiples at 16-byte aligned addresses (N % 8 != 0 or dst misaligned), M.combine_rows instead. Expects in
--- scope: sC, M, m0, n0, lane, N.
-M.bulk_add_device = [[
-/* hotloop = bulk: dst[0 .. bytes) += the bf16 row at shared address src, by the copy engine (in L2) */
-__device__ __forceinline__ void sp_bulk_add_bf16(const sp_bf16 *dst, sp_u32 src, int bytes)
-{
-    asm volatile("{\n.reg .u64 g;\ncvta.to.global.u64 g, %0;\n"
-                 "cp.reduce.async.bulk.global.shared::cta.bulk_group.add.noftz.bf16 [g], [%1], %2;\n}\n"
-                 :: "l"(dst), "r"(src), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void sp_bulk_commit(void) { asm volatile("cp.async.bulk.commit_group;\n" ::: "memory"); }
-/* this thread's bulk copies have read their sources */
-__device__ __forceinline__ void sp_bulk_wait_read(void)
-{
-    asm volatile("cp.async.bulk.wait_group.read 0;\n" ::: "memory");
-}
-/* this thread's bulk copies are complete */
-__device__ __forceinline__ void sp_bulk_wait(void) { asm volatile("cp.async.bulk.wait_group 0;\n" ::: "memory"); }
-]]
-function M.bulk_add_rows(c, first, step, dst)
+-- A persistent kernel's tile accumulators (lib/mainloop.lua's x.init) set to hi + lo, two bf16 matrices of M x N,
+-- row-major (twell-ffn's hot_y: Y and Ylo, the cold part's output and its rounding remainder): the tile's GEMM adds
+-- to their fp32 sum and its epilogue rounds once. Pairs of columns as 4-byte words where N is even and both are
+-- 4-byte aligned (element-wise otherwise), every load of the tile issued before the main loop needs any. Expects in
+-- scope: acc, t, n0, M, N, lane, warp.
+function M.init_regs(d, c, hi, lo)
   return text.fill([[
-        if ((N % 8 == 0) && ((((unsigned long long)(${dst})) & 15ull) == 0)) {
-            const int bytes = min(N - n0, ${bn}) * 2;
-            for (int r = ${first} + ${step} * lane; r < ${bm} && m0 + r < M; r += 32 * ${step})
-                sp_bulk_add_bf16((${dst}) + (size_t)(m0 + r) * N + n0, sp_smem_u32(sC + r * ${row}), bytes);
-            sp_bulk_commit();
-            sp_bulk_wait_read();
-        } else {
-${combine}
-        }]], {first = first, step = step, bm = c.bm, bn = c.bn, row = c.bn + 8, dst = dst,
-              combine = M.combine_rows(c, first, step, dst, "add")})
+        {
+            const int m0 = SP_PID_M(t) * ${bm}, q = lane & 3;
+            const bool pair = (N % 2 == 0) && (((((unsigned long long)(${hi})) | ((unsigned long long)(${lo}))) & 3ull) == 0);
+            #pragma unroll
+            for (int i = 0; i < ${mt}; ++i)
+                #pragma unroll
+                for (int h = 0; h < 2; ++h) {
+                    const int grow = m0 + ${arow} + (lane >> 2) + h * 8;
+                    if (grow >= M) continue;
+                    const size_t at = (size_t)grow * N + n0;
+                    #pragma unroll
+                    for (int j = 0; j < ${nt}; ++j) {
+                        const int col = j * 8 + q * 2;
+                        if (pair) {
+                            if (n0 + col >= N) continue;
+                            const sp_u32 a = *(const sp_u32 *)((${hi}) + at + col), b = *(const sp_u32 *)((${lo}) + at + col);
+                            acc[i][j][2 * h] = __uint_as_float(a << 16) + __uint_as_float(b << 16);
+                            acc[i][j][2 * h + 1] = __uint_as_float(a & 0xffff0000u) + __uint_as_float(b & 0xffff0000u);
+                        } else {
+                            #pragma unroll
+                            for (int e = 0; e < 2; ++e)
+                                if (n0 + col + e < N)
+                                    acc[i][j][2 * h + e] = sp_bf16_to_f32((${hi})[at + col + e]) + sp_bf16_to_f32((${lo})[at + col + e]);
+                        }
+                    }
+                }
+        }]], {bm = c.bm, mt = d.mt, nt = d.nt, arow = d.acc_row, hi = hi, lo = lo})
 end
 
 -- The same straight from the accumulators of a persistent kernel's warpgroup (lib/mainloop.lua's x.stage; with

@@ -121,7 +121,8 @@ function M.persistent_threads(c, drainers) return 32 * (4 * c.wgs + 1 + drainers
 -- tile (in scope: sC, m0, pid_n, lane, pw = the drain warp's index) while the main loop goes on, then x.drain_post
 -- (optional) after the last.
 -- x.staging: bytes of the staging tile; x.b_mn: B is MN-major (K x N, lib/wgmma.lua); x.pre and x.post (optional):
--- what the warpgroups run before their first tile and after their last. With ping-pong warpgroups (wgmma.pingpong(c),
+-- what the warpgroups run before their first tile and after their last; x.init(d) (optional): what sets a tile's
+-- accumulators before its main loop (else zeros; in scope: acc, t, n0, lane, warp). With ping-pong warpgroups (wgmma.pingpong(c),
 -- no drain warps) each warpgroup takes every other tile of the CTA's sequence whole, x.stage then being its epilogue.
 function M.persistent(c, x)
   local d = wgmma.derive(c)
@@ -190,7 +191,7 @@ ${rows}
         int it = ${it0}, n = 0;${pre}
         for (int t = ${t0}${wg_t0}; t < ${tn}; t += ${wg_step}, ++n) {
             const int n0 = SP_PID_N(t) * ${bn};
-${acc}${turn}
+${acc}${init}${turn}
 ${consume}${skip}
 ${stage}
         }${post}
@@ -232,26 +233,23 @@ ${issue}
      turn = pp and string.format("\n            if (t != %s) sp_bar_sync256(1 + wg);", t0) or "",
      consume = wgmma.consume(c, d, "it", ", ++it", "it - 1", x.b_mn, pp and
                              string.format("\n        if (t + %s < %s) sp_bar_arrive256(2 - wg);", tstep, tn) or nil),
-     stage = stage, drain = drain, pre = x.pre and ("\n" .. x.pre) or "", post = x.post and ("\n" .. x.post) or ""})
+     stage = stage, drain = drain, pre = x.pre and ("\n" .. x.pre) or "", post = x.post and ("\n" .. x.post) or "",
+     init = x.init and ("\n" .. x.init(d)) or ""})
 end
 
 -- The persistent kernel whose drain warps store the staged tile row by row (gemm's overlapped store,
 -- twell-ffn's hot-slice GEMMs): `storers` of them (M.STORERS when nil) run `drain` on rows pw,
--- pw + storers, ... with n0 (the tile's first column) in scope; b_mn as in M.persistent; bulk: drain hands the
--- staged rows to the copy engine (epilogue.bulk_add_rows), so the staging warps fence their writes for it and the
--- drain warps wait for its copies before they exit. store_persistent(c, storers): the launch's `persistent`.
+-- pw + storers, ... with n0 (the tile's first column) in scope; b_mn and init as in M.persistent.
+-- store_persistent(c, storers): the launch's `persistent`.
 M.STORERS = 2
 function M.store_persistent(c, storers)
   return {drainers = storers or M.STORERS, staging = epilogue.staging_bytes(c)}
 end
-function M.store_body(c, drain, b_mn, storers, bulk)
+function M.store_body(c, drain, b_mn, storers, init)
   local x = M.store_persistent(c, storers)
-  x.b_mn = b_mn
-  x.stage = function(d)
-    return epilogue.stage(d, c, "none") .. (bulk and "\n        sp_fence_proxy_async();" or "")
-  end
+  x.b_mn, x.init = b_mn, init
+  x.stage = function(d) return epilogue.stage(d, c, "none") end
   x.drain = "        const int n0 = pid_n * " .. c.bn .. ";\n" .. drain
-  x.drain_post = bulk and "        sp_bulk_wait();" or nil
   return M.persistent(c, x)
 end
 

@@ -108,8 +108,8 @@ ${i}    const int st = kt % ${s};]], {i = ind, s = stages, n = n, why = why and 
 end
 
 -- The dense path's kernels: dense_g, dense_h, dense_y and finalize (sig as for zero_kernel; gpu: the
--- target, for the reductions it has).
-function M.kernels(gpu, names, sig)
+-- target, for the reductions it has; ylo: with twell-ffn's hot slice, the remainder's pointer, lib/twell_row.lua).
+function M.kernels(gpu, names, sig, ylo)
   return text.fill([[
 /* Elements k .. k + 7 of a tile row (row[0 .. lim - 1] valid, zeros past it) to shared memory at dst:
  * one asynchronous 16-byte copy when vec (lim and k multiples of 8), else element by element. */
@@ -377,7 +377,7 @@ ${fsig}
     const size_t n = (size_t)routed * D, step = (size_t)gridDim.x * blockDim.x;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += step) {
         const size_t s = i / D, d = i % D;
-        Y[(size_t)row_info[M + 1 + s] * D + d] = sp_f32_to_bf16(dense_acc[i]);
+        ${put}
     }
 }
 ]], {threads = THREADS, ctas = CTAS, bm = BM, bk = BK, hn = HN, yn = YN, row = ROW, yrow = YROW, grow = GROW, hstages = HSTAGES, ystages = YSTAGES,
@@ -390,7 +390,10 @@ ${fsig}
      hpipe = pipeline("            ", HSTAGES, "KT", "stage kt landed; every warp is done with the one the next load refills"),
      ypipe = pipeline("        ", YSTAGES, "nk"),
      yacc = "    " .. cuda.acc_decl(2, YN // 16):gsub("\n", "\n    "),
-     gsig = sig(names.dense_g), dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize)})
+     gsig = sig(names.dense_g), dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize),
+     put = ylo and string.format("sp_y_put(Y + (size_t)row_info[M + 1 + s] * D + d, %s + (size_t)row_info[M + 1 + s] * D + d,"
+                                 .. " dense_acc[i]);", ylo)
+       or "Y[(size_t)row_info[M + 1 + s] * D + d] = sp_f32_to_bf16(dense_acc[i]);"})
 end
 
 return M

@@ -282,6 +282,40 @@ function M.signature(name, ARGS, consts, writes)
   return head
 end
 
+-- twell-ffn's hot/cold split (consts.ylo names the pointer): a cold kernel writes its output rounded to bf16 to Y
+-- and what the rounding left to Ylo, from which the hot slice's GEMM starts (twell-ffn.lua). sp_y_rest: v less its
+-- bf16 rounding (0 where v is not finite: the output then carries it alone).
+M.ylo_device = [[
+
+__device__ __forceinline__ float sp_y_rest(float v)
+{
+    return isfinite(v) ? v - sp_bf16_to_f32(sp_f32_to_bf16(v)) : 0.0f;
+}
+__device__ __forceinline__ void sp_y_put(sp_bf16 *y, sp_bf16 *ylo, float v)
+{
+    *y = sp_f32_to_bf16(v);
+    *ylo = sp_f32_to_bf16(sp_y_rest(v));
+}
+/* 8 bf16 (o) to p: one 16-byte store when VEC (p 16-byte aligned) */
+template <bool VEC>
+__device__ __forceinline__ void sp_y_store8(sp_bf16 *p, sp_u32x4 o)
+{
+    if (VEC) {
+        *(sp_u32x4 *)p = o;
+    } else {
+        const sp_u32 v[4] = {o.x, o.y, o.z, o.w};
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) { p[2 * e] = (sp_bf16)(v[e] & 0xffffu); p[2 * e + 1] = (sp_bf16)(v[e] >> 16); }
+    }
+}
+]]
+-- y[e] (C expressions) set to the fp32 value v; with ylo (the remainder's pointer) through sp_y_put, the
+-- remainder to ylo[lo_e].
+function M.y_put(ylo, y, e, lo_e, v)
+  if ylo then return string.format("sp_y_put(%s + %s, %s + %s, %s);", y, e, ylo, lo_e, v) end
+  return string.format("%s[%s] = sp_f32_to_bf16(%s);", y, e, v)
+end
+
 -- The kernel: `split` warps per token row (c.warps / c.split rows per CTA). Each warp of a row
 -- takes every split-th entry of each batch into its own fp32 output row; the row's warps then add
 -- their rows together. split > 1 shortens the longest row's chain of gathers (a dense row has
@@ -339,7 +373,7 @@ ${gate}
             float v = 0.0f;
             #pragma unroll
             for (int q = 0; q < ${split}; ++q) v += first[(size_t)q * Dp + d];
-            out[d] = ${lostout}sp_f32_to_bf16(v);
+            ${put}
         }
     }
 }
@@ -349,7 +383,7 @@ ${gate}
                          .. (ffn and " | ((unsigned long long)Wg)" or "")) or "",
      skip = ffn and " && !(row_info[row] & 0x80000000u)" or "",
      every = ffn and "true" or "false",
-     lostout = ffn and "" or "lost ? (sp_bf16)0x7fc0u : ",
+     put = ffn and M.y_put(consts.ylo, "out", "d", "(size_t)row * D + d", "v") or "out[d] = lost ? (sp_bf16)0x7fc0u : sp_f32_to_bf16(v);",
      xstage = gated and text.fill([[
     /* the row's x in shared memory (after every warp's fp32 row), staged by the row's warps */
     sp_bf16 *xs = (sp_bf16 *)((float *)sp_smem + (size_t)${warps} * Dp) + (size_t)(warp / ${split}) * Dp;

@@ -247,6 +247,35 @@ local REG_PACK = [[
         o.x = sp_pack_bf16x2(acc[q][0], acc[q][1]); o.y = sp_pack_bf16x2(acc[q][2], acc[q][3]);
         o.z = sp_pack_bf16x2(acc[q][4], acc[q][5]); o.w = sp_pack_bf16x2(acc[q][6], acc[q][7]);]]
 
+-- twell-ffn's hot slice (lib/twell_row.lua's sp_y_rest): the output's rounding remainders to ylo, from the fp32
+-- accumulators of n chunks (below lim columns): in order (reg), or gathered through xs as the output was (regmma).
+local REG_LO = [[
+
+    #pragma unroll
+    for (int q = 0; q < ${n}; ++q) {
+        const int d = q * 256 + lane * 8;
+        if (d >= ${lim}) continue;
+        sp_u32x4 o;
+        o.x = sp_pack_bf16x2(sp_y_rest(acc[q][0]), sp_y_rest(acc[q][1]));
+        o.y = sp_pack_bf16x2(sp_y_rest(acc[q][2]), sp_y_rest(acc[q][3]));
+        o.z = sp_pack_bf16x2(sp_y_rest(acc[q][4]), sp_y_rest(acc[q][5]));
+        o.w = sp_pack_bf16x2(sp_y_rest(acc[q][6]), sp_y_rest(acc[q][7]));
+        sp_y_store8<VEC>(ylo + d, o);
+    }]]
+local MMA_LO = [[
+
+    __syncwarp();
+    #pragma unroll
+    for (int q = 0; q < ${n}; ++q)
+        #pragma unroll
+        for (int e = 0; e < 8; ++e) xs[q * 256 + sp_rmma_col(lane, e)] = sp_f32_to_bf16(sp_y_rest(acc[q][e]));
+    __syncwarp();
+    #pragma unroll
+    for (int q = 0; q < ${n}; ++q) {
+        const int d = q * 256 + lane * 8;
+        if (d < ${lim}) sp_y_store8<VEC>(ylo + d, *(const sp_u32x4 *)(xs + d));
+    }]]
+
 -- The device function (after lib/twell_row.lua's, whose sp_twell_group, sp_twell_fetch, sp_dot8, sp_fma8,
 -- sp_warp_sum and sp_ld16 it uses).
 -- The pieces every register consumer renders: x's and the rows' loads, reg's step and (regmma) the mma pieces.
@@ -322,7 +351,7 @@ template <bool VEC>
 __device__ __forceinline__ void sp_twell_rowreg(const sp_bf16 *__restrict__ x, const sp_bf16 *__restrict__ Wg,
                                                 const sp_bf16 *__restrict__ Wu, const sp_bf16 *__restrict__ Wd,
                                                 sp_bf16 *__restrict__ y, const sp_u32 *rowp, const sp_u32 *pool,
-                                                int ntiles, int W, int T, int F, int D, int lane, sp_bf16 *xs)
+                                                int ntiles, int W, int T, int F, int D, int lane, sp_bf16 *xs${lo_param})
 {
     const sp_u32x4 zero = {0u, 0u, 0u, 0u};
     float acc[SP_RNCH][8];
@@ -373,7 +402,7 @@ ${pack}
             #pragma unroll
             for (int e = 0; e < 4; ++e) { y[d + 2 * e] = (sp_bf16)(v[e] & 0xffffu); y[d + 2 * e + 1] = (sp_bf16)(v[e] >> 16); }
         }
-    }
+    }${lo_store}
 }
 ]]
 
@@ -478,7 +507,7 @@ template <bool VEC>
 __device__ __forceinline__ void sp_twell_raxpy(const sp_bf16 *__restrict__ x, const sp_bf16 *__restrict__ Wg,
                                                const sp_bf16 *__restrict__ Wu, const sp_bf16 *__restrict__ Wd,
                                                sp_bf16 *__restrict__ y, const sp_u32 *rowp, const sp_u32 *pool,
-                                               int ntiles, int W, int T, int F, int D, int B, int lane, sp_bf16 *xs)
+                                               int ntiles, int W, int T, int F, int D, int B, int lane, sp_bf16 *xs${lo_param})
 {
     const sp_u32x4 zero = {0u, 0u, 0u, 0u};
     const bool diag = (lane & 3) == (lane >> 3), hi = (lane >> 2) & 1;
@@ -550,13 +579,17 @@ __device__ __forceinline__ void sp_twell_raxpy(const sp_bf16 *__restrict__ x, co
             #pragma unroll
             for (int e = 0; e < 4; ++e) { y[d + 2 * e] = (sp_bf16)(v[e] & 0xffffu); y[d + 2 * e + 1] = (sp_bf16)(v[e] >> 16); }
         }
-    }
+    }${lo_store}
 }
 ]]
 
-function M.device(c, p)
+function M.device(c, p, ylo)
   local nch, mma = M.chunks(p), c.consumer == "regmma"
-  return text.fill(DEVICE .. (c.passes > 1 and SPLIT_DEVICE or FUSED), {nch = nch, dots = c.dots,
+  local split = c.passes > 1
+  local lo = ylo and text.fill((mma or split) and MMA_LO or REG_LO,
+                               {n = split and "SP_RNCS" or "SP_RNCH", lim = split and "B" or "D"}) or ""
+  return text.fill(DEVICE .. (split and SPLIT_DEVICE or FUSED), {nch = nch, dots = c.dots,
+      lo_param = ylo and ", sp_bf16 *__restrict__ ylo" or "", lo_store = lo,
       ncs = slice_chunks(c, p), gs = slice_dots(c, p), dl = full(c, p) and "256 * SP_RNCH" or "D",
       bl = full_slices(c, p) and "256 * SP_RNCS" or "B", mdefs = mma and text.fill(MMA_DEFS, {split = M.SPLIT}) or "", mdevice = mma and (text.fill(MMA_DEVICE, {
         pfcall = c.pf > 0 and PF_CALL or "", pfdev = c.pf > 0 and text.fill(PF_DEVICE, {pf = c.pf}) or ""})) or "",
@@ -607,18 +640,22 @@ ${sig}
     const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
     sp_bf16 *xs = (sp_bf16 *)sp_smem + (size_t)warp * 256 * SP_RNCS;
     const bool vec = ((((unsigned long long)X) | ((unsigned long long)Wg) | ((unsigned long long)Wu)
-                       | ((unsigned long long)Wd) | ((unsigned long long)Y)) & 15ull) == 0;
+                       | ((unsigned long long)Wd) | ((unsigned long long)Y)${lo_vec}) & 15ull) == 0;
     const int B = min(D - s0, 256 * SP_RNCS);
-    if (vec) sp_twell_raxpy<true>(X + (size_t)row * D, Wg, Wu, Wd + s0, out + s0, rowp, pool, ntiles, W, T, F, D, B, lane, xs);
-    else sp_twell_raxpy<false>(X + (size_t)row * D, Wg, Wu, Wd + s0, out + s0, rowp, pool, ntiles, W, T, F, D, B, lane, xs);
+    if (vec) sp_twell_raxpy<true>(X + (size_t)row * D, Wg, Wu, Wd + s0, out + s0, rowp, pool, ntiles, W, T, F, D, B, lane, xs${lo_arg});
+    else sp_twell_raxpy<false>(X + (size_t)row * D, Wg, Wu, Wd + s0, out + s0, rowp, pool, ntiles, W, T, F, D, B, lane, xs${lo_arg});
 }
 ]]
 
 function M.kernel(name, c, p, ARGS, consts, dot_name)
+  -- twell-ffn's hot slice: the rounding remainders' row (consts.ylo, lib/twell_row.lua), in the 16-byte test too
+  local ylo = consts.ylo
+  local lo_vec = ylo and (" | ((unsigned long long)" .. ylo .. ")") or ""
   if c.passes > 1 then
     return text.fill(SPLIT_KERNELS, {threads = 32 * c.warps, warps = c.warps, passes = c.passes,
       sig = row.signature(name, ARGS, consts), dsig = row.signature(dot_name, ARGS, consts, true),
-      dbad = full(c, p) and "D != 256 * SP_RNCH" or "D > 256 * SP_RNCH || D % 8 != 0"})
+      dbad = full(c, p) and "D != 256 * SP_RNCH" or "D > 256 * SP_RNCH || D % 8 != 0",
+      lo_vec = lo_vec, lo_arg = ylo and (", " .. ylo .. " + (size_t)row * D + s0") or ""})
   end
   return text.fill([[
 extern "C" __global__ void __launch_bounds__(${threads})
@@ -636,12 +673,13 @@ ${sig}
     const sp_u32 *rowp = packed + (size_t)row * ntiles * W;
     sp_bf16 *xs = (sp_bf16 *)sp_smem + (size_t)warp * 256 * SP_RNCH;
     const bool vec = ((((unsigned long long)X) | ((unsigned long long)Wg) | ((unsigned long long)Wu)
-                       | ((unsigned long long)Wd) | ((unsigned long long)Y)) & 15ull) == 0;
-    if (vec) sp_twell_rowreg<true>(X + (size_t)row * D, Wg, Wu, Wd, out, rowp, pool, ntiles, W, T, F, D, lane, xs);
-    else sp_twell_rowreg<false>(X + (size_t)row * D, Wg, Wu, Wd, out, rowp, pool, ntiles, W, T, F, D, lane, xs);
+                       | ((unsigned long long)Wd) | ((unsigned long long)Y)${lo_vec}) & 15ull) == 0;
+    if (vec) sp_twell_rowreg<true>(X + (size_t)row * D, Wg, Wu, Wd, out, rowp, pool, ntiles, W, T, F, D, lane, xs${lo_arg});
+    else sp_twell_rowreg<false>(X + (size_t)row * D, Wg, Wu, Wd, out, rowp, pool, ntiles, W, T, F, D, lane, xs${lo_arg});
 }
 ]], {threads = 32 * c.warps, warps = c.warps, sig = row.signature(name, ARGS, consts),
-      dbad = full(c, p) and "D != 256 * SP_RNCH" or "D > 256 * SP_RNCH || D % 8 != 0"})
+      dbad = full(c, p) and "D != 256 * SP_RNCH" or "D > 256 * SP_RNCH || D % 8 != 0",
+      lo_vec = lo_vec, lo_arg = ylo and (", " .. ylo .. " + (size_t)row * D") or ""})
 end
 
 return M

@@ -264,7 +264,7 @@ ${lost}
             for (int c = 0; c < 4; ++c) {
                 const int t = g + 8 * (c >> 1), d = base + 64 * hh + 16 * q + 8 * (c & 1) + jj;
                 if (r0 + t < M && d < D${keep})
-                    Y[(size_t)(r0 + t) * D + d] = ${lostout}sp_f32_to_bf16(acc[hh * 8 + jj][c]);
+                    ${put}
             }
 }
 ]], {maxthreads = 32 * M.warps(M.MAX_D), sig = row.signature(name, ARGS, consts),
@@ -286,7 +286,8 @@ ${lost}
                 }]] or [[
                 if (lane == 0) atomicOr(lostrows, 1u << t);]],
      keep = ffn and " && !(row_info[r0 + t] & 0x80000000u)" or "",
-     lostout = ffn and "" or "((*lostrows >> t) & 1u) ? (sp_bf16)0x7fc0u : "})
+     put = ffn and row.y_put(consts.ylo, "Y", "(size_t)(r0 + t) * D + d", "(size_t)(r0 + t) * D + d", "acc[hh * 8 + jj][c]")
+       or "Y[(size_t)(r0 + t) * D + d] = ((*lostrows >> t) & 1u) ? (sp_bf16)0x7fc0u : sp_f32_to_bf16(acc[hh * 8 + jj][c]);"})
 end
 
 return M

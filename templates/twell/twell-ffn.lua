@@ -14,7 +14,10 @@
 -- H = h/8 of the neurons (rounded up to whole tiles) then run as a dense slice on tensor cores for
 -- every token: the producer writes their relu(gate) to hot_h instead of packing it, hot_up multiplies
 -- it by X Wu[:H]^T in its epilogue, hot_y adds hot_h Wd[:H] to Y after the sparse part wrote it. The
--- cold remainder goes through the sparse consumer and the dense path as before. hot = 8 is the dense
+-- cold remainder goes through the sparse consumer and the dense path as before, each writing its output
+-- rounded to bf16 to Y and what the rounding left to Ylo (after hot_h in its workspace); hot_y's
+-- accumulators start from their sum, so Y is rounded once, as the dense layer's is (two roundings lost
+-- a heavy token's output where its hot and cold parts were large and cancelled). hot = 8 is the dense
 -- layer (no sparse part); hot = 0 the sparse pipeline alone. A problem with order=1 declares that
 -- order (the harness then gives every configuration such weights).
 -- Exact for any workspace: a tile that overflows its slots when the pool is full is marked lost and
@@ -61,12 +64,10 @@ local HOT = {{name = "hot", values = {0, 1, 2, 4, 8}, default = 0,
                 .. " sptune_twell_hot_order) run as a dense tensor-core slice for every token, the rest sparse;"
                 .. " 0: all sparse, 8: the dense layer"}}
 -- after every earlier parameter: configurations recorded before it keep their text (and take its default)
-local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong", "bulk"}, default = "staged", added = true,
+local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong"}, default = "staged", added = true,
                    doc = "the hot slice's two GEMMs: the producer's tiles, store warps draining each staged tile"
-                     .. " (3 stages beside it), or ping-pong warpgroups on 128 x 128 tiles combining straight from"
-                     .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop);"
-                     .. " bulk: staged, hot_y's sum into Y done by the copy engine in L2 (a bulk reduction a row,"
-                     .. " sm_90 and later) instead of the store warps' loads and stores"}}
+                     .. " (3 stages beside it), or ping-pong warpgroups on 128 x 128 tiles storing straight from"
+                     .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop)"}}
 -- Programmatic dependent launch: between the pipeline's kernels the GPU otherwise idles while it drains one
 -- kernel and launches the next (46 us of 1113 a call at d=2048, M=16384 over nine kernels: bench/RESULTS.md).
 -- pdl = 2: each kernel opens with griddepcontrol.wait and is launched before the one ahead of it has finished; the
@@ -100,8 +101,10 @@ constraints[#constraints + 1] = {why = "consumer=row or tile: warps >= 4, dots >
   check = function(c) return rowreg.is(c) or (c.warps >= 4 and c.dots >= 4) end}
 
 -- The hot slice's width for configuration c on a layer of F neurons: hot/8 of F rounded up to whole
--- tiles (so that the cold tiles stay aligned), at most F. The same expression sizes hot_h below.
+-- tiles (so that the cold tiles stay aligned), at most F. The same expression sizes hot_h below, which
+-- beside a sparse part (0 < hot < 8) also holds Ylo (M x D) after the slice's M x H.
 local HOT_COLS = "min(F, cdiv(F * hot, 8 * bn) * bn)"
+local HOT_WORDS = HOT_COLS .. " + min(min(hot, 8 - hot), 1) * D"
 local function hot_cols(c, F)
   return math.min(F, (F * c.hot + 8 * c.bn - 1) // (8 * c.bn) * c.bn)
 end
@@ -153,8 +156,9 @@ local ARGS = {a.X, a.Wg,
               -- typical: the described heavy tokens with half again as many, and 1/64 of the batch besides
               {name = "dense_capacity", type = "i32", role = "scalar", doc = "tokens the dense path may take",
                typical = "min(M, cdiv(M, 64) + 16 + cdiv(M * dense * 3, 200))", bound = "M"},
-              {name = "hot_h", type = "bf16", role = "workspace", shape = {"M", HOT_COLS},
-               doc = "the hot slice's gated activations (empty when hot = 0)"},
+              {name = "hot_h", type = "bf16", role = "workspace", shape = {"M", HOT_WORDS},
+               doc = "the hot slice's gated activations, then (0 < hot < 8) the cold part's rounding remainder"
+                 .. " (empty when hot = 0)"},
               {name = "M", type = "i32", role = "dim"}, {name = "F", type = "i32", role = "dim"},
               {name = "D", type = "i32", role = "dim"}}
 
@@ -253,46 +257,40 @@ constraints[#constraints + 1] = {
   check = function(c, gpu) return c.hot == 0 or c.mainloop ~= "wgmma" or hot_config(c, gpu) ~= nil end}
 constraints[#constraints + 1] = {why = "hotloop=pingpong: a hot slice (hot > 0) on the wgmma + TMA kernels",
   check = function(c) return c.hotloop ~= "pingpong" or (c.hot > 0 and c.mainloop == "wgmma" and c.load == "tma") end}
--- hot = 8 stores Y (nothing to add to); the bulk reduction is sm_90's
-constraints[#constraints + 1] = {why = "hotloop=bulk: a hot slice beside a sparse part (0 < hot < 8) on the wgmma + TMA"
-  .. " kernels (sm_90 and later)",
-  check = function(c, gpu)
-    return c.hotloop ~= "bulk" or (c.hot > 0 and c.hot < 8 and c.mainloop == "wgmma" and c.load == "tma" and gpu.cc >= 90)
-  end}
-
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
--- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y (+)= hot_h Wd[:H], Wd read
--- MN-major (added to what the sparse part wrote when `add`, else stored).
+-- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y = hot_h Wd[:H], Wd read MN-major, its
+-- accumulators starting (`add`: beside a sparse part) from Y + Ylo, what the cold part wrote.
 local function hot_kernels(c, n, H, add, producer)
   local kparams = args.params(ARGS, wgmma.kernel_params(c))
   local pp = wgmma.pingpong(c)   -- hotloop = pingpong: the combine from the accumulators, no store warps
   local threads = mainloop.persistent_threads(c, pp and 0 or HOT_STORERS)
   -- a GEMM of A (rows x K) against B (N x K, or K x N with b_mn), both read by the copy engine; body: its persistent
   -- kernel (lib/mainloop.lua)
-  local function kernel(name, A, B, N, K, body)
+  local function kernel(name, A, B, N, K, body, ylo)
     return mainloop.kernel(threads, name, kparams, text.fill([[
     const sp_bf16 *__restrict__ A = ${A}, *__restrict__ B = ${B};
     const int N = ${N}, K = ${K};
-    (void)A; (void)B; /* read through the tensor maps */]], {A = A, B = B, N = N, K = K}) .. "\n" .. body)
+    (void)A; (void)B; /* read through the tensor maps */${ylo}]], {A = A, B = B, N = N, K = K, ylo = ylo or ""})
+      .. "\n" .. body)
   end
+  local init = add and function(d) return epilogue.init_regs(d, c, "Y", "Ylo") end or nil
+  local ylo = add and "\n    const sp_bf16 *__restrict__ Ylo = hot_h + (size_t)M * (" .. H .. ");" or nil
   if pp then
-    local function body(b_mn, dst, op)
-      return mainloop.persistent(c, {drainers = 0, staging = 0, b_mn = b_mn,
+    local function body(b_mn, dst, op, first)
+      return mainloop.persistent(c, {drainers = 0, staging = 0, b_mn = b_mn, init = first,
                                      stage = function(d) return epilogue.combine_regs(d, c, dst, op) end})
     end
     return wgmma.device_more(produce.loop_config(producer), c) .. wgmma.device_mn(c)
       .. kernel(n.hot_up, "X", "Wu", H, "D", body(false, "hot_h", "mul"))
-      .. kernel(n.hot_y, "hot_h", "Wd", "D", H, body(true, "Y", add and "add" or "store"))
+      .. kernel(n.hot_y, "hot_h", "Wd", "D", H, body(true, "Y", "store", init), ylo)
   end
   local STORERS = HOT_STORERS   -- the drains' row step, the kernel's warps and the launch agree on it
-  local bulk = add and c.hotloop == "bulk"
-  local y_drain = bulk and epilogue.bulk_add_rows(c, "pw", STORERS, "Y")
-                  or add and epilogue.combine_rows(c, "pw", STORERS, "Y", "add")
-                  or "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS)
-  return wgmma.device_mn(c) .. (bulk and epilogue.bulk_add_device or "")
+  return wgmma.device_mn(c)
     .. kernel(n.hot_up, "X", "Wu", H, "D",
               mainloop.store_body(c, epilogue.combine_rows(c, "pw", STORERS, "hot_h", "mul"), false, STORERS))
-    .. kernel(n.hot_y, "hot_h", "Wd", "D", H, mainloop.store_body(c, y_drain, true, STORERS, bulk))
+    .. kernel(n.hot_y, "hot_h", "Wd", "D", H,
+              mainloop.store_body(c, "        sp_bf16 *const C = Y;\n" .. epilogue.store_rows(c, "pw", STORERS), true,
+                                  STORERS, init), ylo)
 end
 
 return {
@@ -350,7 +348,10 @@ return {
     const int H = ${H}, F = F_all - H;
     const sp_bf16 *__restrict__ Wg = Wg_all + (size_t)H * D, *__restrict__ Wu = Wu_all + (size_t)H * D;
     const sp_bf16 *__restrict__ Wd = Wd_all + (size_t)H * D;
-    (void)F; (void)Wg; (void)Wu; (void)Wd;]], {H = hot_cols_c(c, "F_all")})
+    (void)F; (void)Wg; (void)Wu; (void)Wd;${ylo}]], {H = hot_cols_c(c, "F_all"), ylo = c.hot < 8 and
+        "\n    sp_bf16 *__restrict__ Ylo = hot_h + (size_t)M * H;   /* the cold part's rounding remainder */\n    (void)Ylo;"
+        or ""})
+      if c.hot < 8 then consts.ylo = "Ylo" end
     end
     local function sig(name) return row.signature(name, kargs, consts) end
     local has = {}
@@ -359,9 +360,10 @@ return {
     if has.consume then
       local consume
       if c.consumer == "tile" then consume = tile.kernel(n.consume, kargs, consts, true)
-      elseif rowreg.is(c) then consume = rowreg.device(c, p) .. rowreg.kernel(n.consume, c, p, kargs, consts, n.consume_dot)
+      elseif rowreg.is(c) then consume = rowreg.device(c, p, consts.ylo) .. rowreg.kernel(n.consume, c, p, kargs, consts, n.consume_dot)
       else consume = row.kernel(n.consume, c, true, kargs, consts, true) end
-      sparse = text.lines({row.device(c) .. ((c.consumer == "tile" or has.dense_h) and tile.device() or ""), consume})
+      sparse = text.lines({row.device(c) .. (consts.ylo and row.ylo_device or "")
+                             .. ((c.consumer == "tile" or has.dense_h) and tile.device() or ""), consume})
     end
     local src = text.fill([[
 ${prelude}${pdl}
@@ -373,7 +375,7 @@ ${hot}]], {prelude = cuda.prelude, pdl = c.pdl > 0 and PDL_DEVICE or "",
      route = c.route >= 0 and epilogue.twell_route_device or "",
      pdevice = produce.device(c), sparse = sparse,
      producer = produce.kernel(c, n.produce, ARGS, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil),
-     dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(gpu, n, sig) or ""),
+     dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(gpu, n, sig, consts.ylo) or ""),
      -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
      hot = has.hot_up and hot_kernels(hot_config(c, gpu), n, hot_cols_c(c, "F"), has.consume, c) or ""})
     return c.pdl == 0 and src or pdl_insert(src, ordered_names(c))
