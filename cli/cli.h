@@ -86,6 +86,7 @@ typedef struct cli_gpu_run {
     int jobs;
     char exe[4096];       /* this program, executed again as the worker */
     const char *data, *data_names; /* tune --data: the layer's own tensors (NULL: drawn data) */
+    int from_default;     /* tune --start default: the search ignores what is served now (shipped results too) */
 } cli_gpu_run;
 int cli_gpu_run_opts(cli_cmd *cmd, cli_gpu_run *g);
 

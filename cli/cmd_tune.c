@@ -31,7 +31,7 @@ static sptune_status gpu_evaluate(void *ud, const sp_config *c, sp_eval *out)
     return st;
 }
 
-typedef struct progress_state { int tty, quiet; double last_print; } progress_state;
+typedef struct progress_state { int tty, quiet; double last_print; const sp_prebuild *pb; } progress_state;
 
 static void show_progress(const sp_tune_progress *p, void *ud)
 {
@@ -45,17 +45,27 @@ static void show_progress(const sp_tune_progress *p, void *ud)
     if (isfinite(p->best_ms) && p->best_energy_j > 0)
         snprintf(best + strlen(best), sizeof best - strlen(best), " %.4g J", p->best_energy_j);
     const double rate = p->elapsed_s > 0 ? 60.0 * (double)p->measured / p->elapsed_s : 0;   /* measured a minute */
+    /* the builders' count ahead of measurement (the kernels the worker finds in the cache) */
+    long long planned, built, bfail;
+    sp_prebuild_counts(ps->pb, &planned, &built, &bfail);
+    char ahead[96] = "";
+    if (planned > 0 && bfail)
+        snprintf(ahead, sizeof ahead, "%lld/%lld compiled ahead (%lld of them failed)", built + bfail, planned, bfail);
+    else if (planned > 0)
+        snprintf(ahead, sizeof ahead, "%lld/%lld compiled ahead", built, planned);
     if (ps->tty) {
         char bar[31];
         int fill = (int)(frac * 30);
         for (int i = 0; i < 30; i++) bar[i] = i < fill ? '#' : '.';
         bar[30] = 0;
-        fprintf(stderr, "\r[%s] %lld/%lld  best %s  %.0f a minute, %.0fs elapsed, ETA %.0fs (%s)   ", bar, p->done,
-                p->total, best, rate, p->elapsed_s, p->eta_s, p->eta_by_budget ? "end of the budget" : "end of the space");
+        fprintf(stderr, "\r[%s] %lld/%lld drawn%s%s, %lld measured (%.0f a minute), %lld failed  best %s  %.0fs elapsed, "
+                "ETA %.0fs (%s)   ", bar, p->done, p->total, *ahead ? ", " : "", ahead, p->measured, rate, p->failed, best,
+                p->elapsed_s, p->eta_s, p->eta_by_budget ? "end of the budget" : "end of the space");
     } else if (p->elapsed_s - ps->last_print >= 10 || p->done == p->total) {
         ps->last_print = p->elapsed_s;
-        fprintf(stderr, "%lld/%lld done (%lld measured, %.0f a minute; %lld resumed, %lld failed), best %s, %.0fs elapsed, "
-                "ETA %.0fs\n", p->done, p->total, p->measured, rate, p->resumed, p->failed, best, p->elapsed_s, p->eta_s);
+        fprintf(stderr, "%lld/%lld drawn%s%s, %lld measured (%.0f a minute), %lld resumed, %lld failed; best %s, %.0fs "
+                "elapsed, ETA %.0fs\n", p->done, p->total, *ahead ? ", " : "", ahead, p->measured, rate, p->resumed,
+                p->failed, best, p->elapsed_s, p->eta_s);
     }
 }
 
@@ -172,7 +182,7 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
        it */
     sp_config served;
     char *why = NULL;
-    const int have_served = served_config(t, g, key, db, cache, &served, &why);
+    const int have_served = !g->from_default && served_config(t, g, key, db, cache, &served, &why);
     if ((st = search_space(t, g, p, have_served ? &served : NULL, opts->seed, quiet, &out->space)) != SPTUNE_OK) {
         free(why);
         free(key);
@@ -223,7 +233,7 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     sp_eval_env(&g->gpu, &env);
     gpu_backend gb = {worker, out->baseline_ms, out->baseline_energy_j};
     sp_tune_backend be = {&gb, gpu_evaluate};
-    progress_state ps = {isatty(2), quiet, -1e9};
+    progress_state ps = {isatty(2), quiet, -1e9, pb};
     sp_tune_opts o = *opts;
     o.first = have_served ? index_in(&out->space, &served) : -1;
     if (o.first >= 0 && !quiet) fprintf(stderr, "starting from the configuration served now (%s)\n", why ? why : "");
@@ -307,6 +317,10 @@ int cmd_tune(cli_cmd *cmd, int npos, char **pos)
     if ((rc = cli_gpu_run_opts(cmd, &run))) return rc;
     run.data = cli_get(cmd, "data");
     run.data_names = cli_get(cmd, "tensors");
+    const char *start = cli_get(cmd, "start");
+    if (start && strcmp(start, "served") != 0 && strcmp(start, "default") != 0)
+        return cli_usage_error(cmd->name, "unknown --start '%s' (served, default)", start);
+    run.from_default = start && !strcmp(start, "default");
     const char *g = cli_get(cmd, "gpu");
     if ((rc = cli_gpu_target(cmd->name, g ? g : "auto", 1, &gpu, &ordinal))) return rc;
     sp_template *t = NULL;

@@ -56,6 +56,9 @@ static cli_opt tune_opts[] = {
     {"order", "0|1", "--data: 1 to tune the layer with its neurons laid out by sptune_twell_hot_order (default 0)", NULL},
     {"gpu", "G", "GPU: auto (default) or a profile present on this machine", NULL},
     {"strategy", "NAME", "exhaustive, random or descent (default: descent)", NULL},
+    {"start", "FROM", "where the search starts: served (default: what the runtime API serves now, shipped results "
+                      "included, measured first) or default (the template's default alone: what the search finds on "
+                      "its own, as on a GPU nothing was measured on)", NULL},
     {"objective", "NAME", "what the search minimizes: time (default), energy (joules per call, NVML) or edp (their product); the runtime API serves the fastest", NULL},
     {"budget", "B", "stop after a time (15m, 90s, 2h) or a number of new measurements (300evals)", NULL},
     {"seed", "S", "seed of the strategy (default 1)", NULL},

@@ -358,7 +358,8 @@ static void check_pdl(void)
 
 /* The hot slice beside a sparse part (0 < hot < 8) rounds Y once: every cold kernel that writes Y also writes what the
  * rounding left to Ylo (after hot_h's slice in its workspace, which the declared shape makes room for), and hot_y's
- * accumulators start from Y + Ylo, its drain storing (not adding); with hot 0 or 8 nothing of it is emitted (those
+ * accumulators start from Y + Ylo (staged; ping-pong: added in the epilogue), its drain storing (not adding); with
+ * hot 0 or 8 nothing of it is emitted (those
  * kernels keep their text). Every consumer kind and both hot loops; hotloop = bulk (the copy engine adding a rounded
  * tile) is gone; compiled for sm_90a. */
 static void check_hot_remainder(void)
@@ -393,8 +394,10 @@ static void check_hot_remainder(void)
                       cases[i].config);
         } else {
             CHECK_MSG(hot_y && strstr(k.stage[last].kernel, "hot_y"), "%s: hot_y last", cases[i].config);
-            CHECK_MSG(hot_y && strstr(hot_y, "sp_bf16_to_f32((Y)[at + col + e]) + sp_bf16_to_f32((Ylo)[at + col + e])"),
-                      "%s: hot_y does not start from Y + Ylo", cases[i].config);
+            const char *sum = strstr(cases[i].config, "pingpong") ? "+= sp_bf16_to_f32((Y)[at + col + e])"
+                                                                   : "= sp_bf16_to_f32((Y)[at + col + e])";
+            CHECK_MSG(hot_y && strstr(hot_y, sum) && strstr(hot_y, "sp_bf16_to_f32((Ylo)[at + col + e])"),
+                      "%s: hot_y does not add Y + Ylo (%s)", cases[i].config, sum);
             /* the cold writers: the consumer, and the dense path's finalize */
             for (int s = 0; s < last; s++) {
                 const char *at = kernel_at(&k, s), *end = at ? strstr(at, "extern \"C\" __global__") : NULL;

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/prctl.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -17,6 +18,8 @@
 struct sp_prebuild {
     int n;
     pid_t pids[32];
+    long long planned;
+    long long *counts;   /* shared with the builders: [0] built (or found in the cache), [1] failed */
 };
 
 int sp_prebuild_default_jobs(void)
@@ -62,6 +65,10 @@ sptune_status sp_prebuild_start(sp_template *t, const sp_gpu_profile *gpu, const
     if (st != SPTUNE_OK) return st;
     sp_prebuild *pb = calloc(1, sizeof *pb);
     if (!pb) { free(order); return sp_fail(SPTUNE_ERR_NOMEM, "out of memory"); }
+    /* the builders' tallies, for the progress line (none when the mapping fails: the builds still happen) */
+    void *shared = mmap(NULL, 2 * sizeof(long long), PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
+    pb->counts = shared == MAP_FAILED ? NULL : shared;
+    pb->planned = n;
     if (jobs > 32) jobs = 32;
     if (jobs > n) jobs = (int)n;
     fflush(NULL);
@@ -76,9 +83,10 @@ sptune_status sp_prebuild_start(sp_template *t, const sp_gpu_profile *gpu, const
             for (long long k = j; k < n; k += jobs) {
                 sp_kernel_src src;
                 sp_cubin cub;
-                if (sp_variant_build(t, &space->v[order[k]], gpu, p, cache, &src, &cub) == SPTUNE_OK)
-                    sp_kernel_src_free(&src);
+                const int ok = sp_variant_build(t, &space->v[order[k]], gpu, p, cache, &src, &cub) == SPTUNE_OK;
+                if (ok) sp_kernel_src_free(&src);
                 sp_cubin_free(&cub);
+                if (pb->counts) __atomic_fetch_add(&pb->counts[ok ? 0 : 1], 1, __ATOMIC_RELAXED);
             }
             _exit(0); /* no atexit handlers: the parent's database and files are its own */
         }
@@ -98,7 +106,15 @@ static void reap(sp_prebuild *pb, int kill_first)
         int st;
         while (waitpid(pb->pids[j], &st, 0) < 0 && errno == EINTR) {}
     }
+    if (pb->counts) munmap(pb->counts, 2 * sizeof(long long));
     free(pb);
+}
+
+void sp_prebuild_counts(const sp_prebuild *pb, long long *planned, long long *built, long long *failed)
+{
+    *planned = pb ? pb->planned : 0;
+    *built = pb && pb->counts ? __atomic_load_n(&pb->counts[0], __ATOMIC_RELAXED) : 0;
+    *failed = pb && pb->counts ? __atomic_load_n(&pb->counts[1], __ATOMIC_RELAXED) : 0;
 }
 
 void sp_prebuild_wait(sp_prebuild *pb) { reap(pb, 0); }

@@ -23,6 +23,9 @@ int sp_prebuild_default_jobs(void);
 sptune_status sp_prebuild_start(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
                                 const sp_configs *space, sp_search_kind kind, unsigned long long seed,
                                 long long limit, sp_cache *cache, int jobs, sp_prebuild **out);
+/* What the builders were given (planned) and have done so far: built (or found in the cache) and failed; all 0
+ * for NULL. */
+void sp_prebuild_counts(const sp_prebuild *pb, long long *planned, long long *built, long long *failed);
 /* Waits for every builder to finish its share, then frees pb (NULL is fine). */
 void sp_prebuild_wait(sp_prebuild *pb);
 /* Stops the builders still running (a build cut short leaves nothing in the cache: its

@@ -145,12 +145,12 @@ function M.combine_rows(c, first, step, dst, op)
         }]], {first = first, step = step, bm = c.bm, bn = c.bn, row = c.bn + 8, dst = dst, f = f})
 end
 
--- A persistent kernel's tile accumulators (lib/mainloop.lua's x.init) set to hi + lo, two bf16 matrices of M x N,
--- row-major (twell-ffn's hot_y: Y and Ylo, the cold part's output and its rounding remainder): the tile's GEMM adds
--- to their fp32 sum and its epilogue rounds once. Pairs of columns as 4-byte words where N is even and both are
--- 4-byte aligned (element-wise otherwise), every load of the tile issued before the main loop needs any. Expects in
--- scope: acc, t, n0, M, N, lane, warp.
-function M.init_regs(d, c, hi, lo)
+-- A persistent kernel's tile accumulators set to (op "=": lib/mainloop.lua's x.init, before the main loop) or
+-- increased by (op "+=": in the epilogue, from the registers) hi + lo, two bf16 matrices of M x N, row-major
+-- (twell-ffn's hot_y: Y and Ylo, the cold part's output and its rounding remainder), so that the sum is rounded
+-- once. Pairs of columns as 4-byte words where N is even and both are 4-byte aligned (element-wise otherwise).
+-- Expects in scope: acc, t, n0, M, N, lane, warp.
+function M.add_regs(d, c, hi, lo, op)
   return text.fill([[
         {
             const int m0 = SP_PID_M(t) * ${bm}, q = lane & 3;
@@ -168,17 +168,17 @@ function M.init_regs(d, c, hi, lo)
                         if (pair) {
                             if (n0 + col >= N) continue;
                             const sp_u32 a = *(const sp_u32 *)((${hi}) + at + col), b = *(const sp_u32 *)((${lo}) + at + col);
-                            acc[i][j][2 * h] = __uint_as_float(a << 16) + __uint_as_float(b << 16);
-                            acc[i][j][2 * h + 1] = __uint_as_float(a & 0xffff0000u) + __uint_as_float(b & 0xffff0000u);
+                            acc[i][j][2 * h] ${op} __uint_as_float(a << 16) + __uint_as_float(b << 16);
+                            acc[i][j][2 * h + 1] ${op} __uint_as_float(a & 0xffff0000u) + __uint_as_float(b & 0xffff0000u);
                         } else {
                             #pragma unroll
                             for (int e = 0; e < 2; ++e)
                                 if (n0 + col + e < N)
-                                    acc[i][j][2 * h + e] = sp_bf16_to_f32((${hi})[at + col + e]) + sp_bf16_to_f32((${lo})[at + col + e]);
+                                    acc[i][j][2 * h + e] ${op} sp_bf16_to_f32((${hi})[at + col + e]) + sp_bf16_to_f32((${lo})[at + col + e]);
                         }
                     }
                 }
-        }]], {bm = c.bm, mt = d.mt, nt = d.nt, arow = d.acc_row, hi = hi, lo = lo})
+        }]], {bm = c.bm, mt = d.mt, nt = d.nt, arow = d.acc_row, hi = hi, lo = lo, op = op})
 end
 
 -- The same straight from the accumulators of a persistent kernel's warpgroup (lib/mainloop.lua's x.stage; with

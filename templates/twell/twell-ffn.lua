@@ -258,8 +258,9 @@ constraints[#constraints + 1] = {
 constraints[#constraints + 1] = {why = "hotloop=pingpong: a hot slice (hot > 0) on the wgmma + TMA kernels",
   check = function(c) return c.hotloop ~= "pingpong" or (c.hot > 0 and c.mainloop == "wgmma" and c.load == "tma") end}
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
--- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y = hot_h Wd[:H], Wd read MN-major, its
--- accumulators starting (`add`: beside a sparse part) from Y + Ylo, what the cold part wrote.
+-- hot_up: hot_h = hot_h (.) X Wu[:H]^T (hot_h held relu(gate)); hot_y: Y = hot_h Wd[:H], Wd read MN-major, plus
+-- (`add`: beside a sparse part) Y + Ylo, what the cold part wrote: staged, the accumulators start from it (the store
+-- warps hold bf16 tiles); with ping-pong warpgroups each adds it in its epilogue while the other multiplies.
 local function hot_kernels(c, n, H, add, producer)
   local kparams = args.params(ARGS, wgmma.kernel_params(c))
   local pp = wgmma.pingpong(c)   -- hotloop = pingpong: the combine from the accumulators, no store warps
@@ -273,16 +274,17 @@ local function hot_kernels(c, n, H, add, producer)
     (void)A; (void)B; /* read through the tensor maps */${ylo}]], {A = A, B = B, N = N, K = K, ylo = ylo or ""})
       .. "\n" .. body)
   end
-  local init = add and function(d) return epilogue.init_regs(d, c, "Y", "Ylo") end or nil
+  local init = add and function(d) return epilogue.add_regs(d, c, "Y", "Ylo", "=") end or nil
   local ylo = add and "\n    const sp_bf16 *__restrict__ Ylo = hot_h + (size_t)M * (" .. H .. ");" or nil
   if pp then
-    local function body(b_mn, dst, op, first)
-      return mainloop.persistent(c, {drainers = 0, staging = 0, b_mn = b_mn, init = first,
-                                     stage = function(d) return epilogue.combine_regs(d, c, dst, op) end})
+    local function body(b_mn, dst, op, cold)
+      return mainloop.persistent(c, {drainers = 0, staging = 0, b_mn = b_mn, stage = function(d)
+        return (cold and epilogue.add_regs(d, c, "Y", "Ylo", "+=") .. "\n" or "") .. epilogue.combine_regs(d, c, dst, op)
+      end})
     end
     return wgmma.device_more(produce.loop_config(producer), c) .. wgmma.device_mn(c)
       .. kernel(n.hot_up, "X", "Wu", H, "D", body(false, "hot_h", "mul"))
-      .. kernel(n.hot_y, "hot_h", "Wd", "D", H, body(true, "Y", "store", init), ylo)
+      .. kernel(n.hot_y, "hot_h", "Wd", "D", H, body(true, "Y", "store", add), ylo)
   end
   local STORERS = HOT_STORERS   -- the drains' row step, the kernel's warps and the launch agree on it
   return wgmma.device_mn(c)
