@@ -587,11 +587,22 @@ sptune_status sp_sf_adopt(unsigned char *image, size_t size, const char *name, s
         st = sp_fail(SPTUNE_ERR_INVALID, "%s: chunk offsets do not span the extras", name);
         goto fail;
     }
-    out->stats.nonzeros = (long long)get64(h + H_NNZ);
-    out->stats.tc = (long long)get64(h + H_TC);
-    out->stats.filled = (long long)get64(h + H_FILLED);
-    out->stats.residual = (long long)get64(h + H_RESID);
-    out->stats.max_chunk_extras = (long long)get64(h + H_MAXX);
+    /* the header's tallies (outside the checksum): every nonzero in one layer, none past the matrix or the extras */
+    const uint64_t nnz = get64(h + H_NNZ), tc = get64(h + H_TC), filled = get64(h + H_FILLED),
+                   resid = get64(h + H_RESID), maxx = get64(h + H_MAXX);
+    if (nnz / (uint64_t)out->K > (uint64_t)out->M || tc > nnz || filled > nnz - tc || resid != nnz - tc - filled ||
+        maxx > extra || (out->params.layout == SP_SF_BITMAP && nnz > extra / 2)) {
+        st = sp_fail(SPTUNE_ERR_INVALID, "%s: damaged header (%llu nonzeros: %llu, %llu and %llu in the layers, chunks "
+                     "of up to %llu extra bytes, in a %lld x %lld matrix)", name, (unsigned long long)nnz,
+                     (unsigned long long)tc, (unsigned long long)filled, (unsigned long long)resid,
+                     (unsigned long long)maxx, out->M, out->K);
+        goto fail;
+    }
+    out->stats.nonzeros = (long long)nnz;
+    out->stats.tc = (long long)tc;
+    out->stats.filled = (long long)filled;
+    out->stats.residual = (long long)resid;
+    out->stats.max_chunk_extras = (long long)maxx;
     out->image = image;
     byte_stats(out);
     return SPTUNE_OK;

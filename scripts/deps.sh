@@ -4,7 +4,8 @@
 set -euo pipefail
 
 need=()
-for pkg in liblua5.4-dev libsqlite3-dev cmake gcc make pkg-config python3; do
+# SPTUNE_DEPS_EXTRA: more packages a caller needs (the test command: clang, for the fuzz target)
+for pkg in liblua5.4-dev libsqlite3-dev cmake gcc make pkg-config python3 ${SPTUNE_DEPS_EXTRA:-}; do
   dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null | grep -q "install ok installed" || need+=("$pkg")
 done
 if [ ${#need[@]} -gt 0 ]; then
