@@ -31,8 +31,8 @@ typedef struct ffn_state {
     sp_twell_out o;                  /* the producer's output, the consumer's input */
     CUdeviceptr row_info, dense_h, dense_acc; /* the dense path's workspace, for dense_rows rows */
     int dense_cap, dense_rows;
-    CUdeviceptr hot_h;               /* the hot slice's activations: M x hot_cols, hot_alloc elements */
-    long long hot_cols, hot_alloc;
+    CUdeviceptr hot_h;               /* the hot slice's activations (M x hot_cols), then Ylo where it has one */
+    long long hot_cols, hot_alloc, hot_used;   /* the slice's columns; elements allocated; the configuration's */
     sp_problem prob;
     CUdeviceptr X, Wg, Wu, Wd, Y, Gb, Ub, Ybase, R32, Wd32, Yref;
     CUdeviceptr Wp[3];               /* Wg, Wu, Wd in calibrated order (order = 1): those bound then */
@@ -238,7 +238,10 @@ static sptune_status ffn_bind(void *p, const sp_template *t, const sp_config *c)
         sp_config_vars(t, c, &g->prob, &v);
         if ((st = sp_arg_elements(sp_template_arg(t, ai), &v, &hot)) != SPTUNE_OK) return st;
     }
-    g->hot_cols = hot / g->M;
+    /* its slice's columns (beside a sparse part, 0 < hot < 8, the cold part's rounding remainder, M x D, follows) */
+    const long long h = sp_config_int(t, c, "hot");
+    g->hot_cols = hot / g->M - (h > 0 && h < 8 ? g->D : 0);
+    g->hot_used = hot;
     if (!g->hot_h || hot > g->hot_alloc) {
         sp_bench_free(g->hot_h);
         g->hot_h = 0;
@@ -280,7 +283,7 @@ static sptune_status ffn_poison(void *p, CUstream s)
      * gate the path failed to write look lost, recomputed and right) */
     if (st == SPTUNE_OK) st = SP_CU(cu->MemsetD16Async(g->dense_h, 0x7fc1u, (size_t)g->dense_rows * g->F + 8, s));
     if (st == SPTUNE_OK) st = SP_CU(cu->MemsetD32Async(g->dense_acc, 0x7fc00000u, (size_t)g->dense_rows * g->D + 1, s));
-    if (st == SPTUNE_OK && g->hot_cols > 0) st = sp_poison_bf16(g->hot_h, (size_t)g->M * g->hot_cols, s);
+    if (st == SPTUNE_OK && g->hot_used > 0) st = sp_poison_bf16(g->hot_h, (size_t)g->hot_used, s);
     return st != SPTUNE_OK ? st : sp_poison_bf16(g->Y, (size_t)g->M * g->D, s);
 }
 
