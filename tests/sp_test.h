@@ -13,6 +13,13 @@ extern int sp_test_checks;
 #define CHECK_MSG(cond, ...) do { sp_test_checks++; if (!(cond)) { sp_test_failures++; \
     fprintf(stderr, "%s:%d: CHECK failed: %s: ", __FILE__, __LINE__, #cond); \
     fprintf(stderr, __VA_ARGS__); fputc('\n', stderr); } } while (0)
+/* CHECK that two integer expressions are equal, printing both values when they are not (floating-point operands
+ * do not compile: compare those with a tolerance in CHECK_MSG). */
+#define CHECK_EQ(a, b) do { \
+    _Static_assert(_Generic((a) + (b), float: 0, double: 0, long double: 0, default: 1), "CHECK_EQ takes integers"); \
+    const long long a_ = (long long)(a), b_ = (long long)(b); sp_test_checks++; if (a_ != b_) { sp_test_failures++; \
+    fprintf(stderr, "%s:%d: CHECK failed: %s == %s (%lld against %lld)\n", __FILE__, __LINE__, #a, #b, a_, b_); } \
+    } while (0)
 /* CHECK that an sptune call returned `want`; prints sptune_last_error() when it did not. */
 #define CHECK_ST(call, want) do { sptune_status st_ = (call); sp_test_checks++; if (st_ != (want)) { \
     sp_test_failures++; fprintf(stderr, "%s:%d: %s returned %s (want %s): %s\n", __FILE__, __LINE__, \

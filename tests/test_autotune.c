@@ -37,7 +37,7 @@ static void check_record(const sptune_kernel_request *base, const char *other)
     double expected = 0, baseline = 0;
     if (again) {
         CHECK_MSG(!strcmp(sptune_kernel_config(again), other), "served %s", sptune_kernel_config(again));
-        CHECK(sptune_kernel_origin(again, &detail) == SPTUNE_ORIGIN_EXACT);
+        CHECK_EQ(sptune_kernel_origin(again, &detail), SPTUNE_ORIGIN_EXACT);
         CHECK_MSG(strstr(detail, "measured on the application's own tensors (gen=2"), "%s", detail);
         CHECK_ST(sptune_kernel_expected(again, &expected, &baseline), SPTUNE_OK);
         CHECK_MSG(expected > 0.519 && expected < 0.521 && baseline > 0.899 && baseline < 0.901, "%g %g", expected, baseline);
@@ -57,14 +57,14 @@ static void check_record(const sptune_kernel_request *base, const char *other)
     sptune_kernel_free(again);
     /* no database asked for: nothing recorded */
     CHECK_ST(sp_api_autotune_record(k, "", 12000, ms, 5, 0.9, where, sizeof where), SPTUNE_OK);
-    CHECK(where[0] == 0);
+    CHECK_EQ(where[0], 0);
     sptune_kernel_free(k);
     /* an op whose problems say what their data is (gemm): nothing recorded */
     sptune_kernel_request g = {.op = "gemm", .problem = "M=256,N=256,K=256", .gpu = "h200", .db_path = "",
                                .cache_dir = base->cache_dir};
     CHECK_ST(sptune_kernel_get(&g, &k), SPTUNE_OK);
     if (k) CHECK_ST(sp_api_autotune_record(k, db, 256, ms, 5, -1, where, sizeof where), SPTUNE_OK);
-    CHECK(where[0] == 0);
+    CHECK_EQ(where[0], 0);
     sptune_kernel_free(k);
     /* the problem asked with a generator's kind by name: the result on the application's tensors still serves it
        (a problem's kinds of data are one problem) */
@@ -213,7 +213,7 @@ int main(void)
     req.fixed = NULL;
     req.ignore_shipped = 1;
     CHECK_ST(sp_api_ranked_configs(&req, 4, configs, &n), SPTUNE_OK);
-    CHECK(n == 0);
+    CHECK_EQ(n, 0);
     req.ignore_shipped = 0;
 
     /* refusals before any GPU question, then the GPU's absence said */

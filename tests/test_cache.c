@@ -77,9 +77,9 @@ static void test_keys(void)
     const char *o21[] = {"-DB=2", "-DA=1"};
     const char *ojoined[] = {"-DA=1-DB=2"};
     sp_cache_key(src, "sm_90a", o1, 1, k0);
-    CHECK(strlen(k0) == 64);
+    CHECK_EQ(strlen(k0), 64);
     sp_cache_key(src, "sm_90a", o1, 1, k1);
-    CHECK(strcmp(k0, k1) == 0);
+    CHECK_EQ(strcmp(k0, k1), 0);
     sp_cache_key("// other\n", "sm_90a", o1, 1, k1);
     CHECK(strcmp(k0, k1) != 0);
     sp_cache_key(src, "sm_120", o1, 1, k1);
@@ -111,7 +111,7 @@ static void test_roundtrip(const char *dir)
     sp_cubin got;
     int hit = 7;
     CHECK_ST(sp_cache_get(c, key, &got, &hit), SPTUNE_OK);
-    CHECK(hit == 0);
+    CHECK_EQ(hit, 0);
     struct stat st;
     CHECK(stat(cdir, &st) != 0); /* a get creates nothing */
 
@@ -119,12 +119,12 @@ static void test_roundtrip(const char *dir)
     CHECK_ST(sp_nvrtc_compile(src, "add_one.cu", "sm_80", opts, 1, &built), SPTUNE_OK);
     CHECK_ST(sp_cache_put(c, key, &built), SPTUNE_OK);
     CHECK_ST(sp_cache_get(c, key, &got, &hit), SPTUNE_OK);
-    CHECK(hit == 1);
+    CHECK_EQ(hit, 1);
     CHECK(same_cubin(&built, &got));
     CHECK(got.res.smem_static == 512 && got.res.registers > 0);
     sp_cubin_free(&got);
     entry_paths(cdir, key);
-    CHECK(stat(entry, &st) == 0);
+    CHECK_EQ(stat(entry, &st), 0);
     CHECK(stray_files(subdir, strrchr(entry, '/') + 1) == 0);
 
     /* Truncated entry: a miss, removed, then replaced by the next put. */
@@ -157,13 +157,13 @@ static void test_roundtrip(const char *dir)
     CHECK_ST(sp_mkdir_p(sub2), SPTUNE_OK);
     if (data) write_raw(entry2, data, len);
     CHECK_ST(sp_cache_get(c, other, &got, &hit), SPTUNE_OK);
-    CHECK(hit == 0);
+    CHECK_EQ(hit, 0);
     sp_cubin_free(&got);
     /* Garbage: a miss, and a put replaces it. */
     const char garbage[] = "this is not a kernel cache entry at all, just some text";
     write_raw(entry, garbage, sizeof garbage);
     CHECK_ST(sp_cache_get(c, key, &got, &hit), SPTUNE_OK);
-    CHECK(hit == 0);
+    CHECK_EQ(hit, 0);
     CHECK_ST(sp_cache_put(c, key, &built), SPTUNE_OK);
     CHECK_ST(sp_cache_get(c, key, &got, &hit), SPTUNE_OK);
     CHECK(hit == 1 && same_cubin(&built, &got));
@@ -185,9 +185,9 @@ static void test_roundtrip(const char *dir)
     const char *bopts[] = {"-DX=2"};
     sp_cubin b1, b2;
     CHECK_ST(sp_kernel_build(c, src, "add_one.cu", "sm_90a", bopts, 1, &b1), SPTUNE_OK);
-    CHECK(b1.from_cache == 0);
+    CHECK_EQ(b1.from_cache, 0);
     CHECK_ST(sp_kernel_build(c, src, "add_one.cu", "sm_90a", bopts, 1, &b2), SPTUNE_OK);
-    CHECK(b2.from_cache == 1);
+    CHECK_EQ(b2.from_cache, 1);
     CHECK(same_cubin(&b1, &b2));
     sp_cubin_free(&b1);
     sp_cubin_free(&b2);
@@ -275,7 +275,7 @@ static void test_concurrent(const char *dir)
     for (int k = 0; k < 2; k++) {
         int status = 0;
         if (kids[k] <= 0) continue;
-        CHECK(waitpid(kids[k], &status, 0) == kids[k]);
+        CHECK_EQ(waitpid(kids[k], &status, 0), kids[k]);
         CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "writer %d: status 0x%x", k, status);
     }
     sp_cache *c = NULL;

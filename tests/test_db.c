@@ -15,7 +15,7 @@ static void test_create(void)
 
     CHECK_ST(sp_db_open(path, 1, &db), SPTUNE_OK);
     CHECK(db != NULL);
-    CHECK(sp_db_schema_version(db) == SP_DB_SCHEMA_VERSION);
+    CHECK_EQ(sp_db_schema_version(db), SP_DB_SCHEMA_VERSION);
     /* Raw checks while it is open. */
     CHECK(raw_int(path, "PRAGMA application_id") == SP_DB_APPLICATION_ID);
     CHECK(raw_int(path, "PRAGMA user_version") == SP_DB_SCHEMA_VERSION);
@@ -30,13 +30,13 @@ static void test_create(void)
     CHECK(h != NULL);
     sqlite3_stmt *s = NULL;
     if (sqlite3_prepare_v2(h, "PRAGMA foreign_keys", -1, &s, NULL) == SQLITE_OK && sqlite3_step(s) == SQLITE_ROW)
-        CHECK(sqlite3_column_int(s, 0) == 1);
+        CHECK_EQ(sqlite3_column_int(s, 0), 1);
     else
         CHECK(!"PRAGMA foreign_keys");
     sqlite3_finalize(s);
     long long n = -1;
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 0);
+    CHECK_EQ(n, 0);
     sp_db_close(db);
     /* Closed cleanly: WAL checkpointed and removed. */
     CHECK(!side_file_exists(path, "-wal"));
@@ -44,7 +44,7 @@ static void test_create(void)
 
     /* Reopen without create: fine, nothing migrated. */
     CHECK_ST(sp_db_open(path, 0, &db), SPTUNE_OK);
-    CHECK(sp_db_schema_version(db) == SP_DB_SCHEMA_VERSION);
+    CHECK_EQ(sp_db_schema_version(db), SP_DB_SCHEMA_VERSION);
     sp_db_close(db);
 
     /* A zero-length file is initialised only with create. */
@@ -73,7 +73,7 @@ static void test_create(void)
     CHECK_ST(sp_db_open(odd, 1, &db), SPTUNE_OK);
     sp_db_close(db);
     CHECK_ST(sp_db_open(odd, 0, &db), SPTUNE_OK);
-    CHECK(sp_db_schema_version(db) == SP_DB_SCHEMA_VERSION);
+    CHECK_EQ(sp_db_schema_version(db), SP_DB_SCHEMA_VERSION);
     sp_db_close(db);
     CHECK_ST(sp_db_open_readonly(odd, &db), SPTUNE_OK);
     sp_db_close(db);
@@ -137,7 +137,7 @@ static void test_record_and_read(void)
     CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
     long long n = 0;
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 3);
+    CHECK_EQ(n, 3);
 
     /* lookup */
     int found = -1;
@@ -149,15 +149,15 @@ static void test_record_and_read(void)
     CHECK(found == 0 && med == -1);
     CHECK_ST(sp_db_lookup(db, &ENV_H200_NEW_DRIVER, "gemm", HASH_A, PROBLEM, "bm=64,bn=128", &found, NULL, NULL),
              SPTUNE_OK);
-    CHECK(found == 0);
+    CHECK_EQ(found, 0);
     CHECK_ST(sp_db_lookup(db, &ENV_H200, "gemm", HASH_A, PROBLEM, "bm=32,bn=32", &found, NULL, NULL), SPTUNE_OK);
-    CHECK(found == 0);
+    CHECK_EQ(found, 0);
 
     /* Replacement of the same key: still one row, the new numbers. */
     r = ok_result(&ENV_H200, HASH_A, PROBLEM, "bm=128,bn=128", 0.8);
     CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 3);
+    CHECK_EQ(n, 3);
     CHECK_ST(sp_db_lookup(db, &ENV_H200, "gemm", HASH_A, PROBLEM, "bm=128,bn=128", &found, &o, &med), SPTUNE_OK);
     CHECK(found == 1 && o == SP_OUTCOME_OK && fabs(med - 0.8) < 1e-12);
 
@@ -169,7 +169,7 @@ static void test_record_and_read(void)
     r = ok_result(&ENV_H200, HASH_A, PROBLEM, "bm=64,bn=128", 1.3);
     CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 3);
+    CHECK_EQ(n, 3);
     CHECK(raw_int(path, "SELECT count(*) FROM results WHERE detail IS NULL AND median_ms = 1.3") == 1);
 
     /* best: the lowest median of this profile */
@@ -234,7 +234,7 @@ static void test_record_and_read(void)
 
     /* foreach */
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 11);
+    CHECK_EQ(n, 11);
     rows w;
     memset(&w, 0, sizeof w);
     CHECK_ST(sp_db_foreach(db, collect, &w), SPTUNE_OK);
@@ -243,7 +243,7 @@ static void test_record_and_read(void)
     memset(&w, 0, sizeof w);
     w.stop_after = 4;
     CHECK_ST(sp_db_foreach(db, collect, &w), SPTUNE_OK);
-    CHECK(w.n == 4);
+    CHECK_EQ(w.n, 4);
 
     /* Shared rows are reused, not duplicated. */
     CHECK(raw_int(path, "SELECT count(*) FROM environments") == 3);
@@ -254,7 +254,7 @@ static void test_record_and_read(void)
     /* Reopen keeps everything. */
     CHECK_ST(sp_db_open(path, 0, &db), SPTUNE_OK);
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 11);
+    CHECK_EQ(n, 11);
     CHECK_ST(sp_db_lookup(db, &ENV_H200, "gemm", HASH_A, PROBLEM, "bm=128,bn=128", &found, &o, &med), SPTUNE_OK);
     CHECK(found == 1 && o == SP_OUTCOME_OK && fabs(med - 0.8) < 1e-12);
     sp_db_close(db);
@@ -262,9 +262,9 @@ static void test_record_and_read(void)
     /* Read-only: reads work, writes are refused, nothing is left behind. */
     CHECK_ST(sp_db_open_readonly(path, &db), SPTUNE_OK);
     if (db) {
-        CHECK(sp_db_schema_version(db) == SP_DB_SCHEMA_VERSION);
+        CHECK_EQ(sp_db_schema_version(db), SP_DB_SCHEMA_VERSION);
         CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-        CHECK(n == 11);
+        CHECK_EQ(n, 11);
         CHECK_ST(sp_db_best(db, "h100", "gemm", PROBLEM, &found, &config, NULL, NULL), SPTUNE_OK);
         CHECK(found == 1 && config && strcmp(config, "bm=64,bn=64") == 0);
         free(config);
@@ -359,7 +359,7 @@ static void test_invalid(void)
 
     long long n = -1;
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 0);
+    CHECK_EQ(n, 0);
     CHECK(raw_int(path, "SELECT count(*) FROM environments") == 0);
 
     /* A failure needs no timings; a template without parameters has an empty configuration. */
@@ -402,7 +402,7 @@ static void test_energy(void)
     sqlite3 *h = NULL;
     int n = 0;
     const sp_db_step *real = sp_db_schema_steps(&n);
-    CHECK(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL) == SQLITE_OK);
+    CHECK_EQ(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE, NULL), SQLITE_OK);
     CHECK_ST(sp_db_migrate(h, path, real, 1, NULL, NULL), SPTUNE_OK);
     sqlite3_close(h);
     sp_db *db = NULL;

@@ -88,7 +88,7 @@ static void test_refusals(void)
 
     /* A folder is not a database either. */
     char *folder = path_in("a-folder.db");
-    CHECK(mkdir(folder, 0755) == 0);
+    CHECK_EQ(mkdir(folder, 0755), 0);
     CHECK_ST(sp_db_open(folder, 1, &db), SPTUNE_ERR_DB);
     CHECK(strstr(sptune_last_error(), "not a regular file") != NULL);
 
@@ -130,7 +130,7 @@ static void test_migrations(void)
     steps[NR] = (sp_db_step){"add a notes table", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"};
     steps[NR + 1] = (sp_db_step){"add a column", "ALTER TABLE results ADD COLUMN note TEXT; UPDATE results SET note = 'migrated';"};
     sqlite3 *h = NULL;
-    CHECK(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    CHECK_EQ(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     int from = -1, to = -1;
     CHECK_ST(sp_db_migrate(h, path, steps, NR + 2, &from, &to), SPTUNE_OK);
     CHECK(from == NR && to == NR + 2);
@@ -149,7 +149,7 @@ static void test_migrations(void)
              SP_DB_SCHEMA_VERSION);
     check_refused(path, want);
     /* And a list shorter than the file's version refuses as well, changing nothing. */
-    CHECK(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    CHECK_EQ(sqlite3_open_v2(path, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     CHECK_ST(sp_db_migrate(h, path, steps, NR + 1, NULL, NULL), SPTUNE_ERR_DB);
     snprintf(want, sizeof want, "newer sptune (schema %d", NR + 2);
     CHECK(strstr(sptune_last_error(), want) != NULL);
@@ -163,14 +163,14 @@ static void test_migrations(void)
     bad[NR] = (sp_db_step){"add a notes table", "CREATE TABLE notes (id INTEGER PRIMARY KEY, text TEXT NOT NULL);"};
     bad[NR + 1] = (sp_db_step){"drop the results", "DELETE FROM results;"};
     bad[NR + 2] = (sp_db_step){"a broken step", "CREATE TABLE broken (x; -- syntax error"};
-    CHECK(sqlite3_open_v2(path2, &h, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    CHECK_EQ(sqlite3_open_v2(path2, &h, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     long long objects_before = count_tables(h);
     CHECK_ST(sp_db_migrate(h, path2, bad, NR + 3, NULL, NULL), SPTUNE_ERR_DB);
     snprintf(want, sizeof want, "from version %d to %d (a broken step)", NR + 2, NR + 3);
     CHECK_MSG(strstr(sptune_last_error(), want) != NULL &&
               strncmp(sptune_last_error(), path2, strlen(path2)) == 0, "message: %s", sptune_last_error());
     CHECK(sqlite3_get_autocommit(h) == 1); /* no transaction left open */
-    CHECK(count_tables(h) == objects_before);
+    CHECK_EQ(count_tables(h), objects_before);
     sqlite3_close(h);
     CHECK(raw_int(path2, "PRAGMA user_version") == NR);
     CHECK(raw_int(path2, "SELECT count(*) FROM sqlite_schema WHERE name = 'notes'") == 0);
@@ -188,7 +188,7 @@ static void test_migrations(void)
     CHECK(sqlite3_open(":memory:", &h) == SQLITE_OK);
     CHECK(sqlite3_exec(h, "CREATE TABLE mine (x)", NULL, NULL, NULL) == SQLITE_OK);
     CHECK_ST(sp_db_migrate(h, ":memory:", real, nreal, NULL, NULL), SPTUNE_ERR_DB);
-    CHECK(count_tables(h) == 1);
+    CHECK_EQ(count_tables(h), 1);
     sqlite3_close(h);
 
     free(path2);
@@ -214,7 +214,7 @@ static void test_record_rollback_and_lock(void)
     char want[2048];
     snprintf(want, sizeof want, "%s: recording a result: storing the result row: refused by the test trigger", path);
     CHECK_MSG(strcmp(sptune_last_error(), want) == 0, "message '%s'", sptune_last_error());
-    CHECK(sqlite3_get_autocommit(sp_db_handle(db)) == 1);
+    CHECK_EQ(sqlite3_get_autocommit(sp_db_handle(db)), 1);
     CHECK(raw_int(path, "SELECT count(*) FROM environments") == 0);
     CHECK(raw_int(path, "SELECT count(*) FROM templates") == 0);
     CHECK(raw_int(path, "SELECT count(*) FROM configurations") == 0);
@@ -223,7 +223,7 @@ static void test_record_rollback_and_lock(void)
 
     /* Another connection holds the write lock: the record waits, then says so. */
     sqlite3 *other = NULL;
-    CHECK(sqlite3_open_v2(path, &other, SQLITE_OPEN_READWRITE, NULL) == SQLITE_OK);
+    CHECK_EQ(sqlite3_open_v2(path, &other, SQLITE_OPEN_READWRITE, NULL), SQLITE_OK);
     CHECK(sqlite3_exec(other, "BEGIN IMMEDIATE", NULL, NULL, NULL) == SQLITE_OK);
     CHECK_ST(sp_db_set_busy_timeout(db, 200), SPTUNE_OK);
     r = ok_result(&ENV_H200, HASH_A, PROBLEM, "bm=128,bn=128", 1.0);
@@ -233,12 +233,12 @@ static void test_record_rollback_and_lock(void)
     /* Reads go on meanwhile (WAL). */
     long long n = -1;
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 1);
+    CHECK_EQ(n, 1);
     CHECK(sqlite3_exec(other, "ROLLBACK", NULL, NULL, NULL) == SQLITE_OK);
     sqlite3_close(other);
     CHECK_ST(sp_db_record(db, &r), SPTUNE_OK);
     CHECK_ST(sp_db_count(db, &n), SPTUNE_OK);
-    CHECK(n == 2);
+    CHECK_EQ(n, 2);
     sp_db_close(db);
     free(path);
 }
@@ -281,7 +281,7 @@ static void run_two_writers(const char *path, long long want)
     for (int c = 0; c < 2; c++) {
         int status = 0;
         if (pid[c] <= 0) continue;
-        CHECK(waitpid(pid[c], &status, 0) == pid[c]);
+        CHECK_EQ(waitpid(pid[c], &status, 0), pid[c]);
         CHECK_MSG(WIFEXITED(status) && WEXITSTATUS(status) == 0, "child %d status 0x%x", c, status);
     }
     sp_db *db = NULL;

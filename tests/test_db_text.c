@@ -56,7 +56,7 @@ int main(void)
     FILE *f = tmpfile();
     long long rows = 0;
     CHECK_ST(sp_db_export_text(da, f, &rows), SPTUNE_OK);
-    CHECK(rows == 3);
+    CHECK_EQ(rows, 3);
     CHECK_ST(sp_db_open(b, 1, &db2), SPTUNE_OK);
     sp_db_import_stats st;
     CHECK_ST(sp_db_import_text(db2, f, "a.tsv", reject_bm64, NULL, &st), SPTUNE_OK);
@@ -80,7 +80,7 @@ int main(void)
     CHECK(found && ms == 0.20);
     long long n = 0;
     CHECK_ST(sp_db_count(db2, &n), SPTUNE_OK);
-    CHECK(n == 3);
+    CHECK_EQ(n, 3);
 
     /* Hostile files: refused whole, the line named, nothing recorded. */
     static const char *header = SP_DB_TEXT_MAGIC "\ncolumns\n";
@@ -118,7 +118,7 @@ int main(void)
     char one[1024];
     snprintf(one, sizeof one, "%s%s", header, good);
     CHECK_ST(import_text(db2, one, &st), SPTUNE_OK);
-    CHECK(st.recorded == 1);
+    CHECK_EQ(st.recorded, 1);
     sp_db_close(db2);
     return sp_test_done("test_db_text");
 }

@@ -30,7 +30,7 @@ static void check_named(const char *name, const char *arch, int major, int minor
 
     sptune_gpu_info info;
     CHECK_ST(sptune_gpu_profile(name, &info), SPTUNE_OK);
-    CHECK(memcmp(&info, &p.info, sizeof info) == 0);
+    CHECK_EQ(memcmp(&info, &p.info, sizeof info), 0);
 }
 
 static void test_named(void)
@@ -57,7 +57,7 @@ static void test_named(void)
     CHECK(p.info.total_mem_bytes > (size_t)100 << 30);
     CHECK_ST(sp_gpu_profile_named("rtx-pro-6000", &p), SPTUNE_OK);
     CHECK(p.info.l2_bytes == 128 * 1024 * 1024 && p.info.max_threads_per_sm == 1536);
-    CHECK(p.info.smem_per_sm == 102400);
+    CHECK_EQ(p.info.smem_per_sm, 102400);
     CHECK_ST(sp_gpu_profile_named("sm_80", &p), SPTUNE_OK);
     CHECK(p.info.smem_per_sm == 167936 && p.info.max_threads_per_sm == 2048);
     CHECK(strcmp(p.info.profile, "sm_80") == 0);
@@ -198,7 +198,7 @@ static void test_driver(void)
         const char *why = sptune_last_error();
         printf("no GPU here: %s\n", why);
         CHECK_MSG(st == SPTUNE_ERR_NO_GPU, "sptune_gpu_count: %s", sptune_status_name(st));
-        CHECK(count == 0);
+        CHECK_EQ(count, 0);
         CHECK(why[0] != 0);
         sptune_gpu_info info;
         CHECK_ST(sptune_gpu_profile("auto", &info), SPTUNE_ERR_NO_GPU);
@@ -238,7 +238,7 @@ static void test_driver(void)
                i, info.name, info.profile, info.arch, info.cc_major, info.cc_minor, info.sm_count,
                info.smem_per_block_optin, info.smem_per_sm, info.regs_per_sm, info.max_threads_per_sm,
                info.l2_bytes >> 20, info.mem_bandwidth_gbs, (double)info.total_mem_bytes / (1 << 30));
-        CHECK(info.ordinal == i);
+        CHECK_EQ(info.ordinal, i);
         CHECK(info.cc_major >= 8);
         CHECK(info.sm_count > 0 && info.smem_per_block_optin > 0 && info.regs_per_sm > 0);
         CHECK(info.arch[0] && info.profile[0] && info.name[0]);

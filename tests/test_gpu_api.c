@@ -213,7 +213,7 @@ static void run_d2t_helper(sp_bench *b)
     CUdeviceptr ws = 0;
     unsigned long long t[8], used = 0;
     const char *names[3] = {"packed", "pool", "pool_counter"};
-    CHECK(tensors_of(k, &cs, t) == 2);
+    CHECK_EQ(tensors_of(k, &cs, t), 2);
     CHECK_ST(sptune_kernel_workspace(k, 1, &bytes), SPTUNE_OK);
     CHECK_ST(SP_CU(cu->MemAlloc(&ws, bytes)), SPTUNE_OK);
     for (int i = 0; i < 3; i++) CHECK_ST(sptune_kernel_workspace_part(k, names[i], bytes, &off[i], &len[i]), SPTUNE_OK);
@@ -375,7 +375,7 @@ static void run_threads(sp_bench *b)
         return;
     }
     unsigned long long t[8];
-    CHECK(tensors_of(k, &a, t) == 5);
+    CHECK_EQ(tensors_of(k, &a, t), 5);
     size_t bytes[5];
     ffn_bytes(tokens, bytes);
     void *host[4] = {0};
@@ -460,7 +460,7 @@ static void run_host_cost(sp_bench *b)
     unsigned long long t[8];
     size_t ws_bytes = 0;
     CUdeviceptr ws = 0;
-    CHECK(tensors_of(k, &a, t) == 5);
+    CHECK_EQ(tensors_of(k, &a, t), 5);
     CHECK_ST(sptune_kernel_workspace(k, 1, &ws_bytes), SPTUNE_OK);
     CHECK_ST(SP_CU(cu->MemAlloc(&ws, ws_bytes)), SPTUNE_OK);
     double per[2];
@@ -505,7 +505,7 @@ static void run_autotune(sp_bench *b)
     unsigned long long t[8];
     CHECK_ST(sptune_kernel_workspace(k, 1, &ws_bytes), SPTUNE_OK);
     CHECK_ST(SP_CU(cu->MemAlloc(&ws, ws_bytes)), SPTUNE_OK);
-    CHECK(tensors_of(k, &a, t) == 5);
+    CHECK_EQ(tensors_of(k, &a, t), 5);
     /* recorded in a database of the test's own, then served from it */
     char db[600];
     snprintf(db, sizeof db, "%s/autotune.db", sp_test_tmpdir("test_gpu_api"));
@@ -520,7 +520,7 @@ static void run_autotune(sp_bench *b)
         if (again) {
             CHECK_MSG(!strcmp(sptune_kernel_config(again), sptune_kernel_config(best)), "served %s, autotuned %s",
                       sptune_kernel_config(again), sptune_kernel_config(best));
-            CHECK(sptune_kernel_origin(again, &served) == SPTUNE_ORIGIN_EXACT);
+            CHECK_EQ(sptune_kernel_origin(again, &served), SPTUNE_ORIGIN_EXACT);
             CHECK_MSG(strstr(served, "measured on the application's own tensors (gen=2"), "%s", served);
         }
         sptune_kernel_free(again);

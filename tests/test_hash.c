@@ -58,7 +58,7 @@ int main(void)
     CHECK(memcmp(d1, d2, 32) != 0);
     /* the checksum: stable, and a flipped bit anywhere changes it */
     uint64_t c0 = sp_checksum64(a, n);
-    CHECK(c0 == sp_checksum64(a, n));
+    CHECK_EQ(c0, sp_checksum64(a, n));
     for (size_t at = 0; at < n; at += 99991) {
         a[at] ^= 4;
         CHECK_MSG(sp_checksum64(a, n) != c0, "bit flip at %zu unseen", at);

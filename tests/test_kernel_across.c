@@ -99,7 +99,7 @@ int main(void)
         double ms = 0, base = 0;
         if (!k) continue;
         CHECK_MSG(has_hot(k, ",hot=2"), "%s: %s", asks[i], sptune_kernel_config(k));
-        CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT);
+        CHECK_EQ(sptune_kernel_origin(k, &detail), SPTUNE_ORIGIN_EXACT);
         CHECK_MSG(strstr(detail, "on its worst data (" ) && strstr(detail, "gen=1") &&
                       strstr(detail, "2 kinds of data: gen=0,spread=0.5: 1.55x; gen=1,spread=0.5: 1.13x"), "%s", detail);
         CHECK_ST(sptune_kernel_expected(k, &ms, &base), SPTUNE_OK);

@@ -100,7 +100,7 @@ static void test_threads(const char *cache)
     for (int i = 0; i < N; i++) {
         memset(&g[i], 0, sizeof g[i]);
         g[i].cache = cache;
-        CHECK(pthread_create(&th[i], NULL, get_one, &g[i]) == 0);
+        CHECK_EQ(pthread_create(&th[i], NULL, get_one, &g[i]), 0);
     }
     for (int i = 0; i < N; i++) pthread_join(th[i], NULL);
     for (int i = 0; i < N; i++)
@@ -197,7 +197,7 @@ int main(void)
     k = get(db_path, cache, "gemm", "M=4096,N=4096,K=4096", "h100", SPTUNE_ORIGIN_EXACT, A, "tuned for M=4096,N=4096,K=4096");
     if (k) {
         unsigned grid[3], block[3], smem;
-        CHECK(sptune_kernel_count(k) == 1);
+        CHECK_EQ(sptune_kernel_count(k), 1);
         CHECK(strncmp(sptune_kernel_args(k), "const bf16 *A", 13) == 0);
         CHECK_ST(sptune_kernel_geometry(k, 0, grid, block, &smem), SPTUNE_OK);
         CHECK(grid[0] == 32 * 32 && block[0] == 128 && smem > 0);
@@ -304,7 +304,7 @@ int main(void)
     k = NULL;
     CHECK_ST(sptune_kernel_get(&shortk, &k), SPTUNE_OK);
     if (k) {
-        CHECK(sptune_kernel_origin(k, NULL) == SPTUNE_ORIGIN_DEFAULT);
+        CHECK_EQ(sptune_kernel_origin(k, NULL), SPTUNE_ORIGIN_DEFAULT);
         const char *gpu = "x";
         CHECK(sptune_kernel_recorded(k, &gpu) == NULL && gpu == NULL && sptune_kernel_recorded(NULL, NULL) == NULL);
         CHECK_MSG(!strcmp(sptune_kernel_config(k), "dtype=bf16,window=64,dbits=7,fill=0,warps=4,bn=8,stages=6,split=2,"
@@ -329,7 +329,7 @@ int main(void)
         CHECK_ST(sptune_kernel_get(&rq, &f16), SPTUNE_OK);
         if (b16 && f16) {
             const char *detail = NULL, *cb = sptune_kernel_config(b16), *cf = sptune_kernel_config(f16);
-            CHECK(sptune_kernel_origin(b16, NULL) == SPTUNE_ORIGIN_EXACT);
+            CHECK_EQ(sptune_kernel_origin(b16, NULL), SPTUNE_ORIGIN_EXACT);
             CHECK_MSG(sptune_kernel_origin(f16, &detail) == SPTUNE_ORIGIN_NEAREST &&
                           strstr(detail, "tuned for M=14336,K=4096,N=16,sparsity=50,fp16=0,dist=2") &&
                           strstr(detail, "measured with dtype=bf16"), "%s", detail);
@@ -359,7 +359,7 @@ int main(void)
     CHECK_ST(sptune_kernel_get(&shipped, &k), SPTUNE_OK);
     if (k) {
         const char *detail = NULL;
-        CHECK(sptune_kernel_origin(k, &detail) == SPTUNE_ORIGIN_EXACT);
+        CHECK_EQ(sptune_kernel_origin(k, &detail), SPTUNE_ORIGIN_EXACT);
         CHECK_MSG(strstr(detail, "(results shipped with sptune)") && strstr(detail, "on h200"), "%s", detail);
         const char *gpu = NULL, *rec = sptune_kernel_recorded(k, &gpu);
         CHECK_MSG(rec && gpu && !strncmp(rec, "M=16384,D=2048,F=5632,nnz=40,", 29) && !strcmp(gpu, "h200"), "%s on %s",
@@ -522,7 +522,7 @@ int main(void)
                       need, bound1);
             size_t all = 0;
             CHECK_ST(sptune_kernel_workspace_for(a, SPTUNE_ALL_TOKENS, 0, &all), SPTUNE_OK);
-            CHECK(all == need);
+            CHECK_EQ(all, need);
             CHECK_ST(sptune_kernel_workspace_for(a, 1001, 0, &all), SPTUNE_ERR_INVALID);
             CHECK_ST(sptune_kernel_workspace_for(a, 0, 0, &all), SPTUNE_ERR_INVALID);
             CHECK_ST(sptune_twell_ffn(a, NULL, 999, 1, 2, 3, 4, 5, 0x10000, need999 - 1), SPTUNE_ERR_INVALID);

@@ -48,7 +48,7 @@ static void test_compile(const char *arch)
     CHECK_MSG(c.res.smem_static == 1024, "%s: smem %d", arch, c.res.smem_static);
     CHECK_MSG(c.res.spill_stores == 0 && c.res.spill_loads == 0, "%s: spills %d/%d", arch, c.res.spill_stores,
               c.res.spill_loads);
-    CHECK(c.from_cache == 0);
+    CHECK_EQ(c.from_cache, 0);
     printf("%s: %zu bytes, %d registers, %d smem, %d cmem, %d stack\n", arch, c.size, c.res.registers,
            c.res.smem_static, c.res.cmem, c.res.local_bytes);
     sp_cubin_free(&c);

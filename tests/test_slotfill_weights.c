@@ -50,7 +50,7 @@ int main(void)
     CHECK_ST(sptune_slotfill_adopt(NULL, 0x100000, bytes, &dw), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_slotfill_adopt(m, 0x100000, bytes, NULL), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_slotfill_upload(NULL, &dw), SPTUNE_ERR_INVALID);
-    CHECK(sptune_slotfill_gpu_image(NULL) == 0);
+    CHECK_EQ(sptune_slotfill_gpu_image(NULL), 0);
     sptune_slotfill_gpu_free(NULL);
 
     sptune_slotfill_gpu *a = NULL, *a16 = NULL, *alist = NULL;

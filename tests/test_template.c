@@ -138,7 +138,7 @@ static void test_space(sp_template *t)
 
     /* Count only, and a callback that stops the walk. */
     CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_OK);
-    CHECK(n == 13);
+    CHECK_EQ(n, 13);
     memset(&w, 0, sizeof w);
     w.t = t;
     w.stop_after = 3;
@@ -163,7 +163,7 @@ static void test_space(sp_template *t)
     CHECK_MSG(ok == 0 && why && strcmp(why, "flag needs b < 4: b=4") == 0, "%s", why ? why : "(null)");
     free(why);
     CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, NULL), SPTUNE_OK);
-    CHECK(ok == 0);
+    CHECK_EQ(ok, 0);
     CHECK_ST(sp_config_parse(t, "a=3,b=2", &c), SPTUNE_OK);
     CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, &why), SPTUNE_OK);
     CHECK(ok == 1 && why == NULL);
@@ -186,7 +186,7 @@ static void test_emit(sp_template *t)
     CHECK_ST(sp_template_emit(t, &c, &g, &p, &k1), SPTUNE_OK);
     CHECK_ST(sp_template_emit(t, &c, &g, &p, &k2), SPTUNE_OK);
     if (!k1.source || !k2.source) return;
-    CHECK(strcmp(k1.source, k2.source) == 0);
+    CHECK_EQ(strcmp(k1.source, k2.source), 0);
     /* the header comment, then what emit returned */
     const char *body = strstr(k1.source, "change the template. */\n");
     CHECK_MSG(body && strcmp(body + strlen("change the template. */\n"),
@@ -197,7 +197,7 @@ static void test_emit(sp_template *t)
     CHECK(k1.stage[0].grid[0] == 4 && k1.stage[0].grid[1] == 3 && k1.stage[0].grid[2] == 1);
     CHECK(k1.stage[0].block[0] == 64 && k1.stage[0].block[1] == 1 && k1.stage[0].block[2] == 1);
     CHECK(k1.stage[0].cluster[0] == 1 && k1.stage[0].cluster[1] == 1 && k1.stage[0].cluster[2] == 1);
-    CHECK(k1.stage[0].smem == 3072);
+    CHECK_EQ(k1.stage[0].smem, 3072);
     CHECK(k1.stage[0].tmaps.n == 0); /* no tensor maps unless the launch names them */
     CHECK(k1.stage[0].pdl == 0);     /* nor an early launch */
     CHECK(k1.noptions == 2 && k1.options && strcmp(k1.options[0], "-DA=2") == 0 &&
@@ -333,12 +333,12 @@ static void test_args(void)
     sp_vars_set(&v, "bn", 128);
     long long n = 0;
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 1), &v, &n), SPTUNE_OK);
-    CHECK(n == 10 * 3 * 129);
+    CHECK_EQ(n, 10 * 3 * 129);
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 2), &v, &n), SPTUNE_ERR_INVALID);
     CHECK(sp_test_has(sptune_last_error(), "argument Q") && sp_test_has(sptune_last_error(), "no value for this name"));
     sp_vars_set(&v, "cap", 77);
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 2), &v, &n), SPTUNE_OK);
-    CHECK(n == 77);
+    CHECK_EQ(n, 77);
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 3), &v, &n), SPTUNE_ERR_INVALID);
     CHECK(sp_test_has(sptune_last_error(), "set by the data"));
     CHECK_ST(sp_arg_elements(sp_template_arg(t, 4), &v, &n), SPTUNE_ERR_INVALID); /* by value */
@@ -395,7 +395,7 @@ static void test_config(sp_template *t)
 {
     sp_config c, d;
     char *s;
-    CHECK(sp_template_nparams(t) == 3);
+    CHECK_EQ(sp_template_nparams(t), 3);
     const sp_param *a = sp_template_param(t, 0), *b = sp_template_param(t, 1), *f = sp_template_param(t, 2);
     CHECK(a && b && f && sp_template_param(t, 3) == NULL && sp_template_param(t, -1) == NULL);
     if (!a || !b || !f) return;
@@ -414,7 +414,7 @@ static void test_config(sp_template *t)
     s = sp_config_format(t, &c);
     CHECK(s && strcmp(s, "a=3,b=4,flag=true") == 0);
     CHECK_ST(sp_config_parse(t, s, &d), SPTUNE_OK);
-    CHECK(memcmp(&c, &d, sizeof c) == 0);
+    CHECK_EQ(memcmp(&c, &d, sizeof c), 0);
     free(s);
     CHECK_ST(sp_config_parse(t, "b=3", &c), SPTUNE_OK);
     CHECK(c.idx[0] == 1 && c.idx[1] == 2 && c.idx[2] == 1);
@@ -464,7 +464,7 @@ static void test_problem(sp_template *t)
     CHECK_MSG(s && strcmp(s, "M=0.5,N=1000,K=-2") == 0, "%s", s);
     if (s) {
         CHECK_ST(sp_problem_parse(t, s, &q), SPTUNE_OK);
-        CHECK(memcmp(&p, &q, sizeof p) == 0);
+        CHECK_EQ(memcmp(&p, &q, sizeof p), 0);
     }
     free(s);
     CHECK_ST(sp_problem_parse(t, "M=0.1,N=1,K=1", &p), SPTUNE_OK);
@@ -683,7 +683,7 @@ static void test_embedded(void)
         CHECK_ST(sp_template_load(names[i], &t), SPTUNE_OK);
         if (!t) continue;
         CHECK(strcmp(sp_template_name(t), names[i]) == 0);
-        CHECK(strlen(sp_template_hash(t)) == 64);
+        CHECK_EQ(strlen(sp_template_hash(t)), 64);
         sp_gpu_profile gpus[2] = {h100(), rtx_pro_6000()};
         for (int k = 0; k < 2; k++) {
             first_cfg f = {.have = 0};

@@ -113,10 +113,10 @@ static void test_validation(void)
     if (t) {
         CHECK(strcmp(sp_template_path(t), "templates/test/v.lua") == 0);
         CHECK(strcmp(sp_template_family(t), "test") == 0 && strcmp(sp_template_description(t), "") == 0);
-        CHECK(sp_template_ndims(t) == 0);
+        CHECK_EQ(sp_template_ndims(t), 0);
         sp_problem p;
         CHECK_ST(sp_problem_parse(t, "", &p), SPTUNE_OK);
-        CHECK(p.n == 0);
+        CHECK_EQ(p.n, 0);
         CHECK_ST(sp_problem_parse(t, "4", &p), SPTUNE_ERR_INVALID);
         sp_template_free(t);
     }
@@ -200,7 +200,7 @@ static void test_folder(void)
     if (t) {
         CHECK(strcmp(sp_template_name(t), "op1") == 0 && strcmp(sp_template_family(t), "fam") == 0);
         CHECK(strcmp(sp_template_path(t), "templates/fam/op1.lua") == 0);
-        CHECK(sp_template_param(t, 0)->values[0].i == 5);
+        CHECK_EQ(sp_template_param(t, 0)->values[0].i, 5);
         sp_gpu_profile g = h100();
         sp_config c;
         sp_kernel_src k;
@@ -220,7 +220,7 @@ static void test_folder(void)
         write_file(dir, "lib/h.lua", "return {n = 6}\n"); /* read at load time, part of the hash */
         CHECK_ST(sp_template_load("op1", &t), SPTUNE_OK);
         if (t) {
-            CHECK(sp_template_param(t, 0)->values[0].i == 6);
+            CHECK_EQ(sp_template_param(t, 0)->values[0].i, 6);
             CHECK(strcmp(hash, sp_template_hash(t)) != 0);
         }
         sp_template_free(t);

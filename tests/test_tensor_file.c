@@ -132,7 +132,7 @@ int main(void)
     sp_tensor_request bf = {NULL, 0, 0, SP_TENSOR_BF16};
     refused(b, n, "w.npy", NULL, "unknown format: say bf16 or fp16");
     CHECK_ST(sp_tensor_parse(b, n, "w.npy", &bf, &t), SPTUNE_OK);
-    CHECK(t.format == SP_TENSOR_BF16);
+    CHECK_EQ(t.format, SP_TENSOR_BF16);
     sp_tensor_free(&t);
     free(b);
     static const char *const badnpy[][2] = {

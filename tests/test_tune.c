@@ -201,7 +201,7 @@ int main(void)
         s.calls = 0;
         CHECK_ST(sp_tune_run(t, &p, &space, &be, &o, &r), SPTUNE_OK);
         CHECK(r.measured == space.n && s.calls == space.n);
-        CHECK(r.failed[SP_OUTCOME_WRONG_RESULT] == nfail);
+        CHECK_EQ(r.failed[SP_OUTCOME_WRONG_RESULT], nfail);
         CHECK(r.best_ms == best);
         CHECK(!r.stopped_by_budget);
         CHECK(r.ntop == SP_TUNE_TOP && r.top_ms[0] == best && r.top_ms[0] <= r.top_ms[1] && r.top_ms[1] <= r.top_ms[2]);
@@ -278,13 +278,13 @@ int main(void)
     CHECK(r.measured == 20 && r.resumed == 0 && r.stopped_by_budget);
     long long rows = 0;
     CHECK_ST(sp_db_count(db, &rows), SPTUNE_OK);
-    CHECK(rows == 20);
+    CHECK_EQ(rows, 20);
     s.calls = 0;
     CHECK_ST(sp_tune_run(t, &p, &space, &be, &o, &r), SPTUNE_OK);
     CHECK_MSG(r.resumed == 20 && r.measured == 20 && s.calls == 20, "resumed %lld measured %lld calls %lld",
               r.resumed, r.measured, s.calls);
     CHECK_ST(sp_db_count(db, &rows), SPTUNE_OK);
-    CHECK(rows == 40);
+    CHECK_EQ(rows, 40);
     sp_db_close(db);
 
     /* kill -9 at random points, then resume: every configuration recorded once, none measured
@@ -331,7 +331,7 @@ int main(void)
     CHECK_MSG(s.calls == space.n - before, "resume measured %lld, expected %lld", s.calls, space.n - before);
     CHECK(r.resumed == before && r.best_ms == best);
     CHECK_ST(sp_db_count(db, &rows), SPTUNE_OK);
-    CHECK(rows == space.n);
+    CHECK_EQ(rows, space.n);
     sp_db_close(db);
 
     test_objectives(t, &p, &space, dir);

@@ -52,13 +52,13 @@ static void round_trip(int64_t M, int64_t F, int T, int S, int density, int dens
     /* First with no pool at all: overflow is reported, never dropped silently. */
     CHECK_ST(sp_twell_pack(&s, h, packed, NULL, 0, &st), SPTUNE_OK);
     int64_t nz = 0, over = brute_overflow(h, &s, &nz);
-    CHECK(st.nonzeros == nz);
-    CHECK(st.overflow_tiles == over);
-    CHECK((over > 0) == (st.pool_needed > 0));
+    CHECK_EQ(st.nonzeros, nz);
+    CHECK_EQ(st.overflow_tiles, over);
+    CHECK_EQ((over > 0), (st.pool_needed > 0));
     int64_t cap = st.pool_needed;
     uint32_t *pool = malloc((size_t)(cap ? cap : 1) * 4);
     CHECK_ST(sp_twell_pack(&s, h, packed, pool, cap, &st), SPTUNE_OK);
-    CHECK(st.pool_needed == cap);
+    CHECK_EQ(st.pool_needed, cap);
     CHECK_ST(sp_twell_unpack(&s, packed, pool, cap, back), SPTUNE_OK);
     int64_t diff = 0;
     for (int64_t i = 0; i < M * F; i++) diff += ((h[i] & 0x7fff) ? h[i] : 0) != back[i];
@@ -104,8 +104,8 @@ static void shapes(void)
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) CHECK_ST(sp_twell_check_shape(&bad[i]), SPTUNE_ERR_INVALID);
     sp_twell_shape ok = {3, 300, 256, 31};
     CHECK_ST(sp_twell_check_shape(&ok), SPTUNE_OK);
-    CHECK(sp_twell_ntiles(&ok) == 2);
-    CHECK(sp_twell_packed_words(&ok) == 3 * 2 * 32);
+    CHECK_EQ(sp_twell_ntiles(&ok), 2);
+    CHECK_EQ(sp_twell_packed_words(&ok), 3 * 2 * 32);
 }
 
 /* The hot/cold split's calibration (sptune.h): counts of positive gate entries, then the neurons by

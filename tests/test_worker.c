@@ -103,7 +103,7 @@ int main(int argc, char **argv)
     CHECK_ST(sp_problem_parse(t, "M=64,N=64,K=64", &p), SPTUNE_OK);
     sp_tune_result r;
     CHECK_ST(sp_tune_run(t, &p, &pick, &be, &o, &r), SPTUNE_OK);
-    CHECK(r.measured == pick.n);
+    CHECK_EQ(r.measured, pick.n);
     CHECK_MSG(r.failed[SP_OUTCOME_LAUNCH_FAILED] == want[1] + want[3], "launch_failed %lld, want %lld",
               r.failed[SP_OUTCOME_LAUNCH_FAILED], want[1] + want[3]);
     CHECK_MSG(r.failed[SP_OUTCOME_TIMED_OUT] == want[2], "timed_out %lld, want %lld", r.failed[SP_OUTCOME_TIMED_OUT], want[2]);

@@ -76,7 +76,7 @@ int main(void)
     write_text(path, "# problems\n\ngemm  M=1,N=2,K=3\n  gemm\t4x5x6   the note stays\r\ntwell-d2t M=1,D=2,F=3,nnz=1\n");
     sp_workload w;
     CHECK_ST(sp_workload_load(path, &w), SPTUNE_OK);
-    CHECK(w.n == 3);
+    CHECK_EQ(w.n, 3);
     if (w.n == 3) {
         CHECK(strcmp(w.items[0].op, "gemm") == 0 && strcmp(w.items[0].problem, "M=1,N=2,K=3") == 0);
         CHECK(strcmp(w.items[1].problem, "4x5x6") == 0 && strcmp(w.items[1].why, "the note stays") == 0);
