@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Sets up, builds and runs the whole test suite twice: a normal build with warnings as errors,
 # and one under AddressSanitizer + UndefinedBehaviorSanitizer; then the input parsers under libFuzzer
-# (a clang build, SPTUNE_FUZZ_SECONDS of fuzzing, default 60). GPU tests skip (and say so) where no GPU
+# (a clang build, SPTUNE_FUZZ_SECONDS of fuzzing, default 30). GPU tests skip (and say so) where no GPU
 # is present.
 set -euo pipefail
 root="$(cd "$(dirname "$0")/.." && pwd)"
@@ -27,7 +27,7 @@ export ASAN_OPTIONS="detect_leaks=1:protect_shadow_gap=0"
 
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 run_suite "$root/build-asan" -DSPTUNE_SANITIZE=ON
-echo "== the input parsers under libFuzzer (clang, ASan + UBSan, ${SPTUNE_FUZZ_SECONDS:-60} s)"
+echo "== the input parsers under libFuzzer (clang, ASan + UBSan, ${SPTUNE_FUZZ_SECONDS:-30} s)"
 cmake -S "$root" -B "$root/build-fuzz" -DCMAKE_BUILD_TYPE=RelWithDebInfo -DCMAKE_C_COMPILER=clang -DSPTUNE_FUZZ=ON >/dev/null
 cmake --build "$root/build-fuzz" -j"$jobs" --target sp_fuzz
 (cd "$root/build-fuzz" && ctest --output-on-failure -R '^fuzz_')
