@@ -31,11 +31,12 @@ static sptune_status gpu_evaluate(void *ud, const sp_config *c, sp_eval *out)
     return st;
 }
 
-typedef struct progress_state { int tty, quiet; double last_print; const sp_prebuild *pb; } progress_state;
+typedef struct progress_state { int tty, quiet; double last_print; sp_prebuild *pb; } progress_state;
 
 static void show_progress(const sp_tune_progress *p, void *ud)
 {
     progress_state *ps = ud;
+    sp_prebuild_hint(ps->pb, p->best_index);   /* the builders go on around the best so far */
     if (ps->quiet) return;
     double frac = p->total ? (double)p->done / (double)p->total : 1;
     char best[96] = "-";
@@ -50,9 +51,9 @@ static void show_progress(const sp_tune_progress *p, void *ud)
     sp_prebuild_counts(ps->pb, &planned, &built, &bfail);
     char ahead[96] = "";
     if (planned > 0 && bfail)
-        snprintf(ahead, sizeof ahead, "%lld/%lld compiled ahead (%lld of them failed)", built + bfail, planned, bfail);
+        snprintf(ahead, sizeof ahead, "%lld compiled ahead (%lld of them failed)", built + bfail, bfail);
     else if (planned > 0)
-        snprintf(ahead, sizeof ahead, "%lld/%lld compiled ahead", built, planned);
+        snprintf(ahead, sizeof ahead, "%lld compiled ahead", built);
     if (ps->tty) {
         char bar[31];
         int fill = (int)(frac * 30);

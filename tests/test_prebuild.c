@@ -24,6 +24,19 @@ int main(void)
     if (!t || !cache) return sp_test_done("test_prebuild");
     CHECK_ST(sp_problem_parse(t, "M=100,N=72,K=40", &p), SPTUNE_OK);
     CHECK_ST(sp_space_collect(t, &gpu, &p, &space), SPTUNE_OK);
+    /* for the hint below: a configuration, two one parameter away from it, and one further */
+    sp_configs near = {0};
+    if (space.n > 0) {
+        sp_configs_push(&near, &space.v[0]);
+        int one = 0, far = 0;
+        for (long long i = 1; i < space.n && (one < 2 || !far); i++) {
+            int apart = 0;
+            for (int q = 0; q < space.v[i].nparams; q++) apart += space.v[i].idx[q] != space.v[0].idx[q];
+            if (apart == 1 && one < 2 && ++one) sp_configs_push(&near, &space.v[i]);
+            else if (apart >= 3 && !far && ++far) sp_configs_push(&near, &space.v[i]);
+        }
+    }
+    CHECK_EQ(near.n, 4);
     CHECK_ST(sp_space_sample(&space, t, 4, 7), SPTUNE_OK);
     CHECK(sp_prebuild_default_jobs() >= 1 && sp_prebuild_default_jobs() <= 32);
 
@@ -67,6 +80,27 @@ int main(void)
     CHECK(cub.from_cache);
     sp_kernel_src_free(&src);
     sp_cubin_free(&cub);
+
+    /* A hint (the tuner's best so far): after the predicted order (here only its first), the builders build the
+     * configurations one parameter away from it, and not the others. */
+    if (near.n == 4) {
+        char dir[1100];
+        snprintf(dir, sizeof dir, "%s/hint", sp_test_tmpdir("test_prebuild.hint"));
+        sp_cache *fresh = NULL;
+        CHECK_ST(sp_cache_open(dir, &fresh), SPTUNE_OK);
+        CHECK_ST(sp_prebuild_start(t, &gpu, &p, &near, SP_SEARCH_EXHAUSTIVE, 1, 1, fresh, 2, &pb), SPTUNE_OK);
+        sp_prebuild_hint(pb, 0);
+        sp_prebuild_wait(pb);
+        for (long long i = 0; i < near.n; i++) {
+            CHECK_ST(sp_variant_build(t, &near.v[i], &gpu, &p, fresh, &src, &cub), SPTUNE_OK);
+            CHECK_MSG(cub.from_cache == (i < 3), "configuration %lld (%s) %s", i, i < 3 ? "near the hint" : "far",
+                      cub.from_cache ? "built ahead" : "not built ahead");
+            sp_kernel_src_free(&src);
+            sp_cubin_free(&cub);
+        }
+        sp_cache_close(fresh);
+    }
+    sp_configs_free(&near);
 
     /* Without a cache there is nowhere to build to. */
     CHECK_ST(sp_prebuild_start(t, &gpu, &p, &space, SP_SEARCH_RANDOM, 1, 0, NULL, 2, &pb), SPTUNE_ERR_INVALID);

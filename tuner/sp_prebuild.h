@@ -26,7 +26,10 @@ sptune_status sp_prebuild_start(sp_template *t, const sp_gpu_profile *gpu, const
 /* What the builders were given (planned) and have done so far: built (or found in the cache) and failed; all 0
  * for NULL. */
 void sp_prebuild_counts(const sp_prebuild *pb, long long *planned, long long *built, long long *failed);
-/* Waits for every builder to finish its share, then frees pb (NULL is fine). */
+/* The tuner's best so far (an index into space): the builders build its one-parameter neighbours next, which a
+ * descent proposes once it moves there (the predicted order assumed it would not). NULL pb or the same index: nothing. */
+void sp_prebuild_hint(sp_prebuild *pb, long long index);
+/* Waits for every builder to finish its share (then builders waiting for hints stop), then frees pb (NULL is fine). */
 void sp_prebuild_wait(sp_prebuild *pb);
 /* Stops the builders still running (a build cut short leaves nothing in the cache: its
  * writes are atomic) and frees pb (NULL is fine). */

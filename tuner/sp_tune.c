@@ -104,7 +104,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
     sptune_status st = sp_search_create(o->strategy, t, space, o->seed, &s);
     if (st != SPTUNE_OK) { free(problem_key); return st; }
     const double t0 = sp_now_s();
-    sp_tune_progress pr = {.total = space->n, .best_ms = INFINITY, .baseline_ms = o->baseline_ms};
+    sp_tune_progress pr = {.total = space->n, .best_ms = INFINITY, .baseline_ms = o->baseline_ms, .best_index = -1};
     long long index;
     if (o->first >= 0 && o->first < space->n) sp_search_start_at(s, o->first);
     /* the served configuration first (a descent's first proposal is then the same one, resumed) */
@@ -178,6 +178,7 @@ sptune_status sp_tune_run(sp_template *t, const sp_problem *p, const sp_configs 
             pr.failed = 0;
             for (int k = 0; k < SP_OUTCOME__COUNT; k++) pr.failed += r->failed[k];
             pr.best_ms = r->best_ms;
+            pr.best_index = r->best_index;
             pr.best_energy_j = r->best_energy_j;
             pr.elapsed_s = sp_now_s() - t0;
             /* What is left: the rest of the space at the pace of the new measurements so far (the

@@ -32,6 +32,7 @@ typedef struct sp_tune_progress {
     double best_ms, baseline_ms, elapsed_s;
     double best_energy_j;        /* the best's joules per call; <= 0 not measured */
     double eta_s;                /* estimated seconds left */
+    long long best_index;        /* the best so far, an index into the space; -1 none */
     int eta_by_budget;           /* the budget, not the end of the space, sets eta_s */
 } sp_tune_progress;
 
