@@ -6,11 +6,15 @@
 #include "sp_file.h"
 
 #include <pwd.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <unistd.h>
+
+/* sptune_gpu_info as 0.5 had it, the first with a size field */
+#define GPU_INFO_05 (offsetof(sptune_gpu_info, total_mem_bytes) + sizeof(size_t))
 
 sptune_status sptune_gpu_count(int *count)
 {
@@ -33,8 +37,7 @@ sptune_status sptune_gpu_get(int ordinal, sptune_gpu_info *info)
     sp_gpu_profile p;
     sptune_status st = sp_gpu_profile_device(ordinal, &p);
     if (st != SPTUNE_OK) return st;
-    *info = p.info;
-    return SPTUNE_OK;
+    return sp_out_struct(info, &p.info, sizeof p.info, GPU_INFO_05, "sptune_gpu_get");
 }
 
 sptune_status sptune_gpu_profile(const char *name, sptune_gpu_info *info)
@@ -52,8 +55,7 @@ sptune_status sptune_gpu_profile(const char *name, sptune_gpu_info *info)
         st = sp_gpu_profile_named(name, &p);
     }
     if (st != SPTUNE_OK) return st;
-    *info = p.info;
-    return SPTUNE_OK;
+    return sp_out_struct(info, &p.info, sizeof p.info, GPU_INFO_05, "sptune_gpu_profile");
 }
 
 sptune_status sptune_driver_version(char *buf, size_t len) { return sp_cuda_driver_version_text(buf, len); }

@@ -3,10 +3,11 @@
 #include "sp_status.h"
 #include "sptune_kernel_object.h"
 
+#include <stddef.h>
 #include <string.h>
 
 const char *sptune_kernel_config(const sptune_kernel *k) { return k ? k->config : NULL; }
-const char *sptune_kernel_args(const sptune_kernel *k) { return k ? k->args : NULL; }
+const char *sptune_kernel_signature(const sptune_kernel *k) { return k ? k->args : NULL; }
 
 sptune_origin sptune_kernel_origin(const sptune_kernel *k, const char **detail)
 {
@@ -36,18 +37,13 @@ sptune_status sptune_kernel_arg(const sptune_kernel *k, int index, sptune_arg *o
     if (!k || !out || index < 0 || index >= k->nargs)
         return sp_fail(SPTUNE_ERR_INVALID, "sptune_kernel_arg: no argument %d (the kernel has %d)", index, k ? k->nargs : 0);
     const kernel_arg *x = &k->arg[index];
-    out->name = x->decl.name;
-    out->type = sp_arg_type_name(x->decl.type);
-    out->type_bytes = sp_arg_type_size(x->decl.type);
-    out->pointer = sp_arg_is_pointer(&x->decl);
-    out->role = (sptune_arg_role)x->decl.role;
-    out->shape = x->shape_text;
-    out->doc = x->decl.doc;
-    out->elements = x->elements;
-    out->elements_bound = x->elements_bound;
-    out->typical = x->typical;
-    out->bound = x->bound;
-    return SPTUNE_OK;
+    const sptune_arg a = {.size = sizeof a, .name = x->decl.name, .type = sp_arg_type_name(x->decl.type),
+                          .type_bytes = sp_arg_type_size(x->decl.type), .pointer = sp_arg_is_pointer(&x->decl),
+                          .role = (sptune_arg_role)x->decl.role, .shape = x->shape_text, .doc = x->decl.doc,
+                          .elements = x->elements, .elements_bound = x->elements_bound, .typical = x->typical,
+                          .bound = x->bound};
+    /* 0.5's fields (the first version with a size) at least */
+    return sp_out_struct(out, &a, sizeof a, offsetof(sptune_arg, bound) + sizeof a.bound, "sptune_kernel_arg");
 }
 
 size_t sp_api_part_size(const kernel_arg *x, long long n)
@@ -92,7 +88,7 @@ sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t 
     return SPTUNE_OK;
 }
 
-int sptune_kernel_count(const sptune_kernel *k) { return k ? k->src.nkernels : 0; }
+int sptune_kernel_launches(const sptune_kernel *k) { return k ? k->src.nkernels : 0; }
 
 sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
                                      unsigned *smem_bytes)

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <math.h>
 #include <stdlib.h>
+#include <stddef.h>
 #include <string.h>
 
 struct sptune_slotfill {
@@ -104,9 +105,12 @@ sptune_status sptune_slotfill_info_get(const sptune_slotfill *m, sptune_slotfill
 {
     if (!m || !info) return sp_fail(SPTUNE_ERR_INVALID, "sptune_slotfill_info_get: no matrix or output");
     const sp_sf_stats *s = &m->m.stats;
-    *info = (sptune_slotfill_info){m->m.M, m->m.K, m->m.dtype == SP_SF_F16, s->nonzeros, s->tc, s->filled, s->residual,
-                                   s->bytes_tc, s->bytes_fill, s->bytes_residual, s->bytes_index, s->bytes_dense};
-    return SPTUNE_OK;
+    const sptune_slotfill_info full = {sizeof full, m->m.M, m->m.K, m->m.dtype == SP_SF_F16, s->nonzeros, s->tc,
+                                       s->filled, s->residual, s->bytes_tc, s->bytes_fill, s->bytes_residual,
+                                       s->bytes_index, s->bytes_dense};
+    /* 0.5's fields (the first version with a size) at least */
+    return sp_out_struct(info, &full, sizeof full, offsetof(sptune_slotfill_info, bytes_dense) + sizeof full.bytes_dense,
+                         "sptune_slotfill_info_get");
 }
 
 sptune_status sptune_slotfill_problem(const sptune_slotfill *m, long long tokens, char *buf, size_t len)

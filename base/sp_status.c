@@ -60,3 +60,17 @@ sptune_status sp_wrap(sptune_status st, const char *fmt, ...)
     }
     return st;
 }
+
+sptune_status sp_out_struct(void *out, const void *full, size_t full_size, size_t min, const char *what)
+{
+    size_t want;
+    memcpy(&want, out, sizeof want);
+    if (want == 0) want = full_size;
+    if (want < min)
+        return sp_fail(SPTUNE_ERR_INVALID, "%s: the output's size field says %zu bytes, less than the %zu of its first "
+                       "version (set it to sizeof the struct, or 0)", what, want, min);
+    const size_t n = want < full_size ? want : full_size;
+    memcpy(out, full, n);
+    memcpy(out, &n, sizeof n);
+    return SPTUNE_OK;
+}

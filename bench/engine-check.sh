@@ -21,10 +21,10 @@ TAIL=6 SPTUNE_TEST_OPS=api,workspace step "$build/tests/test_gpu_ops"
 step "$build/examples/twell_ffn" 3000 2048 5632
 step "$build/examples/twell_ffn_static" 77 256 1024
 if python3 -c "import torch" 2>/dev/null; then
-  SPTUNE_LIB="$PWD/$build/prefix/lib/libsptune.so.0.4" PYTHONPATH="$PWD/python" step python3 tests/gpu_python.py
+  SPTUNE_LIB="$PWD/$build/prefix/lib/libsptune.so.0.5" PYTHONPATH="$PWD/python" step python3 tests/gpu_python.py
   # the decoder example, small: its logits checked against the dense model (exit 1 when they disagree)
   for args in "--prune 2:4" "--prune unstructured" "--relu --prompt 256 --prefill 2048"; do
-    SPTUNE_LIB="$PWD/$build/prefix/lib/libsptune.so.0.4" PYTHONPATH="$PWD/python" \
+    SPTUNE_LIB="$PWD/$build/prefix/lib/libsptune.so.0.5" PYTHONPATH="$PWD/python" \
       step python3 examples/decoder.py --layers 2 --batch 1,4 --steps 16 $args
   done
 else

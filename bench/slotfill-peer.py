@@ -2,7 +2,7 @@
 """Slot-Filling against torch's 2:4 sparse path (cuSPARSELt, or CUTLASS where torch has no cuSPARSELt) and dense
 cuBLAS, through torch on the GPU machine, on the same matrices:
 
-    SPTUNE_LIB=build-static/prefix/lib/libsptune.so.0.4 PYTHONPATH=python \\
+    SPTUNE_LIB=build-static/prefix/lib/libsptune.so.0.5 PYTHONPATH=python \\
         python3 bench/slotfill-peer.py [--shapes 14336x4096,...] [--tokens 64,...,8192] [--prune 2:4,rows]
 
 Per shape, W (M x K, bf16, N(0, 0.02) with 1 % outlier input channels 8x larger) pruned 2:4 (the 2 largest |w|

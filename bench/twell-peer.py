@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """twell-ffn side by side with the SakanaAI TwELL gated MLP, on the GPU machine:
 
-    SPTUNE_LIB=build-static/prefix/lib/libsptune.so.0.4 PYTHONPATH=python \
+    SPTUNE_LIB=build-static/prefix/lib/libsptune.so.0.5 PYTHONPATH=python \
         python3 bench/twell-peer.py [--peer PATH] [--shapes 4096x2048x5632,...] [--nnz 40]
 
 PATH: a checkout of github.com/SakanaAI/sparser-faster-llms (MIT), kept outside this repository (never

@@ -46,20 +46,20 @@ int cmd_best(cli_cmd *cmd, int npos, char **pos)
     if (h > 0 && h < 8)
         printf("  hot=%lld: the first %lld/8 of the neurons run as a dense slice; it assumes them ordered most frequent"
                " first (order=1: sptune_twell_hot_order), in another order exact but slower\n", h, h);
-    if (*sptune_kernel_args(k)) printf("  arguments: %s\n", sptune_kernel_args(k));
+    if (*sptune_kernel_signature(k)) printf("  arguments: %s\n", sptune_kernel_signature(k));
     size_t typical = 0, bound = 0;
     if (sptune_kernel_workspace(k, 0, &typical) == SPTUNE_OK && sptune_kernel_workspace(k, 1, &bound) == SPTUNE_OK &&
         bound > 0) {
         printf("  workspace: %.1f MiB for activations like real models', %.1f MiB that no data exceeds;",
                typical / 1048576.0, bound / 1048576.0);
         for (int i = 0; i < sptune_kernel_arg_count(k); i++) {
-            sptune_arg a;
+            sptune_arg a = {.size = sizeof(sptune_arg)};
             if (sptune_kernel_arg(k, i, &a) == SPTUNE_OK && a.typical >= 0)
                 printf(" %s=%lld (bound %lld)", a.name, a.typical, a.bound);
         }
         printf("\n");
     }
-    for (int i = 0; i < sptune_kernel_count(k); i++) {
+    for (int i = 0; i < sptune_kernel_launches(k); i++) {
         unsigned grid[3], block[3], smem;
         if (sptune_kernel_geometry(k, i, grid, block, &smem) == SPTUNE_OK)
             printf("  kernel %d: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory\n", i + 1,

@@ -47,7 +47,7 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
         }
     }
     if ((st = sptune_slotfill_write(m, outp)) != SPTUNE_OK) { rc = cli_error(cmd->name, st); goto out; }
-    sptune_slotfill_info in;
+    sptune_slotfill_info in = {.size = sizeof(sptune_slotfill_info)};
     sptune_slotfill_info_get(m, &in);
     /* what an application asks for (its batch in place of N=16): the pruning measured from the encoding */
     char problem[128];

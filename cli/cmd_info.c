@@ -29,7 +29,7 @@ int cmd_info(cli_cmd *cmd, int npos, char **pos)
     sptune_driver_version(drv, sizeof drv);
     printf("driver     CUDA %s\n", drv);
     for (int i = 0; i < count; i++) {
-        sptune_gpu_info g;
+        sptune_gpu_info g = {.size = sizeof(sptune_gpu_info)};
         if ((st = sptune_gpu_get(i, &g)) != SPTUNE_OK) {
             printf("GPU %d      %s\n", i, sptune_last_error());
             continue;

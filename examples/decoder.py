@@ -21,7 +21,7 @@ counts), checking that the last tokens' logits agree.
 
     PYTHONPATH=python python3 examples/decoder.py --layers 8 --batch 1,4,16 --prune unstructured
     PYTHONPATH=python python3 examples/decoder.py --relu --prompt 1024 --prefill 16384
-    (SPTUNE_LIB=<prefix>/lib/libsptune.so.0.4 when the library is not installed where sptune finds it)
+    (SPTUNE_LIB=<prefix>/lib/libsptune.so.0.5 when the library is not installed where sptune finds it)
 
 Needs torch with CUDA and one GPU with room for both models (about 0.9 GB a layer); exits 2 on bad options,
 3 without a GPU, 1 when the outputs disagree."""

@@ -90,7 +90,7 @@ int main(int argc, char **argv)
     int i32[32];
     cudaError_t e = cudaSuccess;
     for (int i = 0; i < n && i < 32 && e == cudaSuccess; i++) {
-        sptune_arg a;
+        sptune_arg a = {.size = sizeof(sptune_arg)};
         sptune_kernel_arg(k, i, &a);
         if (a.pointer) {
             if (a.elements < 0) return fprintf(stderr, "twell_ffn: %s has no size\n", a.name), 1;
@@ -124,7 +124,7 @@ int main(int argc, char **argv)
     cudaEventElapsedTime(&ms, t0, t1);
     int yi = -1;
     for (int i = 0; i < n; i++) {
-        sptune_arg a;
+        sptune_arg a = {.size = sizeof(sptune_arg)};
         sptune_kernel_arg(k, i, &a);
         if (!strcmp(a.name, "Y")) yi = i;
     }

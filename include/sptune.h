@@ -41,13 +41,19 @@ SPTUNE_API const char *sptune_last_error(void);
 /* Short, stable name of a status: an identifier, the enumerator's suffix in lower case ("ok", "invalid", "nomem",
  * "no_gpu", "not_found", "wrong_result", ...; "unknown" for a number that is no status). */
 SPTUNE_API const char *sptune_status_name(sptune_status st);
-/* "0.3.0" (0.3: sptune_kernel_request begins with its size; 0.2: launches take a token count up to the
- * problem's). 0.x: each minor version may change the ABI (the SONAME names it: libsptune.so.0.3). */
+/* "0.5.0" (0.5: the structs sptune fills begin with their size, sptune_kernel_signature and sptune_kernel_launches
+ * renamed from sptune_kernel_args and sptune_kernel_count; 0.4: slotfill calls take a workspace; 0.3:
+ * sptune_kernel_request begins with its size; 0.2: launches take a token count up to the problem's). 0.x: each minor
+ * version may change the ABI (the SONAME names it: libsptune.so.0.5). */
 SPTUNE_API const char *sptune_version(void);
 
 /* ---- GPUs ---------------------------------------------------------------------------- */
 
+/* The structs sptune fills for its caller (sptune_gpu_info, sptune_arg, sptune_slotfill_info) begin with `size`:
+ * set it to sizeof the struct as compiled (or 0: this version's) before the call; sptune fills that much and leaves
+ * there the bytes it filled, so that a caller built against an older header keeps working with a newer library. */
 typedef struct sptune_gpu_info {
+    size_t size;              /* in: 0 or sizeof(sptune_gpu_info); out: the bytes filled */
     int ordinal;              /* driver device ordinal, -1 for a named (absent) profile */
     char profile[32];         /* "h100", "h200", "rtx-pro-6000", or "sm_XX" for the generic profile */
     char name[128];           /* device name as the driver reports it, or the profile's */
@@ -169,7 +175,7 @@ SPTUNE_API sptune_status sptune_kernel_autotune(const sptune_kernel_request *req
                                                 size_t workspace_bytes, sptune_kernel **out);
 /* The op's argument list, in launch order, as one line of text ("" when its template declares none); valid while k
  * lives. */
-SPTUNE_API const char *sptune_kernel_args(const sptune_kernel *k);
+SPTUNE_API const char *sptune_kernel_signature(const sptune_kernel *k);
 
 /* One kernel argument, as the op's template declares it. Launch lists hold, in this order, a
  * pointer to each argument's value: for a pointer argument, a pointer to its CUdeviceptr; for a
@@ -183,6 +189,7 @@ typedef enum sptune_arg_role {
 } sptune_arg_role;
 
 typedef struct sptune_arg {
+    size_t size;              /* in: 0 or sizeof(sptune_arg); out: the bytes filled */
     const char *name;         /* "X" */
     const char *type;         /* element type: "bf16", "f16", "x16" (bf16 or fp16, as the problem says),
                                  "u8", "u32", "u64", "i32", "f32" */
@@ -217,12 +224,12 @@ SPTUNE_API sptune_status sptune_kernel_workspace_for(sptune_kernel *k, long long
 SPTUNE_API sptune_status sptune_kernel_workspace_part(const sptune_kernel *k, const char *name,
                                                       size_t workspace_bytes, size_t *offset, size_t *bytes);
 /* Kernels launched per call (several for the pipelines such as twell-ffn), and each one's geometry. */
-SPTUNE_API int sptune_kernel_count(const sptune_kernel *k);
+SPTUNE_API int sptune_kernel_launches(const sptune_kernel *k);
 SPTUNE_API sptune_status sptune_kernel_geometry(const sptune_kernel *k, int index, unsigned grid[3], unsigned block[3],
                                      unsigned *smem_bytes);
 /* Launches every kernel of k in order on `stream` (a CUstream; NULL: the default stream) with
- * the op's argument list (pointers to the arguments, as for cuLaunchKernel; the list is
- * sptune_kernel_args). The module is loaded into the context current at the first launch,
+ * the op's argument list (pointers to the arguments, as for cuLaunchKernel, in the order
+ * sptune_kernel_signature shows). The module is loaded into the context current at the first launch,
  * which must stay the current context for later launches. Checks the launches, not completion.
  * The token count (the dimension sptune_kernel_tokens names: M, slotfill-spmm's N) may be anything
  * from 1 to the problem's (0: an empty batch, nothing launched): one kernel object serves every batch up to the problem's, the grid and
@@ -357,6 +364,7 @@ SPTUNE_API const char *sptune_slotfill_fixed(const sptune_slotfill *m);
  * nonzero for the tensor cores: in_tc = nonzeros; bytes_tc its values, bytes_index the bitmaps, block
  * headers and offsets, bytes_residual the padding; nothing in slots. */
 typedef struct sptune_slotfill_info {
+    size_t size;              /* in: 0 or sizeof(sptune_slotfill_info); out: the bytes filled */
     long long M, K;
     int fp16;
     long long nonzeros, in_tc, in_slots, in_residual;   /* where W's nonzeros went */

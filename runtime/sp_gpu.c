@@ -116,6 +116,7 @@ void sp_gpu_profile_derive(sp_gpu_profile *p)
 static void sp_profile_from_board(const sp_board *b, sp_gpu_profile *out)
 {
     memset(out, 0, sizeof *out);
+    out->info.size = sizeof out->info;   /* the public struct's, filled whole */
     out->info.ordinal = -1;
     sp_copy(out->info.profile, sizeof out->info.profile, b->profile);
     sp_copy(out->info.name, sizeof out->info.name, b->name);
@@ -188,6 +189,7 @@ sptune_status sp_gpu_profile_named(const char *name, sp_gpu_profile *out)
     /* A generic target: architecture limits only. The board is unknown, so sm_count, l2_bytes,
      * mem_bandwidth_gbs and total_mem_bytes are 0 (meaning "unknown"). */
     memset(out, 0, sizeof *out);
+    out->info.size = sizeof out->info;
     out->info.ordinal = -1;
     out->info.cc_major = num / 10;
     out->info.cc_minor = num % 10;
@@ -281,6 +283,7 @@ sptune_status sp_gpu_profile_device(int ordinal, sp_gpu_profile *out)
         sp_profile_from_board(b, out); /* nominal values stand in for anything not measured */
     } else {
         memset(out, 0, sizeof *out);
+        out->info.size = sizeof out->info;
         snprintf(out->info.profile, sizeof out->info.profile, "sm_%d%d", major, minor);
     }
     out->info.ordinal = ordinal;

@@ -6,7 +6,7 @@ against the C launch it wraps (the Python overhead) and the torch dense layer. s
 (2:4-pruned and 50 % unstructured weights, with a bias) against torch's linear the same three ways, a
 3-D input, the dense route for large batches with keep_dense, and the host time of a call.
 
-    SPTUNE_LIB=build/libsptune.so.0.4 PYTHONPATH=python python3 tests/gpu_python.py"""
+    SPTUNE_LIB=build/libsptune.so.0.5 PYTHONPATH=python python3 tests/gpu_python.py"""
 import sys
 import time
 

@@ -23,7 +23,7 @@ done
 so=$(ls "$lib"/libsptune.so.*.*.* 2>/dev/null | head -1)
 [ -n "$so" ] && ok || bad "no versioned libsptune.so"
 # (grep -q on a here-string: in a pipeline under pipefail, grep's early exit makes the writer fail: flaky)
-grep -q 'SONAME.*\[libsptune\.so\.0\.4\]' <<< "$(readelf -d "$so" 2>/dev/null)" && ok || bad "SONAME is not libsptune.so.0.4"
+grep -q 'SONAME.*\[libsptune\.so\.0\.5\]' <<< "$(readelf -d "$so" 2>/dev/null)" && ok || bad "SONAME is not libsptune.so.0.5"
 others=$(nm -D --defined-only "$so" | awk '{print $3}' | grep -v -E '^(sptune_|_init$|_fini$)' | head -5)
 [ -z "$others" ] && ok || bad "the shared library exports more than the API: $others"
 grep -q ' T sptune_kernel_get$' <<< "$(nm -D --defined-only "$so")" && ok || bad "sptune_kernel_get not exported"
@@ -36,20 +36,20 @@ others=$(nm -g --defined-only "$lib/libsptune.a" 2>/dev/null | awk 'NF == 3 {pri
 pydir=$(sed -n 's/^-- Python package: \(.*\)\/sptune$/\1/p' "$prefix/install.log")
 case "$pydir" in "$prefix/usr/lib/python3"*) ok ;; *) bad "the Python package went to '$pydir'" ;; esac
 out=$(cd / && env -u SPTUNE_LIB PYTHONPATH="$pydir" python3 -c 'import sptune; print(sptune.version(), sptune._library()._name)' 2>&1)
-grep -q "^[0-9.]* $lib/libsptune.so.0.4$" <<< "$out" && ok || bad "the installed Python package: $out"
+grep -q "^[0-9.]* $lib/libsptune.so.0.5$" <<< "$out" && ok || bad "the installed Python package: $out"
 
 # pip install ./python packages the library it belongs with (python/setup.py); the same build step here, without
 # pip (which needs wheel or a network to build)
 if python3 -c 'import setuptools' 2> /dev/null; then
   rm -rf "$prefix/pybuild"
-  if (cd "$src/python" && SPTUNE_LIB="$build/libsptune.so.0.4" \
+  if (cd "$src/python" && SPTUNE_LIB="$build/libsptune.so.0.5" \
         python3 setup.py -q egg_info -e "$prefix" build --build-base "$prefix/pybuild" > "$prefix/pybuild.log" 2>&1)
   then ok; else bad "python/setup.py build: $(tail -5 "$prefix/pybuild.log")"; fi
   out=$(cd / && env -u SPTUNE_LIB PYTHONPATH="$prefix/pybuild/lib" python3 -c 'import sptune; print(sptune.version(), sptune._library()._name)' 2>&1)
-  grep -q "^[0-9.]* $prefix/pybuild/lib/sptune/libsptune.so.0.4$" <<< "$out" && ok || bad "the packaged library: $out"
+  grep -q "^[0-9.]* $prefix/pybuild/lib/sptune/libsptune.so.0.5$" <<< "$out" && ok || bad "the packaged library: $out"
   out=$(cd "$src/python" && env -u SPTUNE_LIB python3 setup.py -q egg_info -e "$prefix" build \
          --build-base "$prefix/pybuild2" 2>&1)
-  [ -d "$src/build" ] || grep -q "libsptune.so.0.4 not found: build it first" <<< "$out" && ok || bad "no library: $out"
+  [ -d "$src/build" ] || grep -q "libsptune.so.0.5 not found: build it first" <<< "$out" && ok || bad "no library: $out"
 else
   echo "package: SKIPPED the Python build step (no setuptools on this machine)"
 fi
@@ -62,7 +62,7 @@ for exe in twell_ffn twell_ffn_static; do
   [ $rc -eq 0 ] && ok || bad "$exe exited $rc: $out"
   grep -q -E "workspace [0-9.]+ MiB|relative error" <<< "$out" && ok || bad "$exe: unexpected output: $out"
 done
-grep -q "libsptune.so.0.4 => $lib/" <<< "$(ldd "$prefix/ex/twell_ffn")" && ok || bad "the example does not load the installed libsptune.so.0.4"
+grep -q "libsptune.so.0.5 => $lib/" <<< "$(ldd "$prefix/ex/twell_ffn")" && ok || bad "the example does not load the installed libsptune.so.0.5"
 
 # the example through pkg-config (the shared library)
 export PKG_CONFIG_PATH="$lib/pkgconfig"

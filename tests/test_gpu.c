@@ -28,7 +28,7 @@ static void check_named(const char *name, const char *arch, int major, int minor
     CHECK_MSG(p.info.ordinal == -1, "%s: ordinal %d", name, p.info.ordinal);
     CHECK_MSG(p.info.name[0] && p.info.profile[0], "%s: empty name or profile", name);
 
-    sptune_gpu_info info;
+    sptune_gpu_info info = {.size = sizeof(sptune_gpu_info)};
     CHECK_ST(sptune_gpu_profile(name, &info), SPTUNE_OK);
     CHECK_EQ(memcmp(&info, &p.info, sizeof info), 0);
 }
@@ -103,9 +103,16 @@ static void test_named(void)
     CHECK_ST(sp_gpu_profile_named("sm_", &p), SPTUNE_ERR_NOT_FOUND);
     CHECK_ST(sp_gpu_profile_named("", &p), SPTUNE_ERR_INVALID);
     CHECK_ST(sp_gpu_profile_named(NULL, &p), SPTUNE_ERR_INVALID);
-    sptune_gpu_info info;
+    sptune_gpu_info info = {.size = sizeof(sptune_gpu_info)};
     CHECK_ST(sptune_gpu_profile("nope", &info), SPTUNE_ERR_NOT_FOUND);
     CHECK_ST(sptune_gpu_profile("h100", NULL), SPTUNE_ERR_INVALID);
+    /* the size field: 0 takes this version's struct, a size below the first version's is refused (nothing written) */
+    sptune_gpu_info zero = {0}, small = {.size = 8, .ordinal = 77};
+    CHECK_ST(sptune_gpu_profile("h100", &zero), SPTUNE_OK);
+    CHECK_EQ(zero.size, sizeof zero);
+    CHECK(!strcmp(zero.profile, "h100") && zero.cc_major == 9);
+    CHECK_ST(sptune_gpu_profile("h100", &small), SPTUNE_ERR_INVALID);
+    CHECK(sp_test_error_has("less than") && small.ordinal == 77);
 }
 
 static void check_path(sptune_status (*fn)(char *, size_t), const char *want)
@@ -200,7 +207,7 @@ static void test_driver(void)
         CHECK_MSG(st == SPTUNE_ERR_NO_GPU, "sptune_gpu_count: %s", sptune_status_name(st));
         CHECK_EQ(count, 0);
         CHECK(why[0] != 0);
-        sptune_gpu_info info;
+        sptune_gpu_info info = {.size = sizeof(sptune_gpu_info)};
         CHECK_ST(sptune_gpu_profile("auto", &info), SPTUNE_ERR_NO_GPU);
         printf("auto: %s\n", sptune_last_error());
         CHECK(strstr(sptune_last_error(), "auto") != NULL);
@@ -225,7 +232,7 @@ static void test_driver(void)
     CHECK_ST(sptune_driver_version(v, sizeof v), SPTUNE_OK);
     printf("driver %s\n", v);
     for (int i = 0; i < count; i++) {
-        sptune_gpu_info info;
+        sptune_gpu_info info = {.size = sizeof(sptune_gpu_info)};
         st = sptune_gpu_get(i, &info);
         if (st == SPTUNE_ERR_UNSUPPORTED) {
             printf("GPU %d: %s\n", i, sptune_last_error());
@@ -248,10 +255,10 @@ static void test_driver(void)
         CHECK(ctx != NULL && ctx == ctx2);
         smoke_launch(i, &info);
     }
-    sptune_gpu_info a, d0;
+    sptune_gpu_info a = {.size = sizeof(sptune_gpu_info)}, d0 = {.size = sizeof(sptune_gpu_info)};
     CHECK_ST(sptune_gpu_profile("auto", &a), SPTUNE_OK);
     if (sptune_gpu_get(0, &d0) == SPTUNE_OK) CHECK(memcmp(&a, &d0, sizeof a) == 0);
-    sptune_gpu_info none;
+    sptune_gpu_info none = {.size = sizeof(sptune_gpu_info)};
     CHECK_ST(sptune_gpu_get(count, &none), SPTUNE_ERR_NOT_FOUND);
     CHECK_ST(sp_cuda_use_device(-1, NULL), SPTUNE_ERR_NOT_FOUND);
     /* sp_cuda_check formats a driver error. */

@@ -66,7 +66,7 @@ static int tensors_of(const sptune_kernel *k, const sp_case *cs, unsigned long l
 {
     int n = 0;
     for (int i = 0; i < sptune_kernel_arg_count(k); i++) {
-        sptune_arg a;
+        sptune_arg a = {.size = sizeof(sptune_arg)};
         if (sptune_kernel_arg(k, i, &a) != SPTUNE_OK) return -1;
         if (a.role == SPTUNE_ARG_INPUT || a.role == SPTUNE_ARG_OUTPUT) memcpy(&t[n++], cs->argv[i], sizeof *t);
     }
@@ -172,7 +172,7 @@ static void run_token_range(sp_bench *b)
                 const int nt = tensors_of(k, &cs, t);
                 int tok = -1;
                 for (int i = 0; i < sptune_kernel_arg_count(k); i++) {
-                    sptune_arg a;
+                    sptune_arg a = {.size = sizeof(sptune_arg)};
                     if (sptune_kernel_arg(k, i, &a) == SPTUNE_OK && !strcmp(a.name, dim)) tok = i;
                 }
                 int saved = tok >= 0 ? *(int *)cs.argv[tok] : 0;
@@ -221,7 +221,7 @@ static void run_d2t_helper(sp_bench *b)
     CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
     CHECK_ST(SP_CU(cu->MemcpyDtoH(&used, ws + off[2], 8)), SPTUNE_OK);
     /* the harness's buffers by argument index: packed (2), pool (3), pool_counter (4), pool_capacity (5) */
-    sptune_arg a;
+    sptune_arg a = {.size = sizeof(sptune_arg)};
     CHECK_ST(sptune_kernel_arg(k, 2, &a), SPTUNE_OK);
     unsigned long long packed, pool, counter, cap;
     memcpy(&packed, cs.argv[2], 8);
@@ -476,7 +476,7 @@ static void run_host_cost(sp_bench *b)
         CHECK_ST(SP_CU(cu->StreamSynchronize(b->stream)), SPTUNE_OK);
     }
     printf("  host cost: first get %.1f ms, cached get %.1f us, sptune_twell_ffn launch %.1f us (M = max), "
-           "%.1f us (M = 333) for %d kernels\n", first / 1e3, get_us, per[0], per[1], sptune_kernel_count(k));
+           "%.1f us (M = 333) for %d kernels\n", first / 1e3, get_us, per[0], per[1], sptune_kernel_launches(k));
     CHECK_MSG(get_us < 1000, "a cached get takes %.0f us (the target is at most 1 ms)", get_us);
     cu->MemFree(ws);
     sp_case_destroy(&a);

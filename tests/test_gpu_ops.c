@@ -330,7 +330,7 @@ static void run_api_slotfill(sp_bench *b, const char *cache_dir)
             void *argv[8] = {0};
             int nargs = sptune_kernel_arg_count(k), bad = nargs > 8;
             for (int i = 0; i < nargs && !bad; i++) {
-                sptune_arg a;
+                sptune_arg a = {.size = sizeof(sptune_arg)};
                 CHECK_ST(sptune_kernel_arg(k, i, &a), SPTUNE_OK);
                 bad = !(argv[i] = sp_case_arg_find(a.name, named, sizeof named / sizeof named[0]));
                 CHECK_MSG(!bad, "slotfill-spmm: argument %d (%s) unexpected by this test", i, a.name);

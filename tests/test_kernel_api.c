@@ -124,7 +124,7 @@ static void test_parts(const char *cache)
         CHECK_MSG(off[0] == 0 && off[1] == len[0] && off[2] == len[0] + len[1] && off[2] + len[2] == total &&
                   len[2] == 256, "bound %d: %zu+%zu, %zu+%zu, %zu+%zu of %zu", bound, off[0], len[0], off[1], len[1],
                   off[2], len[2], total);
-        sptune_arg a;
+        sptune_arg a = {.size = sizeof(sptune_arg)};
         CHECK_ST(sptune_kernel_arg(k, 2, &a), SPTUNE_OK);   /* packed */
         CHECK(!strcmp(a.name, "packed") && len[0] >= (size_t)(bound ? a.elements_bound : a.elements) * 4);
         if (bound == 0) CHECK_ST(sptune_kernel_workspace_part(k, "packed", total - 1, &off[0], &len[0]), SPTUNE_ERR_INVALID);
@@ -143,7 +143,7 @@ static void test_parts(const char *cache)
 static void arg_list(sptune_kernel *k, const char *dim, int value, int other, unsigned long long *ptr, int *dims, void **argv)
 {
     for (int i = 0; i < sptune_kernel_arg_count(k) && i < 8; i++) {
-        sptune_arg x;
+        sptune_arg x = {.size = sizeof(sptune_arg)};
         CHECK_ST(sptune_kernel_arg(k, i, &x), SPTUNE_OK);
         dims[i] = !strcmp(x.name, dim) ? value : other;
         ptr[i] = 0;
@@ -197,8 +197,8 @@ int main(void)
     k = get(db_path, cache, "gemm", "M=4096,N=4096,K=4096", "h100", SPTUNE_ORIGIN_EXACT, A, "tuned for M=4096,N=4096,K=4096");
     if (k) {
         unsigned grid[3], block[3], smem;
-        CHECK_EQ(sptune_kernel_count(k), 1);
-        CHECK(strncmp(sptune_kernel_args(k), "const bf16 *A", 13) == 0);
+        CHECK_EQ(sptune_kernel_launches(k), 1);
+        CHECK(strncmp(sptune_kernel_signature(k), "const bf16 *A", 13) == 0);
         CHECK_ST(sptune_kernel_geometry(k, 0, grid, block, &smem), SPTUNE_OK);
         CHECK(grid[0] == 32 * 32 && block[0] == 128 && smem > 0);
         CHECK_ST(sptune_kernel_geometry(k, 1, grid, block, &smem), SPTUNE_ERR_INVALID);
@@ -251,7 +251,7 @@ int main(void)
             "tuned for M=4096,D=2048,F=5632,nnz=40");
     if (k) {
         unsigned grid[3], block[3], smem;
-        CHECK(sptune_kernel_count(k) == 7);   /* zero, producer, consumer, the dense path's three, finalize */
+        CHECK(sptune_kernel_launches(k) == 7);   /* zero, producer, consumer, the dense path's three, finalize */
         CHECK_ST(sptune_kernel_geometry(k, 2, grid, block, &smem), SPTUNE_OK);
         CHECK(grid[0] == 16384 / 4 && block[0] == 256 && smem == 8 * 4096 * 4 + 4 * 4096 * 2);
         /* The workspace an application allocates, from the template's declared sizes (no parsing of
@@ -262,7 +262,7 @@ int main(void)
         long long tiles = (14336 + bn - 1) / bn;
         size_t typical = 0, bound = 0;
         for (int i = 0; i < sptune_kernel_arg_count(k); i++) {
-            sptune_arg a;
+            sptune_arg a = {.size = sizeof(sptune_arg)};
             CHECK_ST(sptune_kernel_arg(k, i, &a), SPTUNE_OK);
             /* sized from the described data (nnz 40, 0.5 % heavy tokens of 2000 active neurons): 1/64 of the tokens
                overflowing whole tiles, 1/16 of all entries, the heavy tokens' entries and half again */
@@ -439,7 +439,7 @@ int main(void)
         if (a && b) {
             unsigned ga[3], gb[3], ba[3], bb[3], sa = 0, sb = 0;
             CHECK(a != b && strcmp(sptune_kernel_config(a), sptune_kernel_config(b)) == 0 &&
-                  strcmp(sptune_kernel_args(a), sptune_kernel_args(b)) == 0 &&
+                  strcmp(sptune_kernel_signature(a), sptune_kernel_signature(b)) == 0 &&
                   sptune_kernel_origin(a, NULL) == sptune_kernel_origin(b, NULL) &&
                   sptune_kernel_arg_count(a) == sptune_kernel_arg_count(b));
             CHECK_ST(sptune_kernel_geometry(a, 0, ga, ba, &sa), SPTUNE_OK);
@@ -606,7 +606,7 @@ int main(void)
     req.gpu = NULL;
     CHECK_ST(sptune_kernel_get(&req, &k), SPTUNE_ERR_INVALID);
     CHECK_ST(sptune_kernel_get(NULL, &k), SPTUNE_ERR_INVALID);
-    CHECK(sptune_kernel_config(NULL) == NULL && sptune_kernel_args(NULL) == NULL && sptune_kernel_count(NULL) == 0);
+    CHECK(sptune_kernel_config(NULL) == NULL && sptune_kernel_signature(NULL) == NULL && sptune_kernel_launches(NULL) == 0);
     sptune_kernel_free(NULL);
     return sp_test_done("test_kernel_api");
 }

@@ -4,7 +4,7 @@ compile at install time).
     import torch, sptune
     y = sptune.twell_ffn(x, w_gate, w_up, w_down)      # Y = (relu(X Wg^T) * X Wu^T) Wd, bf16, CUDA
 
-The library is found through $SPTUNE_LIB (a path to libsptune.so.0.4), then the copy `pip install ./python`
+The library is found through $SPTUNE_LIB (a path to libsptune.so.0.5), then the copy `pip install ./python`
 packages beside this file, then the library `cmake --install` put in the same prefix (sptune/_installed.py,
 written at install time), then the source tree's build folder, then the system's library path. Kernels run on the
 current CUDA stream. With torch available, ``torch.ops.sptune.twell_ffn`` is registered as a custom
@@ -42,21 +42,22 @@ class _Request(ctypes.Structure):
                 ("fixed", ctypes.c_char_p), ("sparse_only", ctypes.c_int)]
 
 
+# the structs sptune fills begin with their size (0: this version's)
 class _Arg(ctypes.Structure):
-    _fields_ = [("name", ctypes.c_char_p), ("type", ctypes.c_char_p), ("type_bytes", ctypes.c_size_t),
+    _fields_ = [("size", ctypes.c_size_t), ("name", ctypes.c_char_p), ("type", ctypes.c_char_p), ("type_bytes", ctypes.c_size_t),
                 ("pointer", ctypes.c_int), ("role", ctypes.c_int), ("shape", ctypes.c_char_p), ("doc", ctypes.c_char_p),
                 ("elements", ctypes.c_longlong), ("elements_bound", ctypes.c_longlong),
                 ("typical", ctypes.c_longlong), ("bound", ctypes.c_longlong)]
 
 
 class _SlotFillInfo(ctypes.Structure):
-    _fields_ = [("M", ctypes.c_longlong), ("K", ctypes.c_longlong), ("fp16", ctypes.c_int)] + [
+    _fields_ = [("size", ctypes.c_size_t), ("M", ctypes.c_longlong), ("K", ctypes.c_longlong), ("fp16", ctypes.c_int)] + [
         (n, ctypes.c_longlong) for n in ("nonzeros", "in_tc", "in_slots", "in_residual", "bytes_tc", "bytes_slots",
                                          "bytes_residual", "bytes_index", "bytes_dense")]
 
 
 # the library's SONAME (CMakeLists.txt: 0.x minors may change the ABI)
-_SONAME = "libsptune.so.0.4"
+_SONAME = "libsptune.so.0.5"
 
 
 def _candidates():
@@ -173,7 +174,7 @@ def _check(status):
 
 
 def version():
-    """libsptune's version ("0.4.0")."""
+    """libsptune's version ("0.5.0")."""
     return _library().sptune_version().decode()
 
 

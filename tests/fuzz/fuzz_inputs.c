@@ -64,7 +64,7 @@ static void slotfill(const uint8_t *data, size_t size)
 {
     sptune_slotfill *m = NULL;
     if (sptune_slotfill_read(input_file(data, size), &m) != SPTUNE_OK) return;
-    sptune_slotfill_info info;
+    sptune_slotfill_info info = {.size = sizeof(sptune_slotfill_info)};
     char problem[128];
     /* what a reader does next: its size, its problem, and (small ones) W decoded */
     if (sptune_slotfill_info_get(m, &info) == SPTUNE_OK && info.M * info.K <= (1 << 20)) {
