@@ -24,7 +24,7 @@ static sptune_status make(const sptune_slotfill *m, const char *fn, sptune_slotf
     if (!out) return sp_fail(SPTUNE_ERR_INVALID, "%s: no output", fn);
     *out = NULL;
     if (!m) return sp_fail(SPTUNE_ERR_INVALID, "%s: no matrix", fn);
-    sptune_slotfill_info info;
+    sptune_slotfill_info info = {.size = sizeof info};
     sptune_status st = sptune_slotfill_info_get(m, &info);
     if (st != SPTUNE_OK) return st;
     if (!(*g = calloc(1, sizeof **g))) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
