@@ -406,80 +406,124 @@ static sptune_status open_shipped(const char *path, char *tmp, size_t len, sp_db
     return SPTUNE_OK;
 }
 
-int cmd_db(cli_cmd *cmd, int npos, char **pos)
-{
-    const char *action = pos[0];
-    char buf[4096];
-    const char *path;
-    sptune_status st;
-    int rc = cli_db_path(cmd, buf, sizeof buf, &path);
-    if (rc) return rc;
-    int wants_arg = strcmp(action, "import") == 0 || strcmp(action, "merge") == 0;
-    int inspect = strcmp(action, "show") == 0 || strcmp(action, "verify") == 0;
-    if (strcmp(action, "info") != 0 && strcmp(action, "export") != 0 && !wants_arg && !inspect)
-        return cli_usage_error(cmd->name, "unknown action '%s' (info, show, verify, export, import, merge)", action);
-    if (inspect && npos > 1)
-        return cli_usage_error(cmd->name, "%s takes no file (--db PATH names the database)", action);
-    if (wants_arg && npos < 2) return cli_usage_error(cmd->name, "%s needs a file", action);
-    if (!wants_arg && npos > 2) return cli_usage_error(cmd->name, "too many arguments");
+/* ---- the actions: read-only ones on an open database (label: what to call it), and the two that record ---- */
 
-    sp_db *db = NULL;
-    if (!wants_arg) {
-        char scratch[4096] = "";
-        struct stat sb;
-        if (!cli_get(cmd, "db") && stat(path, &sb) != 0 && errno == ENOENT)
-            st = open_shipped(path, scratch, sizeof scratch, &db);
-        else
-            st = sp_db_open_readonly(path, &db);
-        if (st != SPTUNE_OK) {
-            if (*scratch) unlink(scratch);
-            return *scratch ? cli_error(cmd->name, st) : cli_input_error(cmd->name, st);
+static int act_show(cli_cmd *cmd, sp_db *db, const char *label, int npos, char **pos)
+{
+    (void)label; (void)npos; (void)pos;
+    const char *l = cli_get(cmd, "limit");
+    char *end = NULL;
+    long limit = l ? strtol(l, &end, 10) : 3;
+    return l && (*end || limit < 1) ? cli_usage_error(cmd->name, "--limit wants a positive count, got '%s'", l)
+                                    : show(cmd, db, (int)limit);
+}
+
+static int act_verify(cli_cmd *cmd, sp_db *db, const char *label, int npos, char **pos)
+{
+    (void)npos; (void)pos;
+    return verify(cmd, db, label);
+}
+
+static int act_info(cli_cmd *cmd, sp_db *db, const char *label, int npos, char **pos)
+{
+    (void)npos; (void)pos;
+    long long n = 0;
+    sptune_status st = sp_db_count(db, &n);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    printf("%s: sptune database, schema %d, %lld results\n", label, sp_db_schema_version(db), n);
+    return CLI_OK;
+}
+
+static int act_export(cli_cmd *cmd, sp_db *db, const char *label, int npos, char **pos)
+{
+    (void)label;
+    const int to_file = npos == 2 && strcmp(pos[1], "-") != 0;
+    if (cli_get(cmd, "t4")) {
+        if (to_file && !freopen(pos[1], "w", stdout)) {
+            fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);
+            return CLI_FAIL;
         }
-        if (strcmp(action, "show") == 0) {
-            const char *l = cli_get(cmd, "limit");
-            char *end = NULL;
-            long limit = l ? strtol(l, &end, 10) : 3;
-            rc = l && (*end || limit < 1) ? cli_usage_error(cmd->name, "--limit wants a positive count, got '%s'", l)
-                                          : show(cmd, db, (int)limit);
-        } else if (strcmp(action, "verify") == 0) {
-            rc = verify(cmd, db, *scratch ? "the results shipped with sptune" : path);
-        } else if (strcmp(action, "info") == 0) {
-            long long n = 0;
-            if ((st = sp_db_count(db, &n)) != SPTUNE_OK) rc = cli_error(cmd->name, st);
-            else printf("%s: sptune database, schema %d, %lld results\n",
-                        *scratch ? "the results shipped with sptune" : path, sp_db_schema_version(db), n);
-        } else if (cli_get(cmd, "t4")) {
-            if (npos == 2 && strcmp(pos[1], "-") != 0 && !freopen(pos[1], "w", stdout)) {
-                fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);
-                rc = CLI_FAIL;
-            } else {
-                rc = t4_export(cmd, db);
-                if (fflush(stdout) != 0 && rc == CLI_OK)
-                    rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_IO, "cannot finish the output"));
-            }
-        } else {
-            FILE *out = stdout;
-            long long rows = 0;
-            if (npos == 2 && strcmp(pos[1], "-") != 0 && !(out = fopen(pos[1], "w"))) {
-                fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);
-                rc = CLI_FAIL;
-            } else {
-                st = sp_db_export_text(db, out, &rows);
-                if (out != stdout && fclose(out) != 0 && st == SPTUNE_OK)
-                    st = sp_fail(SPTUNE_ERR_IO, "cannot finish %s", pos[1]);
-                if (st != SPTUNE_OK) rc = cli_error(cmd->name, st);
-                else if (out != stdout) fprintf(stderr, "%lld results written to %s\n", rows, pos[1]);
-            }
-        }
-        sp_db_close(db);
-        if (*scratch) unlink(scratch);
+        int rc = t4_export(cmd, db);
+        if (fflush(stdout) != 0 && rc == CLI_OK)
+            rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_IO, "cannot finish the output"));
         return rc;
     }
-    char a[PATH_MAX], b[PATH_MAX];
-    if (strcmp(action, "merge") == 0 && realpath(pos[1], a) && realpath(path, b) && strcmp(a, b) == 0)
-        return cli_usage_error(cmd->name, "cannot merge %s into itself", pos[1]);
+    FILE *out = stdout;
+    long long rows = 0;
+    if (to_file && !(out = fopen(pos[1], "w"))) {
+        fprintf(stderr, "sptune db: cannot write %s\n", pos[1]);
+        return CLI_FAIL;
+    }
+    sptune_status st = sp_db_export_text(db, out, &rows);
+    if (out != stdout && fclose(out) != 0 && st == SPTUNE_OK) st = sp_fail(SPTUNE_ERR_IO, "cannot finish %s", pos[1]);
+    if (st != SPTUNE_OK) return cli_error(cmd->name, st);
+    if (out != stdout) fprintf(stderr, "%lld results written to %s\n", rows, pos[1]);
+    return CLI_OK;
+}
+
+static int act_import(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc, sp_db_import_stats *stats)
+{
+    if (cli_get(cmd, "t4")) return t4_import(cmd, db, file, acc, stats);
+    FILE *in = strcmp(file, "-") == 0 ? stdin : fopen(file, "r");
+    if (!in) return cli_input_error(cmd->name, sp_fail(SPTUNE_ERR_IO, "cannot read %s: %s", file, strerror(errno)));
+    sptune_status st = sp_db_import_text(db, in, file, accept_result, acc, stats);
+    if (in != stdin) fclose(in);
+    return st == SPTUNE_OK ? CLI_OK : cli_error(cmd->name, st);
+}
+
+static int act_merge(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc, sp_db_import_stats *stats)
+{
+    /* the other database is checked whole before its first row is offered: a failure with nothing read is the
+     * file's (missing, not a database, damaged), one after is recording's */
+    sptune_status st = sp_db_merge(db, file, accept_result, acc, stats);
+    return st == SPTUNE_OK ? CLI_OK : stats->read == 0 ? cli_input_error(cmd->name, st) : cli_error(cmd->name, st);
+}
+
+typedef struct db_action {
+    const char *name;
+    int file;   /* a file argument: 0 none, 1 optional (export: else standard output), 2 required */
+    int (*read)(cli_cmd *cmd, sp_db *db, const char *label, int npos, char **pos);
+    int (*record)(cli_cmd *cmd, sp_db *db, const char *file, accept_ctx *acc, sp_db_import_stats *stats);
+} db_action;
+
+static const db_action actions[] = {
+    {"info", 0, act_info, NULL},     {"show", 0, act_show, NULL},    {"verify", 0, act_verify, NULL},
+    {"export", 1, act_export, NULL}, {"import", 2, NULL, act_import}, {"merge", 2, NULL, act_merge},
+};
+
+/* The read-only actions: the database opened read-only (where none exists and --db names none, the results shipped
+ * with sptune, in a scratch copy). */
+static int run_read(cli_cmd *cmd, const db_action *a, const char *path, int npos, char **pos)
+{
+    sp_db *db = NULL;
+    char scratch[4096] = "";
+    struct stat sb;
+    sptune_status st;
+    if (!cli_get(cmd, "db") && stat(path, &sb) != 0 && errno == ENOENT)
+        st = open_shipped(path, scratch, sizeof scratch, &db);
+    else
+        st = sp_db_open_readonly(path, &db);
+    if (st != SPTUNE_OK) {
+        if (*scratch) unlink(scratch);
+        return *scratch ? cli_error(cmd->name, st) : cli_input_error(cmd->name, st);
+    }
+    const int rc = a->read(cmd, db, *scratch ? "the results shipped with sptune" : path, npos, pos);
+    sp_db_close(db);
+    if (*scratch) unlink(scratch);
+    return rc;
+}
+
+/* import and merge: what passes the local templates recorded, counted before and after; a database this created
+ * and left empty (the input refused) removed with SQLite's files beside it. */
+static int run_record(cli_cmd *cmd, const db_action *a, const char *path, const char *file)
+{
+    char ra[PATH_MAX], rb[PATH_MAX];
+    if (a->record == act_merge && realpath(file, ra) && realpath(path, rb) && strcmp(ra, rb) == 0)
+        return cli_usage_error(cmd->name, "cannot merge %s into itself", file);
     struct stat existing;
-    const int created = stat(path, &existing) != 0;   /* a refused import or merge leaves no empty database behind */
+    const int created = stat(path, &existing) != 0;
+    sp_db *db = NULL;
+    sptune_status st;
     if ((st = sp_db_open(path, 1, &db)) != SPTUNE_OK) return cli_error(cmd->name, st);
     accept_ctx acc = {{0}, 0};
     sp_db_import_stats stats;
@@ -489,25 +533,9 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
         sp_db_close(db);
         return cli_error(cmd->name, st);
     }
-    if (strcmp(action, "import") == 0 && cli_get(cmd, "t4")) {
-        rc = t4_import(cmd, db, pos[1], &acc, &stats);
-    } else if (strcmp(action, "import") == 0) {
-        FILE *in = strcmp(pos[1], "-") == 0 ? stdin : fopen(pos[1], "r");
-        if (!in) {
-            rc = cli_input_error(cmd->name, sp_fail(SPTUNE_ERR_IO, "cannot read %s: %s", pos[1], strerror(errno)));
-        } else {
-            st = sp_db_import_text(db, in, pos[1], accept_result, &acc, &stats);
-            if (in != stdin) fclose(in);
-            rc = st == SPTUNE_OK ? CLI_OK : cli_error(cmd->name, st);
-        }
-    } else {
-        /* the other database is checked whole before its first row is offered: a failure with nothing read is
-         * the file's (missing, not a database, damaged), one after is recording's */
-        st = sp_db_merge(db, pos[1], accept_result, &acc, &stats);
-        rc = st == SPTUNE_OK ? CLI_OK : stats.read == 0 ? cli_input_error(cmd->name, st) : cli_error(cmd->name, st);
-    }
+    int rc = a->record(cmd, db, file, &acc, &stats);
     if (rc == CLI_OK)
-        rc = (st = sp_db_count(db, &after)) == SPTUNE_OK ? report(pos[1], &stats, after - before)
+        rc = (st = sp_db_count(db, &after)) == SPTUNE_OK ? report(file, &stats, after - before)
                                                          : cli_error(cmd->name, st);
     accept_free(&acc);
     long long kept = -1;
@@ -515,10 +543,27 @@ int cmd_db(cli_cmd *cmd, int npos, char **pos)
     sp_clear_error();
     sp_db_close(db);
     static const char *const files[] = {"", "-wal", "-shm"};   /* the database and SQLite's files beside it */
-    for (size_t i = 0; empty && i < sizeof files / sizeof files[0]; i++) {   /* nothing recorded in a file made here */
-        char file[PATH_MAX + 8];
-        snprintf(file, sizeof file, "%s%s", path, files[i]);
-        unlink(file);
+    for (size_t i = 0; empty && i < sizeof files / sizeof files[0]; i++) {
+        char name[PATH_MAX + 8];
+        snprintf(name, sizeof name, "%s%s", path, files[i]);
+        unlink(name);
     }
     return rc;
+}
+
+int cmd_db(cli_cmd *cmd, int npos, char **pos)
+{
+    const db_action *a = NULL;
+    for (size_t i = 0; i < sizeof actions / sizeof actions[0] && !a; i++)
+        if (strcmp(pos[0], actions[i].name) == 0) a = &actions[i];
+    if (!a) return cli_usage_error(cmd->name, "unknown action '%s' (info, show, verify, export, import, merge)", pos[0]);
+    char buf[4096];
+    const char *path;
+    int rc = cli_db_path(cmd, buf, sizeof buf, &path);
+    if (rc) return rc;
+    if (a->file == 0 && npos > 1)
+        return cli_usage_error(cmd->name, "%s takes no file (--db PATH names the database)", a->name);
+    if (a->file == 2 && npos < 2) return cli_usage_error(cmd->name, "%s needs a file", a->name);
+    if (a->file < 2 && npos > 2) return cli_usage_error(cmd->name, "too many arguments");
+    return a->record ? run_record(cmd, a, path, pos[1]) : run_read(cmd, a, path, npos, pos);
 }
