@@ -144,7 +144,7 @@ typedef int (*sp_space_cb)(const sp_config *c, void *ud);
 sptune_status sp_template_space(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *problem,
                                 sp_space_cb cb, void *ud, long long *count);
 /* The same over the configurations whose first `fixed` parameters have the value indices prefix[0..fixed-1]
- * (a subtree of the walk: what sp_space_estimate samples). */
+ * (a subtree of the walk: what sp_space_count_valid and sp_space_candidates sample). */
 sptune_status sp_template_subspace(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *problem,
                                    const int *prefix, int fixed, sp_space_cb cb, void *ud, long long *count);
 

@@ -30,8 +30,7 @@ int main(void)
         sp_configs_push(&near, &space.v[0]);
         int one = 0, far = 0;
         for (long long i = 1; i < space.n && (one < 2 || !far); i++) {
-            int apart = 0;
-            for (int q = 0; q < space.v[i].nparams; q++) apart += space.v[i].idx[q] != space.v[0].idx[q];
+            const int apart = sp_config_distance(&space.v[i], &space.v[0]);
             if (apart == 1 && one < 2 && ++one) sp_configs_push(&near, &space.v[i]);
             else if (apart >= 3 && !far && ++far) sp_configs_push(&near, &space.v[i]);
         }

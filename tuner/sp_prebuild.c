@@ -1,4 +1,5 @@
 #include "sp_prebuild.h"
+#include "sp_space.h"
 #include "sp_eval.h"
 #include "sp_status.h"
 #include "sp_variant.h"
@@ -75,13 +76,10 @@ static void build_neighbours(sp_prebuild *pb, sp_template *t, const sp_gpu_profi
                              const sp_configs *space, long long hint, int j, int jobs, sp_cache *cache)
 {
     if (hint < 0 || hint >= space->n) return;
-    const sp_config *h = &space->v[hint];
     long long m = 0;
-    for (long long i = 0; i < space->n; i++) {
-        int apart = 0;
-        for (int q = 0; q < h->nparams && apart < 2; q++) apart += space->v[i].idx[q] != h->idx[q];
-        if (apart == 1 && m++ % jobs == j) build_one(pb, t, gpu, p, &space->v[i], cache);
-    }
+    for (long long i = 0; i < space->n; i++)
+        if (sp_config_distance(&space->v[i], &space->v[hint]) == 1 && m++ % jobs == j)
+            build_one(pb, t, gpu, p, &space->v[i], cache);
 }
 
 sptune_status sp_prebuild_start(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,

@@ -69,6 +69,13 @@ int sp_config_cmp(const void *a, const void *b)
     return 0;
 }
 
+int sp_config_distance(const sp_config *a, const sp_config *b)
+{
+    int d = 0;
+    for (int k = 0; k < a->nparams; k++) d += a->idx[k] != b->idx[k];
+    return d;
+}
+
 sptune_status sp_configs_push_valid(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
                                     sp_configs *out)
 {

@@ -102,10 +102,11 @@ function M.store_rows(c, first, step)
 end
 
 -- Rows first, first + step, ... of the staged tile combined into dst (a C expression: a bf16 matrix
--- of rows x N, row-major, n0 its first column here): op "mul" (dst = staged * dst) or "add"
--- (dst = staged + dst), in fp32, one rounding to bf16. Expects in scope: sC, M, m0, n0, lane, and N.
+-- of rows x N, row-major, n0 its first column here): op "mul" (dst = staged * dst), in fp32, one rounding to
+-- bf16 (an "add" would round twice: twell-ffn's hot_y adds through M.add_regs). Expects in scope: sC, M, m0, n0,
+-- lane, and N.
 function M.combine_rows(c, first, step, dst, op)
-  local f = ({mul = "*", add = "+"})[op] or error("epilogue.combine_rows: unknown op " .. tostring(op), 2)
+  local f = ({mul = "*"})[op] or error("epilogue.combine_rows: unknown op " .. tostring(op), 2)
   -- vec: each lane one 16-byte chunk of a row (bn <= 256), 8 rows' loads of dst issued before any
   -- is used (the drain warps are few: a chain of round trips per row would bound the kernel)
   return text.fill([[
@@ -182,12 +183,12 @@ function M.add_regs(d, c, hi, lo, op)
 end
 
 -- The same straight from the accumulators of a persistent kernel's warpgroup (lib/mainloop.lua's x.stage; with
--- ping-pong warpgroups nothing waits for it): op "mul", "add" or "store" (dst = the tile). Each value rounded to bf16
+-- ping-pong warpgroups nothing waits for it): op "mul" or "store" (dst = the tile). Each value rounded to bf16
 -- first, as the staged tile is, so that both forms give the same bits. A lane's pairs of columns as 4-byte words
 -- where N is even and dst 4-byte aligned (element-wise otherwise); a row's 2 x nt words loaded before any is
 -- stored (stores may alias the loads: the compiler would not hoist them). Expects in scope: t, n0, M, N, lane, warp.
 function M.combine_regs(d, c, dst, op)
-  local f = ({mul = "*", add = "+", store = ""})[op] or error("epilogue.combine_regs: unknown op " .. tostring(op), 2)
+  local f = ({mul = "*", store = ""})[op] or error("epilogue.combine_regs: unknown op " .. tostring(op), 2)
   local combine = op == "store" and "v" or text.fill([[
 sp_pack_bf16x2(__uint_as_float(v << 16) ${f} __uint_as_float(old[j] << 16),
                                            __uint_as_float(v & 0xffff0000u) ${f} __uint_as_float(old[j] & 0xffff0000u))]],

@@ -25,11 +25,16 @@
 
 enum { TENSOR, SLOTFILL, TSV, T4, WORKLOAD, PROBLEM, CONFIG, BUDGET, SLOTFILL_SUMMED, NPARSERS };
 
-/* The parsers that read a path get the input through this file (one per process: libFuzzer runs inputs in turn). */
+/* The parsers that read a path get the input through this file (one per process: libFuzzer runs inputs in turn),
+ * removed when the run ends. */
+static char path[64];
+static void remove_input(void) { unlink(path); }
 static const char *input_file(const uint8_t *data, size_t size)
 {
-    static char path[64];
-    if (!path[0]) snprintf(path, sizeof path, "/tmp/sp_fuzz_%ld.in", (long)getpid());
+    if (!path[0]) {
+        snprintf(path, sizeof path, "/tmp/sp_fuzz_%ld.in", (long)getpid());
+        atexit(remove_input);
+    }
     FILE *f = fopen(path, "wb");
     if (!f) abort();
     if (size && fwrite(data, 1, size, f) != size) abort();
