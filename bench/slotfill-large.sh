@@ -9,7 +9,8 @@
 #    against dense cuBLAS in the same run (`sptune check`, recorded in $OUT/tuning.db). The table last: the best
 #    per problem.
 # Env: SHAPES="MxK ..." (Llama-3-8B's gate/up, down, q/o, k/v), NS="32 64 ... 16384", KINDS="2 3", RUNS=10;
-# CANDS=fused (the large-batch kernel's CTA shapes, the default), expand (W expanded, then the dense GEMM) or all.
+# CANDS=fused (the large-batch kernel's CTA shapes, the default), expand (W expanded, then the dense GEMM), wsmem (W
+# decoded into shared memory, the bitmap layout's) or all.
 set -uo pipefail
 source "$(dirname "$0")/lib.sh"
 bench_setup "${1:-build-static}" slotfill-large
@@ -18,12 +19,13 @@ git log -1 --format='commit %H %cd' 2>/dev/null || true
 nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader || true
 status=0
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
-  match=mainloop=wgmma; [ "${CANDS:-fused}" = expand ] && match=expand=1
+  match=mainloop=wgmma; [ "${CANDS:-fused}" = expand ] && match=expand=1; [ "${CANDS:-fused}" = wsmem ] && match=wsrc=smem
   SPTUNE_TEST_OPS=slotfill-spmm SPTUNE_TEST_MATCH=$match timeout 300 "${1:-build-static}/tests/test_gpu_ops" \
     > "$out/gpu_ops.log" 2>&1 || status=1
   grep -E "CHECK failed|checks" "$out/gpu_ops.log" | head -20
   mc="mainloop=wgmma,warps=8,bn=128,stages=3,split=2,ring=48;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=1"
   [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,decode=sp24,window=64,dbits=7"
+  [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2"
   for d in 2 3; do
     timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" check slotfill-spmm --gpu auto \
       --shape "M=1000,K=960,N=200,sparsity=50,fp16=0,dist=$d" --config "$mc" --runs 2 --no-db > "$out/memcheck.$d.log" 2>&1
@@ -35,12 +37,25 @@ fi
 # memory allows (from 32 tokens on sm_90a serves the large-batch kernel alone).
 cands() {
   local n=$1 m=$2 d=$3 bn=32 s w b list="" lay=""
+  while [ "$bn" -lt "$n" ] && [ "$bn" -lt 256 ]; do bn=$((bn * 2)); done
+  if [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ]; then   # W decoded into shared memory (bitmap)
+    for b in $([ "$d" = 3 ] || echo $bn $([ "$bn" = 256 ] && echo 128)); do
+      for s in 1 2 4; do
+        local ctas=$(( (m + 127) / 128 * ((n + b - 1) / b) ))
+        [ "$s" -gt 1 ] && [ $((ctas * s / 2)) -ge 132 ] && continue
+        # bn 32 also in two stages: 113 KB, two CTAs an SM
+        for st in $([ "$b" = 256 ] && echo 3 || echo 4) $([ "$b" = 32 ] && echo 2); do
+          list="${list:+$list;}mainloop=wgmma,wsrc=smem,warps=8,bn=$b,stages=$st,split=$s"
+        done
+      done
+    done
+    [ "$CANDS" = wsmem ] && { echo "$list"; return; }
+  fi
   if [ "${CANDS:-fused}" != fused ]; then
-    list="expand=1"
-    [ "$d" = 3 ] && list="expand=1,decode=sp24,window=64,dbits=7"
+    list="${list:+$list;}expand=1"
+    [ "$d" = 3 ] && list="${list%expand=1}expand=1,decode=sp24,window=64,dbits=7"
     [ "${CANDS}" = expand ] && { echo "$list"; return; }
   fi
-  while [ "$bn" -lt "$n" ] && [ "$bn" -lt 256 ]; do bn=$((bn * 2)); done
   [ "$d" = 3 ] && lay="decode=sp24,window=64,dbits=7,"
   for b in $bn $([ "$bn" = 256 ] && echo 128); do
     local st=4

@@ -212,6 +212,7 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     snprintf(spec.cache_dir, sizeof spec.cache_dir, "%s", cache ? sp_cache_dir(cache) : "");
     snprintf(spec.data, sizeof spec.data, "%s", g->data ? g->data : "");
     snprintf(spec.data_names, sizeof spec.data_names, "%s", g->data_names ? g->data_names : "");
+    spec.energy_all = opts->objective != SP_OBJECTIVE_TIME;
     sp_eval base;
     if ((st = sp_measure_worker(g->exe, &spec, g->timeout_s, &worker)) != SPTUNE_OK ||
         (st = sp_worker_baseline(worker, &base)) != SPTUNE_OK) {

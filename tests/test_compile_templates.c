@@ -243,8 +243,9 @@ static void check_named_paths(void)
         }
 }
 
-/* slotfill-spmm's large-batch kernel (mainloop=wgmma): both layouts compile for sm_90a (the widest token tile, 128
- * accumulators a thread beside the decode; split-K through clusters; fp16); a GPU without wgmma (sm_120) and a K the
+/* slotfill-spmm's large-batch kernels (mainloop=wgmma, W decoded into registers or shared memory): both layouts
+ * compile for sm_90a (the widest token tile, 128 accumulators a thread beside the decode; split-K through clusters;
+ * fp16); a GPU without wgmma (sm_120) and a K the
  * copy engine cannot read (K % 8 != 0) refuse it. */
 static void check_slotfill_large(void)
 {
@@ -255,6 +256,10 @@ static void check_slotfill_large(void)
          "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=256,stages=2,split=1"},
         {"M=1000,K=1032,N=600,sparsity=50,fp16=1,dist=3",
          "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=2,dtype=f16"},
+        /* W decoded into shared memory (wsrc=smem): the widest tile, and split-K in fp16 */
+        {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2", "mainloop=wgmma,wsrc=smem,warps=8,bn=256,stages=3,split=1"},
+        {"M=1000,K=1032,N=600,sparsity=50,fp16=1,dist=2",
+         "mainloop=wgmma,wsrc=smem,warps=8,bn=64,stages=4,split=2,dtype=f16"},
     };
     sp_template *t = NULL;
     CHECK_ST(sp_template_load("slotfill-spmm", &t), SPTUNE_OK);

@@ -94,6 +94,9 @@ static const char *const slotfill_configs[] = {
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=4",
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=2",
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=32,stages=2,split=1,dtype=f16",
+    /* W decoded into shared memory by the consumer warps (wsrc=smem): every token tile, split-K, fp16 */
+    "mainloop=wgmma,wsrc=smem,warps=8,bn=256,stages=3,split=1", "mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2",
+    "mainloop=wgmma,wsrc=smem,warps=8,bn=64,stages=4,split=4,dtype=f16", "mainloop=wgmma,wsrc=smem,warps=8,bn=32,stages=2,split=1",
     /* W expanded into the workspace, then the dense GEMM (bf16, K % 8 == 0): both layouts, tails in M, K and N */
     "expand=1", "expand=1,decode=sp24,window=64,dbits=7", NULL};
 

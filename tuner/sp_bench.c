@@ -21,6 +21,7 @@ void sp_bench_opts_default(sp_bench_opts *o)
     o->target_ms = 200.0;
     o->flush_l2 = 1;
     o->energy_ms = 400.0;   /* >= 3 steps of a 100 ms counter: 1-2 whole ones inside, with margin */
+    o->energy_below_ms = 0;
     const char *e = getenv("SPTUNE_ENERGY_MS");   /* 0: no energy (faster tuning) */
     if (e && *e) o->energy_ms = atof(e);
 }
@@ -218,7 +219,8 @@ sptune_status sp_bench_time(sp_bench *b, sp_bench_fn fn, void *ud, sp_timing *t)
     t->p90_ms = ms[(n - 1) * 9 / 10];
     t->method = b->method;
     t->energy_j = 0;
-    if (b->nvml) st = time_energy(b, cu, fn, ud, e0, e1, t);
+    if (b->nvml && (b->opts.energy_below_ms <= 0 || t->median_ms <= b->opts.energy_below_ms))
+        st = time_energy(b, cu, fn, ud, e0, e1, t);
 out:
     if (e0) cu->EventDestroy(e0);
     if (e1) cu->EventDestroy(e1);

@@ -17,6 +17,7 @@ typedef struct sp_bench_opts {
     int flush_l2;         /* overwrite a buffer twice the L2 before each timed run (default 1) */
     double energy_ms;     /* energy per call from NVML over back-to-back runs of about this long (default
                              400 ms, $SPTUNE_ENERGY_MS; 0: not measured) */
+    double energy_below_ms; /* and only for a median at most this (0: every median) */
 } sp_bench_opts;
 
 void sp_bench_opts_default(sp_bench_opts *o);

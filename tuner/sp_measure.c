@@ -14,7 +14,10 @@ typedef struct measure {
     sp_template *t;
     sp_case kase;
     sp_cache *cache;
+    double fastest_ms;      /* the fastest verified median so far */
 } measure;
+
+#define ENERGY_NEAR 1.10
 
 static sptune_status m_init(void *ud)
 {
@@ -36,7 +39,12 @@ static sptune_status m_init(void *ud)
 static sptune_status m_evaluate(void *ud, const sp_config *c, sp_eval *out)
 {
     measure *m = ud;
-    return sp_eval_variant(&m->kase, m->t, c, m->cache, out);
+    m->bench.opts.energy_below_ms = m->spec.energy_all || !(m->fastest_ms > 0) ? 0 : ENERGY_NEAR * m->fastest_ms;
+    sptune_status st = sp_eval_variant(&m->kase, m->t, c, m->cache, out);
+    if (st == SPTUNE_OK && out->outcome == SP_OUTCOME_OK &&
+        (!(m->fastest_ms > 0) || out->timing.median_ms < m->fastest_ms))
+        m->fastest_ms = out->timing.median_ms;
+    return st;
 }
 
 static sptune_status m_baseline(void *ud, sp_eval *out)
@@ -44,6 +52,7 @@ static sptune_status m_baseline(void *ud, sp_eval *out)
     measure *m = ud;
     memset(out, 0, sizeof *out);
     out->timing.rel_error = -1;
+    m->bench.opts.energy_below_ms = 0;
     sptune_status st = sp_case_time_baseline(&m->kase, &out->timing);
     if (st != SPTUNE_OK) return st;
     out->outcome = SP_OUTCOME_OK;
@@ -67,7 +76,8 @@ sptune_status sp_measure_worker(const char *exe, const sp_measure_spec *spec, do
     snprintf(ordinal, sizeof ordinal, "%d", spec->ordinal);
     snprintf(runs, sizeof runs, "%d", spec->runs);
     char *argv[] = {(char *)exe, "__worker", (char *)spec->op, (char *)spec->problem, ordinal, runs,
-                    (char *)spec->cache_dir, (char *)spec->data, (char *)spec->data_names, NULL};
+                    (char *)spec->cache_dir, (char *)spec->data, (char *)spec->data_names,
+                    spec->energy_all ? "energy=all" : "energy=near", NULL};
     sp_worker_task task = {0};
     task.evaluate = m_evaluate; /* never called here: the executed worker has its own */
     task.argv = argv;
@@ -77,7 +87,7 @@ sptune_status sp_measure_worker(const char *exe, const sp_measure_spec *spec, do
 int sp_measure_main(int argc, char **argv)
 {
     static measure m;
-    if (argc != 7) {
+    if (argc != 8) {
         fprintf(stderr, "sptune __worker: internal command (started by sptune tune and the main job)\n");
         return 2;
     }
@@ -89,6 +99,7 @@ int sp_measure_main(int argc, char **argv)
     snprintf(m.spec.cache_dir, sizeof m.spec.cache_dir, "%s", argv[4]);
     snprintf(m.spec.data, sizeof m.spec.data, "%s", argv[5]);
     snprintf(m.spec.data_names, sizeof m.spec.data_names, "%s", argv[6]);
+    m.spec.energy_all = strcmp(argv[7], "energy=all") == 0;
     sp_worker_task task = {&m, m_init, m_evaluate, m_baseline, NULL};
     int rc = sp_worker_serve(&task, SP_WORKER_FD_IN, SP_WORKER_FD_OUT);
     /* No teardown: the process ends here, and a faulted context must not be touched again. */

@@ -238,6 +238,28 @@ local CHUNK_SP24 = [[
         sp_wgmma_wait<1>();
         if (it > 0 && lane == 0) sp_mbar_arrive(bars + 8 * (SP_S + (it - 1) % SP_S));]]
 
+-- Both large-batch kernels (this one and lib/slotfill_wsmem.lua): the image's header checked, the CTA's tiles in the
+-- grouped order, its share of the K range (header: the layout's fields; chunks: the count of its stages).
+M.PROLOGUE = [[
+    /* the image must be this kernel's (magic, version, bf16/fp16, the layout, M, K): else nothing past its header is
+     * read and the outputs are NaN */
+    const sp_u32 *h = (const sp_u32 *)W;
+    const bool ok = h[0] == 0x55545053u && h[1] == 0x4653454eu && h[2] >= 2u && h[4] == ${dtype}u && ${header} &&
+                    h[8] == (sp_u32)M && h[9] == 0u && h[10] == (sp_u32)K && h[11] == 0u;
+    const int tiles = (M + 15) >> 4, chunks = ${chunks};
+    /* grouped order: the token tiles in groups whose X rows take about 16 MB, the W tiles walked inside a group, so
+     * that the CTAs running at once share a few X slabs and W tiles in L2 (at N = 16384 in launch order they
+     * re-read X from HBM for every W tile: 0.70x) */
+    const int tiles_n = (int)gridDim.x, tiles_m = (int)gridDim.y;
+    const int gn = (int)max(1LL, min((long long)tiles_n, (16LL << 20) / ((long long)SP_BN * K * 2)));
+    const int id = (int)(blockIdx.y * gridDim.x + blockIdx.x), in_group = gn * tiles_m, grp = id / in_group;
+    const int first = grp * gn, width = min(gn, tiles_n - first), r = id - grp * in_group;
+    const int n0 = (first + r % width) * SP_BN, m0 = (r / width) * SP_BM, tile0 = m0 >> 4;
+    /* this CTA's share of the stages (bitmap: 128 columns, sp24: 64) */
+    const int per = (chunks + SP_SPLIT - 1) / SP_SPLIT, c0 = blockIdx.z * per;
+    const int nch = ok ? max(0, min(chunks, c0 + per) - c0) : 0;
+]]
+
 local EPI_ONE = [[
     /* the tile through shared memory (the X stages, every chunk consumed), then 16-byte stores along M */
     asm volatile("bar.sync 1, %0;\n" :: "n"(SP_NT * 32) : "memory");
@@ -286,6 +308,12 @@ ${cluster_sum}
         if (m0 + r < M) Y[(size_t)(n0 + n) * M + m0 + r] = ok ? sp_out16(sum) : (unsigned short)0xffffu;
     }
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");]]
+
+-- The output tile: staged in shared memory and stored 16 bytes at a time, or the cluster's partial tiles added.
+function M.epilogue(c)
+  return c.split == 1 and "    if (warp >= SP_NT) return;\n" .. EPI_ONE
+         or text.fill(EPI_SPLIT, {cluster_sum = (bitmap.CLUSTER_SUM:gsub("base %+ %(sp_u32%)i %* 4u", "at"))})
+end
 
 function M.emit(c, name, params, f16)
   local l = M.layout(c)
@@ -344,24 +372,7 @@ ${name}(${params}, const __grid_constant__ sp_tmap sp_tmX)
     unsigned char *const sp_smem = sp_smem_raw + ((1024u - (sp_smem_u32(sp_smem_raw) & 1023u)) & 1023u);
     const sp_u32 base = sp_smem_u32(sp_smem);
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-    /* the image must be this kernel's (magic, version, bf16/fp16, the layout, M, K): else nothing past its header is
-     * read and the outputs are NaN */
-    const sp_u32 *h = (const sp_u32 *)W;
-    const bool ok = h[0] == 0x55545053u && h[1] == 0x4653454eu && h[2] >= 2u && h[4] == ${dtype}u && ${header} &&
-                    h[8] == (sp_u32)M && h[9] == 0u && h[10] == (sp_u32)K && h[11] == 0u;
-    const int tiles = (M + 15) >> 4, chunks = ${chunks};
-    /* grouped order: the token tiles in groups whose X rows take about 16 MB, the W tiles walked inside a group, so
-     * that the CTAs running at once share a few X slabs and W tiles in L2 (at N = 16384 in launch order they
-     * re-read X from HBM for every W tile: 0.70x) */
-    const int tiles_n = (int)gridDim.x, tiles_m = (int)gridDim.y;
-    const int gn = (int)max(1LL, min((long long)tiles_n, (16LL << 20) / ((long long)SP_BN * K * 2)));
-    const int id = (int)(blockIdx.y * gridDim.x + blockIdx.x), in_group = gn * tiles_m, grp = id / in_group;
-    const int first = grp * gn, width = min(gn, tiles_n - first), r = id - grp * in_group;
-    const int n0 = (first + r % width) * SP_BN, m0 = (r / width) * SP_BM, tile0 = m0 >> 4;
-    /* this CTA's share of the stages (bitmap: 128 columns, sp24: 64) */
-    const int per = (chunks + SP_SPLIT - 1) / SP_SPLIT, c0 = blockIdx.z * per;
-    const int nch = ok ? max(0, min(chunks, c0 + per) - c0) : 0;
-    const sp_u32 bars = base + SP_BARS;                    /* full[s], empty[s] at + 8 (S + s), decoded[s] at + 8 (2 S + s) */
+${prologue}    const sp_u32 bars = base + SP_BARS;                    /* full[s], empty[s] at + 8 (S + s), decoded[s] at + 8 (2 S + s) */
 ${ring_decl}
     if (threadIdx.x == 0) {
         for (int s = 0; s < SP_S; ++s) {
@@ -408,7 +419,6 @@ ${epilogue}
      ring_decl = sp24 and "" or RING_DECL, decode_decl = sp24 and "" or DECODE_DECL,
      dec = l.threads == 384 and '        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::: "memory");' or "",
      inc = l.threads == 384 and ' else {\n        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\\n" ::: "memory");\n    }' or "",
-     header = header, chunks = sp24 and "(K + 63) >> 6" or "(K + 127) >> 7",
      fill = text.fill(sp24 and FILL_SP24 or FILL_BITMAP,
                       {xload = XLOAD, ring_alloc = bitmap.ring_alloc("const sp_u32 need = __shfl_sync(SP_FULL, pre, 31);",
                                                                      "2 * ", "   /* its blocks decoded */")}),
@@ -416,8 +426,9 @@ ${epilogue}
      -- register set would chain the group's steps one after another)
      chunk = sp24 and CHUNK_SP24 or text.fill(CHUNK_BITMAP, {prep = bitmap.PREP,
                                                             decode = (bitmap.DECODE:gsub("hi%[t%]%[i%]", "hi[q][i]"))}),
-     epilogue = c.split == 1 and "    if (warp >= SP_NT) return;\n" .. EPI_ONE
-                or text.fill(EPI_SPLIT, {cluster_sum = (bitmap.CLUSTER_SUM:gsub("base %+ %(sp_u32%)i %* 4u", "at"))})})
+     prologue = text.fill(M.PROLOGUE, {header = header, chunks = sp24 and "(K + 63) >> 6" or "(K + 127) >> 7",
+                                       dtype = f16 and 1 or 0}),
+     epilogue = M.epilogue(c)})
 end
 
 return M

@@ -79,7 +79,8 @@ M.constraints = {
 
 -- The wgmma instruction for one m64 x bn block (an inline-asm wrapper per N: the accumulator
 -- list is spelled out, as PTX needs); suffix and trans_b name and set the B-transposed form.
-local function wgmma_fn(n, suffix, trans_b, what)
+-- (ty: the inputs' type, bf16 unless given: "f16.f16" for fp16)
+local function wgmma_fn(n, suffix, trans_b, what, ty)
   local regs = n // 2
   local ops, outs = {}, {}
   for r = 0, regs - 1 do ops[#ops + 1] = "%" .. r end
@@ -91,14 +92,15 @@ local function wgmma_fn(n, suffix, trans_b, what)
 __device__ __forceinline__ void sp_wgmma_m64n${n}${suffix}(float (&d)[${nt}][4], unsigned long long da, unsigned long long db)
 {
     asm volatile("{\n.reg .pred p;\nsetp.ne.b32 p, %${ip}, 0;\n"
-                 "wgmma.mma_async.sync.aligned.m64n${n}k16.f32.bf16.bf16 {${list}}, %${ia}, %${ib}, p, 1, 1, 0, ${tb};\n"
+                 "wgmma.mma_async.sync.aligned.m64n${n}k16.f32.${ty} {${list}}, %${ia}, %${ib}, p, 1, 1, 0, ${tb};\n"
                  "}\n"
                  : ${outs}
                  : "l"(da), "l"(db), "r"(1));
 }
 ]], {n = n, nt = n // 8, list = table.concat(ops, ", "), ia = regs, ib = regs + 1, ip = regs + 2,
-     outs = table.concat(outs, ", "), suffix = suffix, tb = trans_b, what = what})
+     outs = table.concat(outs, ", "), suffix = suffix, tb = trans_b, what = what, ty = ty or "bf16.bf16"})
 end
+M.wgmma_fn = wgmma_fn
 
 -- The descriptor of a 128-byte swizzled K-major tile and the wgmma fence, commit and wait (also lib/slotfill_wgmma.lua).
 M.SYNC = [[

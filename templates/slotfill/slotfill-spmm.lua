@@ -39,6 +39,7 @@ local sp24 = require("lib.slotfill_sp24")
 local common = require("lib.slotfill_common")
 local large = require("lib.slotfill_wgmma")
 local expand = require("lib.slotfill_expand")
+local wsmem = require("lib.slotfill_wsmem")
 
 -- Defaults: the best measured on an H200 at decode sizes (bench/RESULTS.md, slotfill table).
 local params = {
@@ -80,6 +81,9 @@ local params = {
   {name = "expand", values = {0, 1}, default = 0, added = true,
    doc = "1: the image expanded into a dense W in the workspace, then a dense GEMM (bitmap and sp24, bf16): W decoded "
       .. "once a call instead of once per token tile, for large batches (lib/slotfill_expand.lua)"},
+  {name = "wsrc", values = {"regs", "smem"}, default = "regs", added = true,
+   doc = "the large-batch bitmap kernel: W decoded by the consumer warps into wgmma's register operand (regs), or by "
+      .. "decoder warps into shared memory that both of wgmma's operands come from (smem, lib/slotfill_wsmem.lua)"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
@@ -192,7 +196,10 @@ local constraints = {
    check = function(c, gpu, p) return p == nil or not gpu.wgmma or c.mainloop == "wgmma" or c.expand == 1 or p.N < 32 end},
   {why = "the wgmma kernel (sm_90a): bitmap or sp24, one or two consumer warpgroups, bn >= 32, stages 2 to 4, "
       .. "split up to 4, K % 8 == 0, its stages and output tile in shared memory",
-   check = large.check},
+   check = function(c, gpu, p) return c.wsrc == "smem" or large.check(c, gpu, p) end},
+  {why = "wsrc=smem: the bitmap layout's wgmma kernel (sm_90a) with two consumer warpgroups (warps 8), tpw 1, ring at "
+      .. "its default, bn >= 32, stages 2 to 4, split up to 4, K % 8 == 0, its stages in shared memory",
+   check = wsmem.check},
   {why = "expand = 1: the bitmap or sp24 image in bf16, K % 8 == 0, the fused kernels' parameters at their defaults",
    check = expand.check},
   {why = "shared memory fits",
@@ -511,7 +518,7 @@ local function fused_launch(c, p, gpu)
   local tiles = (p.M + 15) // 16
   if c.mainloop == "wgmma" then
     local bm = 16 * c.warps
-    local l = large.layout(c)
+    local l = (c.wsrc == "smem" and wsmem or large).layout(c)
     return {grid = {(p.N + c.bn - 1) // c.bn, (p.M + bm - 1) // bm, c.split}, block = {l.threads, 1, 1},
             smem = l.total, cluster = {1, 1, c.split},
             tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn, box_cols = 64, swizzle = 128}}}
@@ -532,7 +539,8 @@ end
 
 local function fused_emit(c, p, gpu)
   if c.mainloop == "wgmma" then
-    return cuda.prelude .. "\n" .. large.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16")
+    return cuda.prelude .. "\n" .. (c.wsrc == "smem" and wsmem or large).emit(c, kernel_name(c), args.params(FUSED_ARGS),
+                                                                             c.dtype == "f16")
   end
   if c.decode == "bitmap" then
     return cuda.prelude .. "\n" .. bitmap.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16")

@@ -1,0 +1,267 @@
+-- slotfill-spmm's large-batch kernel with W decoded into shared memory (mainloop=wgmma, wsrc=smem, the bitmap
+-- layout, sm_90a): decoder warps turn the image's blocks into the 128-byte swizzled K-major tile wgmma reads, and two
+-- consumer warpgroups run both operands from shared memory, as the dense gemm does.
+--
+-- Why: with W decoded into registers by the consumer warps (lib/slotfill_wgmma.lua) two warps a scheduler wait out
+-- their own decode chains while the tensor pipe idles (0.45x dense at large N). Here the decode has warps of its own
+-- that only decode, and the consumers issue wgmma back to back. Budget at bn = 256 (a 128 x 256 tile, 64 columns a
+-- stage): 1024 tensor cycles a stage at the dense rate against 32 decoded 16 x 16 steps (~45 instructions and 12
+-- shared accesses a lane each) spread over 3 decoder warps. 384 threads: wgmma's m64n256 needs ~154 registers a thread,
+-- which ptxas gives a kernel of at most 384 threads whatever setmaxnreg later moves.
+--
+-- A CTA is 12 warps: warps 0-7 consume (rows 64 r .. 64 r + 63 for warpgroup r), warp 8 loads, warps 9-11 decode. The loader copies each 128-column chunk's 8 blocks (one a 16-row tile) into one of two fixed slots
+-- (bulk copies) one chunk ahead of the X tiles (64 columns a stage, the copy engine, 128-byte swizzle). A decoder
+-- takes (stage, tile) items in turn: the tile's 4 steps of the stage decoded as the small-batch kernel decodes them
+-- (lib/slotfill_bitmap.lua), stored where the swizzled A tile holds them, made visible to the tensor cores' proxy,
+-- then one arrival on the stage's A barrier and one on the chunk slot's release. The loader's order (a chunk's blocks
+-- before the X tiles of the chunk before it) never waits on a stage that needs what it has yet to load.
+-- Every thread checks the image's header first (lib/slotfill_wgmma.lua's prologue): an image that is not this
+-- kernel's makes every output NaN. K % 8 == 0; X 16-byte aligned.
+local text = require("lib.text")
+local common = require("lib.slotfill_common")
+local bitmap = require("lib.slotfill_bitmap")
+local wgmma = require("lib.wgmma")
+local large = require("lib.slotfill_wgmma")
+
+local M = {}
+
+M.ASTAGE = 128 * 128   -- a stage's A tile: 128 rows of 64 columns
+
+function M.layout(c)
+  local l = {threads = 288, bm = 128, nt = 8}
+  l.xstage = c.bn * 128
+  l.xoff = c.stages * M.ASTAGE
+  l.woff = l.xoff + c.stages * l.xstage
+  l.wslot = 8 * bitmap.BLOCK_MAX
+  -- past the slots: room for a damaged block's worst reads (offsets < 4096 and a byte-wide prefix)
+  l.bars = l.woff + 2 * l.wslot + 1024
+  l.total = 1024 + l.bars + 8 * (4 * c.stages + 4)
+  l.ypitch = l.bm + 8
+  l.ystage = c.bn * l.ypitch * 2
+  l.rpitch = c.bn + 1
+  l.red = c.split > 1 and l.bm * l.rpitch * 4 or 0
+  return l
+end
+
+function M.check(c, gpu, p)
+  if c.wsrc ~= "smem" then return true end
+  if c.mainloop ~= "wgmma" or c.decode ~= "bitmap" or not gpu.wgmma then
+    return false, "the bitmap layout's wgmma kernel (sm_90a)"
+  end
+  if c.warps ~= 8 or c.tpw ~= 1 or c.ring ~= 36 or c.bn < 32 or c.stages > 4 or c.split > 4 then
+    return false, "two consumer warpgroups (warps 8), tpw 1, ring at its default, bn >= 32, stages 2 to 4, split up to 4"
+  end
+  if p and p.K % 8 ~= 0 then return false, "the copy engine reads X rows of a multiple of 16 bytes (K % 8 == 0)" end
+  local l = M.layout(c)
+  if l.ystage > l.bars or l.red > l.bars then return false, "the output tile fits the stages' space" end
+  if l.total > gpu.smem_per_block then return false, string.format("%d bytes > %d", l.total, gpu.smem_per_block) end
+  return true
+end
+
+-- The small-batch kernel's step decode for one (stage, tile) item: its bitmap word (iw), the lanes' first values
+-- (iex) and the header's two words of the stage (hlo, hhi) instead of the whole block's.
+local function item_decode()
+  local d = bitmap.DECODE
+  local function swap(old, new)
+    local i, j = d:find(old, 1, true)
+    assert(i, "lib/slotfill_bitmap.lua's decode changed: " .. old)
+    d = d:sub(1, i - 1) .. new .. d:sub(j + 1)
+  end
+  swap("const sp_u32 mw = st < 4 ? mm[t].x : mm[t].y, ew = st < 4 ? ex0[t] : ex1[t];", "const sp_u32 mw = iw, ew = iex;")
+  swap("const sp_u32 hw = st < 2 ? hb[t].x : st < 4 ? hb[t].y : st < 6 ? hb[t].z : hb[t].w;",
+       "const sp_u32 hw = st < 2 ? hlo : hhi;")
+  swap("vb[t]", "vb")
+  return (d:gsub("hi%[t%]%[i%]", "hv[i]"))
+end
+
+local KERNEL = [[
+#define SP_NT 8
+#define SP_THREADS 288
+#define SP_BM 128
+#define SP_BN ${bn}
+#define SP_NB ${nb}
+#define SP_S ${stages}
+#define SP_SPLIT ${split}
+#define SP_ASTAGE ${astage}
+#define SP_XOFF ${xoff}
+#define SP_XSTAGE ${xstage}
+#define SP_WOFF ${woff}
+#define SP_WSLOT ${wslot}
+#define SP_BARS ${bars}
+#define SP_YP ${ypitch}
+#define SP_RP ${rpitch}
+#define SP_HDR ${hdr}
+#define SP_MASKB ${masks}
+#define SP_BMAX ${bmax}
+#define SP_FULL 0xffffffffu
+
+${device}
+${step_counts}
+${sync}
+${tmap}
+${tma_load}
+${ss}
+${out16}
+__device__ __forceinline__ void sp_sts32(sp_u32 addr, sp_u32 v)
+{
+    asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
+}
+/* One item: tile t's 4 steps of stage j (64 columns: half j % 2 of chunk j / 2) decoded into the stage's A tile, once
+ * the chunk's blocks are in and the stage's slot is free; then one arrival on the stage's A barrier and one on the
+ * chunk slot's release. `live`: the tile lies inside M (a tile past it only arrives). */
+__device__ __forceinline__ void sp_item(const unsigned char *sp_smem, sp_u32 base, sp_u32 bars, int j, int t, bool live,
+                                        int lane, sp_u32 t0, sp_u32 t1)
+{
+    const int c = j >> 1, h = j & 1, s = j % SP_S, w = c & 1, g = lane >> 2, tq = lane & 3;
+    sp_mbar_wait(bars + 8 * (4 * SP_S + w), (c >> 1) & 1);
+    if (j >= SP_S) sp_mbar_wait(bars + 8 * (3 * SP_S + s), ((j / SP_S) - 1) & 1);
+    if (live) {
+        const sp_u32 bo = SP_WOFF + w * SP_WSLOT + t * SP_BMAX;
+        const uint4 hb = *(const uint4 *)(sp_smem + bo);
+        const sp_u32 iw = *(const sp_u32 *)(sp_smem + bo + SP_HDR + 8 * lane + 4 * h);
+        const sp_u32 hlo = h ? hb.z : hb.x, hhi = h ? hb.w : hb.y, vb = base + bo + SP_HDR + SP_MASKB;
+        /* each lane's first value of the stage's 4 steps: an exclusive scan over the lanes, bytes */
+        const sp_u32 cnt = sp_step_counts(iw);
+        sp_u32 iex = __shfl_up_sync(SP_FULL, cnt, 1);
+        if (lane == 0) iex = 0;
+        #pragma unroll
+        for (int d = 1; d < 32; d <<= 1) {
+            const sp_u32 v = __shfl_up_sync(SP_FULL, iex, d);
+            if (lane >= d) iex += v;
+        }
+        /* rows t 16 + g and + 8 of the stage's A tile (128-byte rows, 16-byte chunks swizzled by row % 8) */
+        const sp_u32 row = base + s * SP_ASTAGE + (t * 16 + g) * 128 + 4 * tq;
+        #pragma unroll
+        for (int st = 0; st < 4; ++st) {
+            sp_u32 hv[4] = {0u, 0u, 0u, 0u};   /* a fresh register each: no chain through the predicated loads */
+${decode}
+            const sp_u32 lo16 = (sp_u32)(((2 * st) ^ g) << 4), hi16 = (sp_u32)(((2 * st + 1) ^ g) << 4);
+            sp_sts32(row + lo16, a[0]);
+            sp_sts32(row + 1024 + lo16, a[1]);
+            sp_sts32(row + hi16, a[2]);
+            sp_sts32(row + 1024 + hi16, a[3]);
+        }
+    }
+    sp_fence_proxy_async();   /* the stores, seen by the tensor cores' reads */
+    __syncwarp();
+    if (lane == 0) {
+        sp_mbar_arrive(bars + 8 * (SP_S + 2 * s + (t >> 2)));
+        sp_mbar_arrive(bars + 8 * (4 * SP_S + 2 + w));
+    }
+}
+
+extern "C" __global__ void __launch_bounds__(288, 1)
+${name}(${params}, const __grid_constant__ sp_tmap sp_tmX)
+{
+    extern __shared__ __align__(1024) unsigned char sp_smem_raw[];
+    unsigned char *const sp_smem = sp_smem_raw + ((1024u - (sp_smem_u32(sp_smem_raw) & 1023u)) & 1023u);
+    const sp_u32 base = sp_smem_u32(sp_smem);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+${prologue}    const int halves = 2 * nch;                            /* stages of 64 columns */
+    const sp_u32 *offs = (const sp_u32 *)(W + 256);
+    const unsigned char *blocks = W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255);
+    /* xfull[s] at + 8 s; warpgroup r's A rows afull[s][r] at + 8 (S + 2 s + r); empty[s] at + 8 (3 S + s); a chunk
+     * slot's wfull[w] at + 8 (4 S + w), its release wfree[w] at + 8 (4 S + 2 + w) */
+    const sp_u32 bars = base + SP_BARS;
+    if (threadIdx.x == 0) {
+        for (int s = 0; s < SP_S; ++s) {
+            sp_mbar_init(bars + 8 * s, 1);                 /* the loader's expect_tx; the X box's bytes */
+            sp_mbar_init(bars + 8 * (SP_S + 2 * s), 4);    /* the stage's 4 tiles of warpgroup 0 decoded */
+            sp_mbar_init(bars + 8 * (SP_S + 2 * s + 1), 4);/* ... of warpgroup 1 */
+            sp_mbar_init(bars + 8 * (3 * SP_S + s), SP_NT);/* every consumer warp: the stage's wgmma retired */
+        }
+        for (int w = 0; w < 2; ++w) {
+            sp_mbar_init(bars + 8 * (4 * SP_S + w), 1);    /* the loader's expect_tx; the blocks' bytes */
+            sp_mbar_init(bars + 8 * (4 * SP_S + 2 + w), 2 * SP_NT); /* the chunk's 16 items decoded */
+        }
+        asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
+    }
+    __syncthreads();
+    /* the decode's PRMT selectors (made by asm so that the compiler keeps them in registers) */
+    sp_u32 t0, t1;
+    asm volatile("mov.b32 %0, 0x32103232;\n" : "=r"(t0));
+    asm volatile("mov.b32 %0, 0x54101032;\n" : "=r"(t1));
+    if (warp == SP_NT) {
+        /* the loader: chunk c's blocks, then the two X stages of chunk c - 1 */
+        const int tile = tile0 + lane;
+        const bool live = lane < SP_NT && tile < tiles;
+        const sp_u32 *toffs = offs + (size_t)(live ? tile : 0) * chunks + c0;
+        sp_u32 o0 = live && nch > 0 ? toffs[0] : 0u, o1 = live && nch > 0 ? toffs[1] : 0u;
+        for (int c = 0; c <= nch; ++c) {
+            if (c < nch) {
+                const int w = c & 1;
+                if (c >= 2) sp_mbar_wait(bars + 8 * (4 * SP_S + 2 + w), ((c >> 1) - 1) & 1);
+                const sp_u32 o2 = live && c + 1 < nch ? toffs[c + 2] : 0u;
+                const sp_u32 bytes = live && o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; /* a damaged image copies nothing */
+                sp_u32 total = bytes;
+                #pragma unroll
+                for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(SP_FULL, total, d);
+                const sp_u32 full = bars + 8 * (4 * SP_S + w);
+                if (lane == 0) sp_mbar_expect_tx(full, total);
+                __syncwarp();
+                if (bytes) sp_bulk_load(base + SP_WOFF + w * SP_WSLOT + lane * SP_BMAX, blocks + (size_t)o0 * 16, bytes, full);
+                o0 = o1;
+                o1 = o2;
+            }
+            for (int j = 2 * c - 2; c > 0 && j < 2 * c; ++j) {
+                const int s = j % SP_S;
+                if (j >= SP_S) sp_mbar_wait(bars + 8 * (3 * SP_S + s), ((j / SP_S) - 1) & 1);
+                if (lane == 0) {
+                    sp_mbar_expect_tx(bars + 8 * s, SP_XSTAGE);
+                    sp_tma_load_2d(base + SP_XOFF + s * SP_XSTAGE, &sp_tmX, (c0 + (j >> 1)) * 128 + (j & 1) * 64, n0,
+                                   bars + 8 * s);
+                }
+            }
+        }
+    }
+    if (warp >= SP_NT && SP_SPLIT == 1) return;
+    float acc[SP_NB][4];
+    #pragma unroll
+    for (int j = 0; j < SP_NB; ++j)
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+    if (warp < SP_NT) {
+        /* a consumer: stage j on the tensor cores, then its own tile of stage j + S - 1 decoded while they multiply (the
+         * first S - 1 stages before) */
+        const bool live = tile0 + warp < tiles;
+        for (int j = 0; j < min(SP_S - 1, halves); ++j) sp_item(sp_smem, base, bars, j, warp, live, lane, t0, t1);
+        const sp_u32 aw = base + (warp >> 2) * (SP_ASTAGE / 2);
+        for (int j = 0; j < halves; ++j) {
+            const int s = j % SP_S;
+            const sp_u32 par = (j / SP_S) & 1;
+            sp_mbar_wait(bars + 8 * s, par);
+            sp_mbar_wait(bars + 8 * (SP_S + 2 * s + (warp >> 2)), par);
+            if (j == 0 && warp >= 4) asm volatile("bar.sync 2, 256;\n" ::: "memory");
+            const sp_u32 as = aw + s * SP_ASTAGE, xs = base + SP_XOFF + s * SP_XSTAGE;
+            sp_wgmma_fence();
+            #pragma unroll
+            for (int q = 0; q < 4; ++q) sp_wgmma_m64n${bn}(acc, sp_wgmma_desc(as + 32 * q), sp_wgmma_desc(xs + 32 * q));
+            sp_wgmma_commit();
+            /* retired before the decode: ptxas serialises every wgmma of a stage that a decode runs beside (C7515);
+             * the other warpgroup's wgmma keep the tensor cores busy meanwhile */
+            sp_wgmma_wait<0>();
+            if (j == 0 && warp < 4) asm volatile("bar.arrive 2, 256;\n" ::: "memory");
+            if (lane == 0) sp_mbar_arrive(bars + 8 * (3 * SP_S + s));
+            if (j + SP_S - 1 < halves) sp_item(sp_smem, base, bars, j + SP_S - 1, warp, live, lane, t0, t1);
+        }
+    }
+${epilogue}
+}
+]]
+
+function M.emit(c, name, params, f16)
+  local l = M.layout(c)
+  return text.fill(KERNEL, {
+    bn = c.bn, nb = c.bn // 8, stages = c.stages, split = c.split, astage = M.ASTAGE,
+    xoff = l.xoff, xstage = l.xstage, woff = l.woff, wslot = l.wslot, bars = l.bars, ypitch = l.ypitch,
+    rpitch = l.rpitch, hdr = bitmap.HEADER, masks = bitmap.MASKS, bmax = bitmap.BLOCK_MAX,
+    device = bitmap.DEVICE, step_counts = bitmap.STEP_COUNTS, sync = wgmma.SYNC, tmap = wgmma.TMAP,
+    tma_load = wgmma.TMA_LOAD, out16 = common.out16(f16), name = name, params = params,
+    ss = wgmma.wgmma_fn(c.bn, "", 0, "d[64 x " .. c.bn .. "] += A(64 x 16, smem) * B(" .. c.bn .. " x 16, smem)^T",
+                        f16 and "f16.f16" or "bf16.bf16"),
+    prologue = text.fill(large.PROLOGUE, {header = "h[5] == 128u && h[36] == 2u", chunks = "(K + 127) >> 7",
+                                          dtype = f16 and 1 or 0}),
+    decode = item_decode(), epilogue = large.epilogue(c)})
+end
+
+return M
