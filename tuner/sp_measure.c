@@ -17,8 +17,6 @@ typedef struct measure {
     double fastest_ms;      /* the fastest verified median so far */
 } measure;
 
-#define ENERGY_NEAR 1.10
-
 static sptune_status m_init(void *ud)
 {
     measure *m = ud;
@@ -39,7 +37,7 @@ static sptune_status m_init(void *ud)
 static sptune_status m_evaluate(void *ud, const sp_config *c, sp_eval *out)
 {
     measure *m = ud;
-    m->bench.opts.energy_below_ms = m->spec.energy_all || !(m->fastest_ms > 0) ? 0 : ENERGY_NEAR * m->fastest_ms;
+    m->bench.opts.energy_below_ms = m->spec.energy_all || !(m->fastest_ms > 0) ? 0 : m->fastest_ms;
     sptune_status st = sp_eval_variant(&m->kase, m->t, c, m->cache, out);
     if (st == SPTUNE_OK && out->outcome == SP_OUTCOME_OK &&
         (!(m->fastest_ms > 0) || out->timing.median_ms < m->fastest_ms))
