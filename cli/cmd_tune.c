@@ -76,13 +76,17 @@ static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_prob
                                    double *winner_ms, long long *winner, double *winner_energy_j)
 {
     enum { ROUNDS = 3 };
-    double ms[SP_TUNE_TOP][ROUNDS];
+    double ms[SP_TUNE_TOP][ROUNDS], joules[SP_TUNE_TOP];
     sp_eval last[SP_TUNE_TOP];
+    /* the energy of the last round that measured one, else the search's (the worker measures it only for a
+     * variant about as fast as the fastest it has timed) */
+    for (int i = 0; i < r->ntop; i++) joules[i] = r->top_energy_j[i];
     for (int round = 0; round < ROUNDS; round++)
         for (int i = 0; i < r->ntop; i++) {
             sptune_status st = gpu_evaluate(g, &space->v[r->top[i]], &last[i]);
             if (st != SPTUNE_OK) return st;
             ms[i][round] = last[i].outcome == SP_OUTCOME_OK ? last[i].timing.median_ms : INFINITY;
+            if (last[i].outcome == SP_OUTCOME_OK && last[i].timing.energy_j > 0) joules[i] = last[i].timing.energy_j;
         }
     *winner = -1;
     *winner_ms = INFINITY;
@@ -100,6 +104,7 @@ static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_prob
             ev.outcome = SP_OUTCOME_OK;
             ev.timing.method = method;
             ev.timing.median_ms = med;
+            ev.timing.energy_j = joules[i];
             if (ev.timing.min_ms > med) ev.timing.min_ms = med;
             if (ev.timing.max_ms < med) ev.timing.max_ms = med;
             char *text = sp_config_format(t, &space->v[r->top[i]]);
@@ -111,7 +116,7 @@ static sptune_status remeasure_top(gpu_backend *g, sp_template *t, const sp_prob
         if (med < *winner_ms) {
             *winner_ms = med;
             *winner = r->top[i];
-            *winner_energy_j = last[i].timing.energy_j;
+            *winner_energy_j = joules[i];
         }
     }
     free(key);

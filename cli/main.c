@@ -151,7 +151,8 @@ static cli_cmd commands[] = {
      "The fastest few are re-measured in alternating order before the winner is printed (--objective time).\n"
      "Joules per call are measured through NVML where the GPU reports them (back-to-back runs for ~400 ms:\n"
      "the counter's steps; SPTUNE_ENERGY_MS sets it, 0 skips energy); with --objective time only for a variant\n"
-     "faster than every one timed before it (the window is most of a measurement).\n"
+     "as fast as every one timed before it, within 2%, and for the best few re-measured (the window is most\n"
+     "of a measurement).\n"
      "Exits 3 when the GPU is not present, 1 when no variant passed.", 1, 1, tune_opts, cmd_tune},
     {"best", "OP", "Show the kernel the runtime API serves an application for a problem: its configuration, "
                    "where it came from (exact, nearest recorded problem, default) and its launches.",

@@ -16,8 +16,9 @@ typedef struct sp_measure_spec {
     char cache_dir[1024];   /* "" for the default */
     char data[1024];        /* twell-ffn: a safetensors file with the layer's own tensors ("" none: drawn data) */
     char data_names[1024];  /* their names (sp_twell_layer.h), "" for the defaults */
-    int energy_all;         /* energy for every configuration (an energy objective); else only for one faster than
-                               every one timed before it (the window is most of a measurement) */
+    int energy_all;         /* energy for every configuration (an energy objective); else only for one as fast as
+                               every one timed before it, within 2 %, or timed again without it so far (the window
+                               is most of a measurement) */
 } sp_measure_spec;
 
 /* A worker measuring spec, started as `exe __worker ...` (exe: this program's path, for
