@@ -309,6 +309,33 @@ ${cluster_sum}
     }
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");]]
 
+-- Both large-batch kernels: a consumer's accumulators (wgmma's m64 x bn fragment), zeroed.
+M.ACC = [[
+    float acc[SP_NB][4];
+    #pragma unroll
+    for (int j = 0; j < SP_NB; ++j)
+        #pragma unroll
+        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;]]
+
+-- Both large-batch kernels: the block's sizes, and the device helpers (mma_fn: the kernel's wgmma form).
+function M.head(mma_fn, f16)
+  return text.fill([[
+#define SP_HDR ${hdr}
+#define SP_MASKB ${masks}
+#define SP_BMAX ${bmax}
+#define SP_FULL 0xffffffffu
+
+${device}
+${step_counts}
+${sync}
+${tmap}
+${tma_load}
+${mma_fn}
+${out16}]], {hdr = bitmap.HEADER, masks = bitmap.MASKS, bmax = bitmap.BLOCK_MAX, device = bitmap.DEVICE,
+              step_counts = bitmap.STEP_COUNTS, sync = wgmma.SYNC, tmap = wgmma.TMAP, tma_load = wgmma.TMA_LOAD,
+              mma_fn = mma_fn, out16 = common.out16(f16)})
+end
+
 -- The output tile: staged in shared memory and stored 16 bytes at a time, or the cluster's partial tiles added.
 function M.epilogue(c)
   return c.split == 1 and "    if (warp >= SP_NT) return;\n" .. EPI_ONE
@@ -342,18 +369,7 @@ function M.emit(c, name, params, f16)
 #define SP_WSTAGE ${wstage}
 #define SP_REC ${rec}
 #define SP_G ${group}
-#define SP_HDR ${hdr}
-#define SP_MASKB ${masks}
-#define SP_BMAX ${bmax}
-#define SP_FULL 0xffffffffu
-
-${device}
-${step_counts}
-${sync}
-${tmap}
-${tma_load}
-${rs}
-${out16}
+${head}
 __device__ __forceinline__ void sp_lds128(sp_u32 addr, sp_u32 *r)
 {
     asm volatile("ld.shared.v4.b32 {%0, %1, %2, %3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr));
@@ -390,11 +406,7 @@ ${fill}
         }
         if (SP_SPLIT == 1) return;
     }${inc}
-    float acc[SP_NB][4];
-    #pragma unroll
-    for (int j = 0; j < SP_NB; ++j)
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+${acc}
     if (warp < SP_NT) {
         const int tile = tile0 + warp;
         const bool live = tile < tiles;
@@ -412,10 +424,8 @@ ${epilogue}
 }
 ]], {nt = l.nt, bm = l.bm, bn = c.bn, nb = c.bn // 8, stages = c.stages, split = c.split, box = l.box,
      xstage = l.xstage, woff = l.xarea, slots = l.slots, bars = l.bars, book = l.book, ypitch = l.ypitch,
-     rpitch = l.rpitch, ring = l.ring or 0, wstage = l.wstage or 0, rec = M.REC, group = M.GROUP, hdr = bitmap.HEADER,
-     masks = bitmap.MASKS, bmax = bitmap.BLOCK_MAX, device = bitmap.DEVICE, step_counts = bitmap.STEP_COUNTS,
-     sync = wgmma.SYNC, tmap = wgmma.TMAP, tma_load = wgmma.TMA_LOAD, rs = rs_fn(c.bn, f16, sp24),
-     out16 = common.out16(f16), threads = l.threads, name = name, params = params, dtype = f16 and 1 or 0,
+     rpitch = l.rpitch, ring = l.ring or 0, wstage = l.wstage or 0, rec = M.REC, group = M.GROUP,
+     head = M.head(rs_fn(c.bn, f16, sp24), f16), acc = M.ACC, threads = l.threads, name = name, params = params, dtype = f16 and 1 or 0,
      ring_decl = sp24 and "" or RING_DECL, decode_decl = sp24 and "" or DECODE_DECL,
      dec = l.threads == 384 and '        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::: "memory");' or "",
      inc = l.threads == 384 and ' else {\n        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\\n" ::: "memory");\n    }' or "",

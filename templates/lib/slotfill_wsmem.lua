@@ -18,7 +18,6 @@
 -- Every thread checks the image's header first (lib/slotfill_wgmma.lua's prologue): an image that is not this
 -- kernel's makes every output NaN. K % 8 == 0; X 16-byte aligned.
 local text = require("lib.text")
-local common = require("lib.slotfill_common")
 local bitmap = require("lib.slotfill_bitmap")
 local wgmma = require("lib.wgmma")
 local large = require("lib.slotfill_wgmma")
@@ -90,18 +89,7 @@ local KERNEL = [[
 #define SP_BARS ${bars}
 #define SP_YP ${ypitch}
 #define SP_RP ${rpitch}
-#define SP_HDR ${hdr}
-#define SP_MASKB ${masks}
-#define SP_BMAX ${bmax}
-#define SP_FULL 0xffffffffu
-
-${device}
-${step_counts}
-${sync}
-${tmap}
-${tma_load}
-${ss}
-${out16}
+${head}
 __device__ __forceinline__ void sp_sts32(sp_u32 addr, sp_u32 v)
 {
     asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
@@ -215,11 +203,7 @@ ${prologue}    const int halves = 2 * nch;                            /* stages 
         }
     }
     if (warp >= SP_NT && SP_SPLIT == 1) return;
-    float acc[SP_NB][4];
-    #pragma unroll
-    for (int j = 0; j < SP_NB; ++j)
-        #pragma unroll
-        for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;
+${acc}
     if (warp < SP_NT) {
         /* a consumer: stage j on the tensor cores, then its own tile of stage j + S - 1 decoded while they multiply (the
          * first S - 1 stages before) */
@@ -254,11 +238,9 @@ function M.emit(c, name, params, f16)
   return text.fill(KERNEL, {
     bn = c.bn, nb = c.bn // 8, stages = c.stages, split = c.split, astage = M.ASTAGE,
     xoff = l.xoff, xstage = l.xstage, woff = l.woff, wslot = l.wslot, bars = l.bars, ypitch = l.ypitch,
-    rpitch = l.rpitch, hdr = bitmap.HEADER, masks = bitmap.MASKS, bmax = bitmap.BLOCK_MAX,
-    device = bitmap.DEVICE, step_counts = bitmap.STEP_COUNTS, sync = wgmma.SYNC, tmap = wgmma.TMAP,
-    tma_load = wgmma.TMA_LOAD, out16 = common.out16(f16), name = name, params = params,
-    ss = wgmma.wgmma_fn(c.bn, "", 0, "d[64 x " .. c.bn .. "] += A(64 x 16, smem) * B(" .. c.bn .. " x 16, smem)^T",
-                        f16 and "f16.f16" or "bf16.bf16"),
+    rpitch = l.rpitch, name = name, params = params, acc = large.ACC,
+    head = large.head(wgmma.wgmma_fn(c.bn, "", 0, "d[64 x " .. c.bn .. "] += A(64 x 16, smem) * B(" .. c.bn ..
+                                     " x 16, smem)^T", f16 and "f16.f16" or "bf16.bf16"), f16),
     prologue = text.fill(large.PROLOGUE, {header = "h[5] == 128u && h[36] == 2u", chunks = "(K + 127) >> 7",
                                           dtype = f16 and 1 or 0}),
     decode = item_decode(), epilogue = large.epilogue(c)})
