@@ -91,6 +91,12 @@ sptune_status sp_api_cut_workspace(sptune_kernel *k, const char *fn, long long *
 int sp_api_arg_named(const sptune_kernel *k, const char *name);
 /* A deep copy of k without its loaded module or its dense layer's handle (each copy makes its own). */
 sptune_status sp_api_kernel_clone(const sptune_kernel *s, sptune_kernel **out);
+/* The in-process memo (api/sp_api_memo.c): the key of a request's answer (the request, the GPU profile it resolved to,
+ * the state of the user's database file; NULL: not memoized), a copy of the answer kept under it (1) or none (0),
+ * and a copy of k kept under it (the oldest entry goes when full). */
+char *sp_api_memo_key(const sptune_kernel_request *req, const sp_gpu_profile *gpu);
+int sp_api_memo_find(const char *key, sptune_kernel **out);
+void sp_api_memo_add(const char *key, const sptune_kernel *k);
 
 /* The device image of Slot-Filling weights checked against kernel k (op, M, K, the encoding's parameters, the
  * current context); SPTUNE_ERR_INVALID naming the difference (fn: the public function's name). */

@@ -164,24 +164,22 @@ static void status_names(void)
     CHECK(strcmp(sptune_status_name((sptune_status)99), "unknown") == 0);
 }
 
-int main(void)
+/* Configurations the fixture records (gemm: A fastest, B slower, C another shape's; twell-ffn: 16 and 8 rows). */
+static const char *const A = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=1";
+static const char *const B = "bm=128,bn=256,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8";
+static const char *const C = "bm=64,bn=64,bk=32,wm=32,wn=32,stages=4,swizzle=pad,prefetch=none,group_m=8";
+static const char *const FFN16 = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,"
+                                   "warps=16,split=8,unroll=2,ldg=nc";
+static const char *const FFN8 = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,"
+                                  "warps=8,split=2,unroll=4,ldg=nc";
+static char dir[1024], db_path[1100], cache[1100], junk[1100];
+
+/* The user's database the cases read: results of gemm and twell-ffn on an H100 and an H200. */
+static void record_fixture(void)
 {
-    status_names();
-    char dir[1024], db_path[1100], cache[1100], junk[1100];
-    snprintf(dir, sizeof dir, "%s", sp_test_tmpdir("test_kernel_api"));
-    snprintf(db_path, sizeof db_path, "%s/tuning.db", dir);
-    snprintf(cache, sizeof cache, "%s", sp_test_cache_dir("test_kernel_api"));
-    snprintf(junk, sizeof junk, "%s/junk.db", dir);
-    const char *A = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=1";
-    const char *B = "bm=128,bn=256,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8";
-    const char *C = "bm=64,bn=64,bk=32,wm=32,wn=32,stages=4,swizzle=pad,prefetch=none,group_m=8";
-    const char *FFN16 = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,"
-                        "warps=16,split=8,unroll=2,ldg=nc";
-    const char *FFN8 = "bm=128,bn=128,bk=32,wm=64,wn=64,stages=3,swizzle=xor,prefetch=a,group_m=8,slots=15,"
-                       "warps=8,split=2,unroll=4,ldg=nc";
     sp_db *db = NULL;
     CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
-    if (!db) return sp_test_done("test_kernel_api");
+    if (!db) return;
     put(db, &H100, "gemm", "M=4096,N=4096,K=4096", A, 0.40, SP_OUTCOME_OK);
     put(db, &H100, "gemm", "M=4096,N=4096,K=4096", B, 0.50, SP_OUTCOME_OK);
     put(db, &H100, "gemm", "M=4096,N=4096,K=4096", C, 0.01, SP_OUTCOME_WRONG_RESULT); /* never used */
@@ -192,7 +190,11 @@ int main(void)
     put(db, &H100, "twell-ffn", "M=16384,D=2048,F=5632,nnz=40", FFN16, 1.5, SP_OUTCOME_OK);
     put(db, &H100, "twell-ffn", "M=4096,D=2048,F=5632,nnz=40", FFN8, 0.6, SP_OUTCOME_OK);
     sp_db_close(db);
+}
 
+/* The best recorded configuration: exact, nearest, another GPU; its launches and geometry. */
+static void case_recorded(void)
+{
     sptune_kernel *k;
     k = get(db_path, cache, "gemm", "M=4096,N=4096,K=4096", "h100", SPTUNE_ORIGIN_EXACT, A, "tuned for M=4096,N=4096,K=4096");
     if (k) {
@@ -216,8 +218,11 @@ int main(void)
     sptune_kernel_free(get(db_path, cache, "gemm", "M=1000,N=1000,K=1200", "h100", SPTUNE_ORIGIN_NEAREST, C,
                            "tuned for M=1024,N=1024,K=1024"));
     sptune_kernel_free(get(db_path, cache, "gemm", "M=4096,N=4096,K=4096", "h200", SPTUNE_ORIGIN_EXACT, C, NULL));
+}
 
-    /* Nothing for the profile, no database, no file: the default, saying so. */
+/* Nothing for the profile, no database, no file: the default, saying so. */
+static void case_defaults(void)
+{
     sp_template *t = NULL;
     sp_config def, hopper;
     char *def_text = NULL, *hopper_text = NULL;
@@ -245,8 +250,12 @@ int main(void)
                            "no database at"));
     free(def_text);
     free(hopper_text);
+}
 
-    /* A recorded configuration that does not fit the problem is passed over for one that does. */
+/* A recorded configuration that does not fit the problem is passed over for one that does. */
+static void case_fits(void)
+{
+    sptune_kernel *k = NULL;
     k = get(db_path, cache, "twell-ffn", "M=16384,D=4096,F=14336,nnz=40", "h100", SPTUNE_ORIGIN_NEAREST, FFN8,
             "tuned for M=4096,D=2048,F=5632,nnz=40");
     if (k) {
@@ -295,9 +304,13 @@ int main(void)
     k = NULL;
     CHECK_ST(sptune_kernel_get(&wide, &k), SPTUNE_ERR_UNSUPPORTED);
     CHECK(k == NULL && strstr(sptune_last_error(), "does not fit") != NULL);
+}
 
-    /* A default that does not fit (split-K 4 over a K of two chunks) gives way to the valid
-     * configuration nearest to it, and the fixed parameters of an encoding stay as given. */
+/* A default that does not fit (split-K 4 over a K of two chunks) gives way to the valid
+ * configuration nearest to it, and the fixed parameters of an encoding stay as given. */
+static void case_nearest_valid(void)
+{
+    sptune_kernel *k = NULL;
     sptune_kernel_request shortk = {.op = "slotfill-spmm", .problem = "M=256,K=120,N=4,sparsity=50,fp16=0,dist=1",
                                     .gpu = "h200", .db_path = "", .cache_dir = cache, .ignore_shipped = 1,
                                     .fixed = "window=64,dbits=7,fill=0,decode=list"};
@@ -308,51 +321,57 @@ int main(void)
         const char *gpu = "x";
         CHECK(sptune_kernel_recorded(k, &gpu) == NULL && gpu == NULL && sptune_kernel_recorded(NULL, NULL) == NULL);
         CHECK_MSG(!strcmp(sptune_kernel_config(k), "dtype=bf16,window=64,dbits=7,fill=0,warps=4,bn=8,stages=6,split=2,"
-                                                    "decode=list,tpw=1,ring=36,ecap=128,vec=8,mainloop=mma,expand=0"),
+                                                    "decode=list,tpw=1,ring=36,ecap=128,vec=8,mainloop=mma,expand=0,wsrc=regs"),
                   "%s", sptune_kernel_config(k));
         sptune_kernel_free(k);
     }
+}
 
-    /* fp16 weights with only bf16 results recorded (the shipped ones): the same kernel in the other format (dtype
-     * costs the same: same_cost), from the bf16 result of the same shape, saying how it was measured. */
-    {
-        const char *bm = "window=128,dbits=5,fill=0,decode=bitmap";
-        char fixed16[96], fixedbf[96];
-        snprintf(fixed16, sizeof fixed16, "%s,dtype=f16", bm);
-        snprintf(fixedbf, sizeof fixedbf, "%s,dtype=bf16", bm);
-        sptune_kernel_request rq = {.op = "slotfill-spmm", .problem = "M=14336,K=4096,N=16,sparsity=50,fp16=0,dist=2",
-                                    .gpu = "h200", .db_path = "", .cache_dir = cache, .fixed = fixedbf};
-        sptune_kernel *b16 = NULL, *f16 = NULL;
-        CHECK_ST(sptune_kernel_get(&rq, &b16), SPTUNE_OK);
-        rq.problem = "M=14336,K=4096,N=16,sparsity=50,fp16=1,dist=2";
-        rq.fixed = fixed16;
-        CHECK_ST(sptune_kernel_get(&rq, &f16), SPTUNE_OK);
-        if (b16 && f16) {
-            const char *detail = NULL, *cb = sptune_kernel_config(b16), *cf = sptune_kernel_config(f16);
-            CHECK_EQ(sptune_kernel_origin(b16, NULL), SPTUNE_ORIGIN_EXACT);
-            CHECK_MSG(sptune_kernel_origin(f16, &detail) == SPTUNE_ORIGIN_NEAREST &&
-                          strstr(detail, "tuned for M=14336,K=4096,N=16,sparsity=50,fp16=0,dist=2") &&
-                          strstr(detail, "measured with dtype=bf16"), "%s", detail);
-            CHECK_MSG(!strncmp(cb, "dtype=bf16,", 11) && !strncmp(cf, "dtype=f16,", 10) && !strcmp(cb + 11, cf + 10),
-                      "%s / %s", cb, cf);
-            double ms_b = 0, ms_f = 0;
-            CHECK_ST(sptune_kernel_expected(b16, &ms_b, NULL), SPTUNE_OK);
-            CHECK_ST(sptune_kernel_expected(f16, &ms_f, NULL), SPTUNE_OK);
-            CHECK(ms_b > 0 && ms_f == ms_b);
-        }
-        sptune_kernel_free(b16);
-        sptune_kernel_free(f16);
-        /* a parameter that changes the work (the layout) is never swapped in this way */
-        rq.fixed = "window=64,dbits=7,fill=0,decode=list,dtype=f16";
-        f16 = NULL;
-        CHECK_ST(sptune_kernel_get(&rq, &f16), SPTUNE_OK);
-        if (f16) CHECK_MSG(strstr(sptune_kernel_config(f16), "decode=list"), "%s", sptune_kernel_config(f16));
-        sptune_kernel_free(f16);
+/* fp16 weights with only bf16 results recorded (the shipped ones): the same kernel in the other format (dtype
+ * costs the same: same_cost), from the bf16 result of the same shape, saying how it was measured. */
+static void case_same_cost(void)
+{
+    const char *bm = "window=128,dbits=5,fill=0,decode=bitmap";
+    char fixed16[96], fixedbf[96];
+    snprintf(fixed16, sizeof fixed16, "%s,dtype=f16", bm);
+    snprintf(fixedbf, sizeof fixedbf, "%s,dtype=bf16", bm);
+    sptune_kernel_request rq = {.op = "slotfill-spmm", .problem = "M=14336,K=4096,N=16,sparsity=50,fp16=0,dist=2",
+                                .gpu = "h200", .db_path = "", .cache_dir = cache, .fixed = fixedbf};
+    sptune_kernel *b16 = NULL, *f16 = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &b16), SPTUNE_OK);
+    rq.problem = "M=14336,K=4096,N=16,sparsity=50,fp16=1,dist=2";
+    rq.fixed = fixed16;
+    CHECK_ST(sptune_kernel_get(&rq, &f16), SPTUNE_OK);
+    if (b16 && f16) {
+        const char *detail = NULL, *cb = sptune_kernel_config(b16), *cf = sptune_kernel_config(f16);
+        CHECK_EQ(sptune_kernel_origin(b16, NULL), SPTUNE_ORIGIN_EXACT);
+        CHECK_MSG(sptune_kernel_origin(f16, &detail) == SPTUNE_ORIGIN_NEAREST &&
+                      strstr(detail, "tuned for M=14336,K=4096,N=16,sparsity=50,fp16=0,dist=2") &&
+                      strstr(detail, "measured with dtype=bf16"), "%s", detail);
+        CHECK_MSG(!strncmp(cb, "dtype=bf16,", 11) && !strncmp(cf, "dtype=f16,", 10) && !strcmp(cb + 11, cf + 10),
+                  "%s / %s", cb, cf);
+        double ms_b = 0, ms_f = 0;
+        CHECK_ST(sptune_kernel_expected(b16, &ms_b, NULL), SPTUNE_OK);
+        CHECK_ST(sptune_kernel_expected(f16, &ms_f, NULL), SPTUNE_OK);
+        CHECK(ms_b > 0 && ms_f == ms_b);
     }
+    sptune_kernel_free(b16);
+    sptune_kernel_free(f16);
+    /* a parameter that changes the work (the layout) is never swapped in this way */
+    rq.fixed = "window=64,dbits=7,fill=0,decode=list,dtype=f16";
+    f16 = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &f16), SPTUNE_OK);
+    if (f16) CHECK_MSG(strstr(sptune_kernel_config(f16), "decode=list"), "%s", sptune_kernel_config(f16));
+    sptune_kernel_free(f16);
+}
 
-    /* The shipped results (db/data/h200.tsv, measured on an H200): an application with no
-     * database of its own gets the H200's tuned twell-ffn, and an H100 gets them as the same
-     * architecture's; the user's own result for the problem wins over the shipped one. */
+/* The shipped results (db/data/h200.tsv, measured on an H200): an application with no
+ * database of its own gets the H200's tuned twell-ffn, and an H100 gets them as the same
+ * architecture's; the user's own result for the problem wins over the shipped one. */
+static void case_shipped(void)
+{
+    sp_db *db = NULL;
+    sptune_kernel *k = NULL;
     sptune_kernel_request shipped = {.op = "twell-ffn", .problem = "M=16384,D=2048,F=5632,nnz=40", .gpu = "h200",
                                      .db_path = "", .cache_dir = cache};
     k = NULL;
@@ -407,172 +426,183 @@ int main(void)
         CHECK_MSG(!strstr(detail, "shipped") && strstr(detail, "at 9.0000 ms"), "%s", detail);
         sptune_kernel_free(k);
     }
+}
 
-    /* A key recorded before twell-ffn had gen and spread (their defaults are that earlier data: as_before) names
-     * the same problem: the user's result stays exact and ahead of the shipped one. */
-    {
-        const char *old_key = "M=12288,D=2048,F=5632,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2,order=0";
-        sp_template *ffn = NULL;
-        CHECK_ST(sp_template_load("twell-ffn", &ffn), SPTUNE_OK);
-        CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
-        if (ffn && db) sp_test_record(db, &H200, ffn, old_key, FFN8, 0.5, 5.0, SP_OUTCOME_OK);
+/* A key recorded before twell-ffn had gen and spread (their defaults are that earlier data: as_before) names
+ * the same problem: the user's result stays exact and ahead of the shipped one. */
+static void case_old_keys(void)
+{
+    sp_db *db = NULL;
+    const char *old_key = "M=12288,D=2048,F=5632,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2,order=0";
+    sp_template *ffn = NULL;
+    CHECK_ST(sp_template_load("twell-ffn", &ffn), SPTUNE_OK);
+    CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
+    if (ffn && db) sp_test_record(db, &H200, ffn, old_key, FFN8, 0.5, 5.0, SP_OUTCOME_OK);
+    sp_db_close(db);
+    sp_template_free(ffn);
+    sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=12288,D=2048,F=5632,nnz=40", .gpu = "h200",
+                                .db_path = db_path, .cache_dir = cache};
+    sptune_kernel *a = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+    const char *detail = NULL;
+    if (a) CHECK_MSG(sptune_kernel_origin(a, &detail) == SPTUNE_ORIGIN_EXACT && strstr(detail, "at 0.5000 ms"),
+                     "%s", detail);
+    sptune_kernel_free(a);
+}
+
+/* Repeated gets come from the in-process copy, the same kernel; a result recorded meanwhile in the
+ * user's database is served at once. */
+static void case_memo(void)
+{
+    sp_db *db = NULL;
+    sptune_kernel_request rq = {.op = "gemm", .problem = "M=640,N=640,K=640", .gpu = "h200", .db_path = db_path,
+                                .cache_dir = cache, .ignore_shipped = 1};
+    sptune_kernel *a = NULL, *b = NULL, *c = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+    CHECK_ST(sptune_kernel_get(&rq, &b), SPTUNE_OK);
+    if (a && b) {
+        unsigned ga[3], gb[3], ba[3], bb[3], sa = 0, sb = 0;
+        CHECK(a != b && strcmp(sptune_kernel_config(a), sptune_kernel_config(b)) == 0 &&
+              strcmp(sptune_kernel_signature(a), sptune_kernel_signature(b)) == 0 &&
+              sptune_kernel_origin(a, NULL) == sptune_kernel_origin(b, NULL) &&
+              sptune_kernel_arg_count(a) == sptune_kernel_arg_count(b));
+        CHECK_ST(sptune_kernel_geometry(a, 0, ga, ba, &sa), SPTUNE_OK);
+        CHECK_ST(sptune_kernel_geometry(b, 0, gb, bb, &sb), SPTUNE_OK);
+        CHECK(memcmp(ga, gb, sizeof ga) == 0 && memcmp(ba, bb, sizeof ba) == 0 && sa == sb);
+    }
+    sptune_kernel_free(a);   /* the copy outlives the kernel it came from */
+    CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
+    if (db) {
+        put(db, &H200, "gemm", "M=640,N=640,K=640", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3", 0.5, SP_OUTCOME_OK);
         sp_db_close(db);
-        sp_template_free(ffn);
-        sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=12288,D=2048,F=5632,nnz=40", .gpu = "h200",
-                                    .db_path = db_path, .cache_dir = cache};
-        sptune_kernel *a = NULL;
-        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
-        const char *detail = NULL;
-        if (a) CHECK_MSG(sptune_kernel_origin(a, &detail) == SPTUNE_ORIGIN_EXACT && strstr(detail, "at 0.5000 ms"),
-                         "%s", detail);
-        sptune_kernel_free(a);
     }
+    CHECK_ST(sptune_kernel_get(&rq, &c), SPTUNE_OK);
+    if (c) CHECK_MSG(sptune_kernel_origin(c, NULL) == SPTUNE_ORIGIN_EXACT &&
+                     strstr(sptune_kernel_config(c), "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3"), "%s",
+                     sptune_kernel_config(c));
+    sptune_kernel_free(b);
+    sptune_kernel_free(c);
+}
 
-    /* Repeated gets come from the in-process copy, the same kernel; a result recorded meanwhile in the
-     * user's database is served at once. */
-    {
-        sptune_kernel_request rq = {.op = "gemm", .problem = "M=640,N=640,K=640", .gpu = "h200", .db_path = db_path,
-                                    .cache_dir = cache, .ignore_shipped = 1};
-        sptune_kernel *a = NULL, *b = NULL, *c = NULL;
-        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
-        CHECK_ST(sptune_kernel_get(&rq, &b), SPTUNE_OK);
-        if (a && b) {
-            unsigned ga[3], gb[3], ba[3], bb[3], sa = 0, sb = 0;
-            CHECK(a != b && strcmp(sptune_kernel_config(a), sptune_kernel_config(b)) == 0 &&
-                  strcmp(sptune_kernel_signature(a), sptune_kernel_signature(b)) == 0 &&
-                  sptune_kernel_origin(a, NULL) == sptune_kernel_origin(b, NULL) &&
-                  sptune_kernel_arg_count(a) == sptune_kernel_arg_count(b));
-            CHECK_ST(sptune_kernel_geometry(a, 0, ga, ba, &sa), SPTUNE_OK);
-            CHECK_ST(sptune_kernel_geometry(b, 0, gb, bb, &sb), SPTUNE_OK);
-            CHECK(memcmp(ga, gb, sizeof ga) == 0 && memcmp(ba, bb, sizeof ba) == 0 && sa == sb);
+/* The token count (M) may be 1 to the problem's; above it, 0, or another dimension changed is refused
+ * before anything runs. */
+static void case_tokens(void)
+{
+    sptune_kernel_request rq = {.op = "gemm", .problem = "M=640,N=640,K=640", .gpu = "h200", .db_path = db_path,
+                                .cache_dir = cache, .ignore_shipped = 1};
+    sptune_kernel *a = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+    if (a) {
+        long long max = 0;
+        CHECK(sptune_kernel_tokens(a, &max) && !strcmp(sptune_kernel_tokens(a, NULL), "M") && max == 640);
+        const struct { const char *dim; int value; const char *says; } bad[] = {
+            {"M", 641, "M=641, but the kernel serves M from 1 to 640"},
+            {"M", -3, "M=-3, but"},
+            {"N", 641, "N=641, but the kernel was got for N=640"},
+            {"K", 320, "K=320, but the kernel was got for K=640"}};
+        unsigned long long ptr[8] = {0};
+        int dims[8];
+        void *argv[8] = {0};
+        for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
+            arg_list(a, bad[b].dim, bad[b].value, 640, ptr, dims, argv);
+            CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_ERR_INVALID);
+            CHECK_MSG(strstr(sptune_last_error(), bad[b].says), "%s", sptune_last_error());
         }
-        sptune_kernel_free(a);   /* the copy outlives the kernel it came from */
-        CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
-        if (db) {
-            put(db, &H200, "gemm", "M=640,N=640,K=640", "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3", 0.5, SP_OUTCOME_OK);
-            sp_db_close(db);
+        /* an empty batch is no launch at all (no GPU needed): through the list, a helper and launch_ws */
+        arg_list(a, "M", 0, 640, ptr, dims, argv);
+        CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_OK);
+        CHECK_ST(sptune_gemm(a, NULL, 0, 0x1000, 0x2000, 0x3000), SPTUNE_OK);
+        unsigned long long t3[3] = {0x1000, 0x2000, 0x3000};
+        CHECK_ST(sptune_kernel_launch_ws(a, NULL, 641, t3, 0, 0), SPTUNE_ERR_INVALID);
+        CHECK_MSG(strstr(sptune_last_error(), "641 tokens, but the kernel serves 0 to 640"), "%s", sptune_last_error());
+        CHECK_ST(sptune_kernel_launch_ws(a, NULL, -2, t3, 0, 0), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_gemm(a, NULL, 641, 0x1000, 0x2000, 0x3000), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_twell_ffn(a, NULL, 1, 1, 2, 3, 4, 5, 0, 0), SPTUNE_ERR_INVALID);
+        CHECK_MSG(strstr(sptune_last_error(), "the kernel is gemm's, not twell-ffn's"), "%s", sptune_last_error());
+        CHECK_ST(sptune_slotfill_spmm(a, NULL, 1, 1, 2, 3, 0, 0), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_twell_ffn(NULL, NULL, 1, 1, 2, 3, 4, 5, 0, 0), SPTUNE_ERR_INVALID);
+    }
+    sptune_kernel_free(a);
+}
+
+/* The launch with one workspace: too small is refused before anything runs; large enough goes on to
+ * the launch (which needs a GPU). */
+static void case_workspace(void)
+{
+    sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=1000,D=256,F=1024,nnz=40", .gpu = "h200",
+                                .db_path = "", .cache_dir = cache, .ignore_shipped = 1};
+    sptune_kernel *a = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+    if (a) {
+        unsigned long long tensors[5] = {0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
+        size_t need = 0;
+        CHECK_ST(sptune_kernel_workspace(a, 0, &need), SPTUNE_OK);
+        CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, tensors, 0x10000, need - 1), SPTUNE_ERR_INVALID);
+        CHECK_MSG(strstr(sptune_last_error(), "the kernel needs"), "%s", sptune_last_error());
+        /* a batch needs only its own workspace: cut at its count; one byte less is refused, naming both sizes */
+        size_t need999 = 0, need1 = 0, bound1 = 0;
+        CHECK_ST(sptune_kernel_workspace_for(a, 999, 0, &need999), SPTUNE_OK);
+        CHECK_ST(sptune_kernel_workspace_for(a, 1, 0, &need1), SPTUNE_OK);
+        CHECK_ST(sptune_kernel_workspace_for(a, 1, 1, &bound1), SPTUNE_OK);
+        CHECK_MSG(need1 < need999 && need999 < need && bound1 > 0, "%zu %zu %zu (bound %zu)", need1, need999,
+                  need, bound1);
+        size_t all = 0;
+        CHECK_ST(sptune_kernel_workspace_for(a, SPTUNE_ALL_TOKENS, 0, &all), SPTUNE_OK);
+        CHECK_EQ(all, need);
+        CHECK_ST(sptune_kernel_workspace_for(a, 1001, 0, &all), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_kernel_workspace_for(a, 0, 0, &all), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_twell_ffn(a, NULL, 999, 1, 2, 3, 4, 5, 0x10000, need999 - 1), SPTUNE_ERR_INVALID);
+        CHECK_MSG(strstr(sptune_last_error(), "for a batch of 999 (sptune_kernel_workspace_for)"), "%s",
+                  sptune_last_error());
+        CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, NULL, 0x10000, need), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1001, tensors, 0x10000, need), SPTUNE_ERR_INVALID);
+        CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1000, tensors, 0x10010, need), SPTUNE_ERR_INVALID);
+        CHECK_MSG(strstr(sptune_last_error(), "not 256-byte aligned"), "%s", sptune_last_error());
+        CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, tensors, 0x10000, need), SPTUNE_OK); /* empty: nothing runs */
+        int gpus = 0;
+        if (sptune_gpu_count(&gpus) != SPTUNE_OK) {
+            for (int tokens = -1; tokens <= 1000; tokens += tokens < 0 ? 334 : 333)   /* past the checks, to the driver */
+                CHECK(sptune_kernel_launch_ws(a, NULL, tokens, tensors, 0x10000, need) != SPTUNE_OK &&
+                      !strstr(sptune_last_error(), "workspace") && !strstr(sptune_last_error(), "tokens"));
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 999, tensors, 0x10000, need999), SPTUNE_ERR_NO_GPU);
+            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1, tensors, 0x10000, need1), SPTUNE_ERR_NO_GPU);
         }
-        CHECK_ST(sptune_kernel_get(&rq, &c), SPTUNE_OK);
-        if (c) CHECK_MSG(sptune_kernel_origin(c, NULL) == SPTUNE_ORIGIN_EXACT &&
-                         strstr(sptune_kernel_config(c), "bm=64,bn=64,bk=32,wm=32,wn=32,stages=3"), "%s",
-                         sptune_kernel_config(c));
-        sptune_kernel_free(b);
-        sptune_kernel_free(c);
     }
+    sptune_kernel_free(a);
+}
 
-    /* The token count (M) may be 1 to the problem's; above it, 0, or another dimension changed is refused
-     * before anything runs. */
-    {
-        sptune_kernel_request rq = {.op = "gemm", .problem = "M=640,N=640,K=640", .gpu = "h200", .db_path = db_path,
-                                    .cache_dir = cache, .ignore_shipped = 1};
-        sptune_kernel *a = NULL;
-        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
-        if (a) {
-            long long max = 0;
-            CHECK(sptune_kernel_tokens(a, &max) && !strcmp(sptune_kernel_tokens(a, NULL), "M") && max == 640);
-            const struct { const char *dim; int value; const char *says; } bad[] = {
-                {"M", 641, "M=641, but the kernel serves M from 1 to 640"},
-                {"M", -3, "M=-3, but"},
-                {"N", 641, "N=641, but the kernel was got for N=640"},
-                {"K", 320, "K=320, but the kernel was got for K=640"}};
-            unsigned long long ptr[8] = {0};
-            int dims[8];
-            void *argv[8] = {0};
-            for (size_t b = 0; b < sizeof bad / sizeof bad[0]; b++) {
-                arg_list(a, bad[b].dim, bad[b].value, 640, ptr, dims, argv);
-                CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_ERR_INVALID);
-                CHECK_MSG(strstr(sptune_last_error(), bad[b].says), "%s", sptune_last_error());
-            }
-            /* an empty batch is no launch at all (no GPU needed): through the list, a helper and launch_ws */
-            arg_list(a, "M", 0, 640, ptr, dims, argv);
-            CHECK_ST(sptune_kernel_launch(a, NULL, argv), SPTUNE_OK);
-            CHECK_ST(sptune_gemm(a, NULL, 0, 0x1000, 0x2000, 0x3000), SPTUNE_OK);
-            unsigned long long t3[3] = {0x1000, 0x2000, 0x3000};
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 641, t3, 0, 0), SPTUNE_ERR_INVALID);
-            CHECK_MSG(strstr(sptune_last_error(), "641 tokens, but the kernel serves 0 to 640"), "%s", sptune_last_error());
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, -2, t3, 0, 0), SPTUNE_ERR_INVALID);
-            CHECK_ST(sptune_gemm(a, NULL, 641, 0x1000, 0x2000, 0x3000), SPTUNE_ERR_INVALID);
-            CHECK_ST(sptune_twell_ffn(a, NULL, 1, 1, 2, 3, 4, 5, 0, 0), SPTUNE_ERR_INVALID);
-            CHECK_MSG(strstr(sptune_last_error(), "the kernel is gemm's, not twell-ffn's"), "%s", sptune_last_error());
-            CHECK_ST(sptune_slotfill_spmm(a, NULL, 1, 1, 2, 3, 0, 0), SPTUNE_ERR_INVALID);
-            CHECK_ST(sptune_twell_ffn(NULL, NULL, 1, 1, 2, 3, 4, 5, 0, 0), SPTUNE_ERR_INVALID);
-        }
-        sptune_kernel_free(a);
-    }
+/* A kernel got for 65536 tokens launched with one wants that token's workspace, not 136 MB. */
+static void case_workspace_one(void)
+{
+    sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=65536,D=2048,F=5632,nnz=40", .gpu = "h200",
+                                .db_path = "", .cache_dir = cache};
+    sptune_kernel *a = NULL;
+    CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
+    size_t all = 0, one = 0;
+    if (a && sptune_kernel_workspace(a, 0, &all) == SPTUNE_OK && sptune_kernel_workspace_for(a, 1, 0, &one) == SPTUNE_OK)
+        CHECK_MSG(one > 0 && one * 100 < all, "workspace for one token %zu bytes, for 65536 %zu", one, all);
+    sptune_kernel_free(a);
+}
 
-    /* The launch with one workspace: too small is refused before anything runs; large enough goes on to
-     * the launch (which needs a GPU). */
-    {
-        sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=1000,D=256,F=1024,nnz=40", .gpu = "h200",
-                                    .db_path = "", .cache_dir = cache, .ignore_shipped = 1};
-        sptune_kernel *a = NULL;
-        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
-        if (a) {
-            unsigned long long tensors[5] = {0x1000, 0x2000, 0x3000, 0x4000, 0x5000};
-            size_t need = 0;
-            CHECK_ST(sptune_kernel_workspace(a, 0, &need), SPTUNE_OK);
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, tensors, 0x10000, need - 1), SPTUNE_ERR_INVALID);
-            CHECK_MSG(strstr(sptune_last_error(), "the kernel needs"), "%s", sptune_last_error());
-            /* a batch needs only its own workspace: cut at its count; one byte less is refused, naming both sizes */
-            size_t need999 = 0, need1 = 0, bound1 = 0;
-            CHECK_ST(sptune_kernel_workspace_for(a, 999, 0, &need999), SPTUNE_OK);
-            CHECK_ST(sptune_kernel_workspace_for(a, 1, 0, &need1), SPTUNE_OK);
-            CHECK_ST(sptune_kernel_workspace_for(a, 1, 1, &bound1), SPTUNE_OK);
-            CHECK_MSG(need1 < need999 && need999 < need && bound1 > 0, "%zu %zu %zu (bound %zu)", need1, need999,
-                      need, bound1);
-            size_t all = 0;
-            CHECK_ST(sptune_kernel_workspace_for(a, SPTUNE_ALL_TOKENS, 0, &all), SPTUNE_OK);
-            CHECK_EQ(all, need);
-            CHECK_ST(sptune_kernel_workspace_for(a, 1001, 0, &all), SPTUNE_ERR_INVALID);
-            CHECK_ST(sptune_kernel_workspace_for(a, 0, 0, &all), SPTUNE_ERR_INVALID);
-            CHECK_ST(sptune_twell_ffn(a, NULL, 999, 1, 2, 3, 4, 5, 0x10000, need999 - 1), SPTUNE_ERR_INVALID);
-            CHECK_MSG(strstr(sptune_last_error(), "for a batch of 999 (sptune_kernel_workspace_for)"), "%s",
-                      sptune_last_error());
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, NULL, 0x10000, need), SPTUNE_ERR_INVALID);
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1001, tensors, 0x10000, need), SPTUNE_ERR_INVALID);
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1000, tensors, 0x10010, need), SPTUNE_ERR_INVALID);
-            CHECK_MSG(strstr(sptune_last_error(), "not 256-byte aligned"), "%s", sptune_last_error());
-            CHECK_ST(sptune_kernel_launch_ws(a, NULL, 0, tensors, 0x10000, need), SPTUNE_OK); /* empty: nothing runs */
-            int gpus = 0;
-            if (sptune_gpu_count(&gpus) != SPTUNE_OK) {
-                for (int tokens = -1; tokens <= 1000; tokens += tokens < 0 ? 334 : 333)   /* past the checks, to the driver */
-                    CHECK(sptune_kernel_launch_ws(a, NULL, tokens, tensors, 0x10000, need) != SPTUNE_OK &&
-                          !strstr(sptune_last_error(), "workspace") && !strstr(sptune_last_error(), "tokens"));
-                CHECK_ST(sptune_kernel_launch_ws(a, NULL, 999, tensors, 0x10000, need999), SPTUNE_ERR_NO_GPU);
-                CHECK_ST(sptune_kernel_launch_ws(a, NULL, 1, tensors, 0x10000, need1), SPTUNE_ERR_NO_GPU);
-            }
-        }
-        sptune_kernel_free(a);
-    }
+/* The sparsity hint is optional: without nnz the TwELL ops take 40 (what the shipped results measured) */
+static void case_sparsity_hint(void)
+{
+    sptune_kernel_request a = {.op = "twell-ffn", .problem = "M=2000,D=256,F=1024", .gpu = "h200", .db_path = "",
+                               .cache_dir = cache};
+    sptune_kernel_request b = {.op = "twell-ffn", .problem = "M=2000,D=256,F=1024,nnz=40", .gpu = "h200",
+                               .db_path = "", .cache_dir = cache};
+    sptune_kernel *ka = NULL, *kb = NULL;
+    CHECK_ST(sptune_kernel_get(&a, &ka), SPTUNE_OK);
+    CHECK_ST(sptune_kernel_get(&b, &kb), SPTUNE_OK);
+    if (ka && kb) CHECK(strcmp(sptune_kernel_config(ka), sptune_kernel_config(kb)) == 0);
+    sptune_kernel_free(ka);
+    sptune_kernel_free(kb);
+}
 
-    /* the case: a kernel got for 65536 tokens launched with one wants that token's workspace, not 136 MB */
-    {
-        sptune_kernel_request rq = {.op = "twell-ffn", .problem = "M=65536,D=2048,F=5632,nnz=40", .gpu = "h200",
-                                    .db_path = "", .cache_dir = cache};
-        sptune_kernel *a = NULL;
-        CHECK_ST(sptune_kernel_get(&rq, &a), SPTUNE_OK);
-        size_t all = 0, one = 0;
-        if (a && sptune_kernel_workspace(a, 0, &all) == SPTUNE_OK && sptune_kernel_workspace_for(a, 1, 0, &one) == SPTUNE_OK)
-            CHECK_MSG(one > 0 && one * 100 < all, "workspace for one token %zu bytes, for 65536 %zu", one, all);
-        sptune_kernel_free(a);
-    }
-    test_threads(cache);
-    test_parts(cache);
-    /* the sparsity hint is optional: without nnz the TwELL ops take 40 (what the shipped results measured) */
-    {
-        sptune_kernel_request a = {.op = "twell-ffn", .problem = "M=2000,D=256,F=1024", .gpu = "h200", .db_path = "",
-                                   .cache_dir = cache};
-        sptune_kernel_request b = {.op = "twell-ffn", .problem = "M=2000,D=256,F=1024,nnz=40", .gpu = "h200",
-                                   .db_path = "", .cache_dir = cache};
-        sptune_kernel *ka = NULL, *kb = NULL;
-        CHECK_ST(sptune_kernel_get(&a, &ka), SPTUNE_OK);
-        CHECK_ST(sptune_kernel_get(&b, &kb), SPTUNE_OK);
-        if (ka && kb) CHECK(strcmp(sptune_kernel_config(ka), sptune_kernel_config(kb)) == 0);
-        sptune_kernel_free(ka);
-        sptune_kernel_free(kb);
-    }
-
-    /* Errors: a broken database, an unknown op, a bad problem, a missing field. */
+/* Errors: a broken database, an unknown op, a bad problem, a missing field. */
+static void case_errors(void)
+{
+    sptune_kernel *k = NULL;
     FILE *f = fopen(junk, "w");
     if (f) { fputs("this is not a database, but long enough to look like a file header........", f); fclose(f); }
     sptune_kernel_request req = {.op = "gemm", .problem = "M=64,N=64,K=64", .gpu = "h100", .db_path = junk,
@@ -608,5 +638,30 @@ int main(void)
     CHECK_ST(sptune_kernel_get(NULL, &k), SPTUNE_ERR_INVALID);
     CHECK(sptune_kernel_config(NULL) == NULL && sptune_kernel_signature(NULL) == NULL && sptune_kernel_launches(NULL) == 0);
     sptune_kernel_free(NULL);
+}
+
+int main(void)
+{
+    status_names();
+    snprintf(dir, sizeof dir, "%s", sp_test_tmpdir("test_kernel_api"));
+    snprintf(db_path, sizeof db_path, "%s/tuning.db", dir);
+    snprintf(cache, sizeof cache, "%s", sp_test_cache_dir("test_kernel_api"));
+    snprintf(junk, sizeof junk, "%s/junk.db", dir);
+    record_fixture();
+    case_recorded();
+    case_defaults();
+    case_fits();
+    case_nearest_valid();
+    case_same_cost();
+    case_shipped();
+    case_old_keys();
+    case_memo();
+    case_tokens();
+    case_workspace();
+    case_workspace_one();
+    test_threads(cache);
+    test_parts(cache);
+    case_sparsity_hint();
+    case_errors();
     return sp_test_done("test_kernel_api");
 }
