@@ -9,7 +9,7 @@
 # admit (a token tile wider than N, ...) are skipped by `check`. The three-layer kernel (its best
 # measured configuration, and with filled slots) runs beside it at N = 8 on OLD_SHAPES.
 # The table (best per problem, GB/s over the bytes the kernel must read) comes last; the database in
-# $OUT holds every row (ship with scripts/ship-results.py).
+# $OUT holds every row (ship with scripts/maint/ship-results.py).
 # Env: SHAPES="MxK ...", NS="1;8;16", DISTS="2 1", SPARSITIES="50", CONFIGS="cfg;cfg" (for every N), RUNS,
 # OLD_SHAPES (the three-layer kernel beside it; "" for none).
 set -uo pipefail

@@ -58,7 +58,7 @@ int main(void)
         printf("  %s: %lld rows, %lld accepted by the current templates\n", f->path, x.rows, x.ok);
         CHECK(x.rows > 0);
         CHECK_MSG(x.bad == 0, "%s: %lld rows the current templates refuse", f->path, x.bad);
-        CHECK_MSG(x.stale == 0, "%s: %lld rows of an earlier template version (scripts/stale-shipped.py)", f->path,
+        CHECK_MSG(x.stale == 0, "%s: %lld rows of an earlier template version (scripts/maint/stale-shipped.py)", f->path,
                   x.stale);
     }
     return sp_test_done("test_shipped_data");

@@ -7,7 +7,7 @@ version's row) or is added. Failed and timed-out results stay out: the shipped t
 well. The shipped table keeps its format version (v1: the columns before the energy ones); exports of
 a newer version are cut to its columns. Prints what changed per op.
 
-usage: scripts/ship-results.py db/data/h200.tsv EXPORT.tsv [EXPORT.tsv ...] [--dry-run]
+usage: scripts/maint/ship-results.py db/data/h200.tsv EXPORT.tsv [EXPORT.tsv ...] [--dry-run]
 """
 import argparse
 import collections

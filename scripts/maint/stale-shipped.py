@@ -7,14 +7,14 @@ one exists the earlier rows are never served. tests/test_shipped_data.c fails on
 
   plan  TABLE   prints "op<TAB>problem<TAB>config" per (GPU, op, problem) without a current row: the
                 configuration served today (the fastest against its baseline, as the runtime orders them),
-                to measure again (bench/refresh-shipped.sh), then shipped with scripts/ship-results.py
+                to measure again (bench/refresh-shipped.sh), then shipped with scripts/maint/ship-results.py
   prune TABLE   drops every earlier-version row whose problem has a current row (the same key, or one that
                 adds dimensions the op gained since, with the earlier key's values); lists the problems that
                 have none and exits 1 while any does (measure them first)
 
 The current hash of an op is read from `sptune gen` (the tool's opening comment names it). Rows keep their order.
 
-usage: scripts/stale-shipped.py {plan,prune} db/data/<gpu>.tsv [--sptune build/sptune] [--dry-run]
+usage: scripts/maint/stale-shipped.py {plan,prune} db/data/<gpu>.tsv [--sptune build/sptune] [--dry-run]
 """
 import argparse
 import collections

@@ -12,7 +12,7 @@ Rows whose kernels changed keep their old hash: they must be re-measured.
 The old templates come from git: every commit that touched templates/ is unpacked (under --work) and
 the op's hash there found; a row whose hash no commit produces is kept as it is.
 
-usage: scripts/restamp-shipped.py [--sptune build/sptune] [--work /tmp/sptune-restamp] [--dry-run]
+usage: scripts/maint/restamp-shipped.py [--sptune build/sptune] [--work /tmp/sptune-restamp] [--dry-run]
 """
 import argparse
 import glob

@@ -10,7 +10,7 @@ To reproduce a row: `sptune check OP --gpu auto --shape PROBLEM --config CONFIG`
 A configuration recorded before a parameter was added (its text without it) is the one naming that parameter's
 default, as the lookup parses it: --sptune (default build/sptune) lists the parameters' defaults (`sptune ops`).
 
-usage: scripts/results-summary.py db/data/h200.tsv [--sptune build/sptune] > section.md
+usage: scripts/maint/results-summary.py db/data/h200.tsv [--sptune build/sptune] > section.md
 """
 import argparse
 import collections
