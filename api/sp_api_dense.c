@@ -13,7 +13,7 @@
 #include <string.h>
 
 /* How near the described data must be to the data a result was measured on for that result to be served (beyond,
- * the speed-up measured says nothing: bench/RESULTS.md has the configurations served at nnz=400 with 0.5 % heavy
+ * the speed-up measured says nothing: docs/journal/2026-12-03.md has the configurations served at nnz=400 with 0.5 % heavy
  * tokens running 0.12x on nnz=300 with 21 %). */
 #define NEAR_TOKENS 2.0     /* batch (M) within this factor */
 #define NEAR_NNZ 1.5        /* mean active neurons per token within this factor */

@@ -57,7 +57,7 @@ size_t sp_api_part_bytes(const kernel_arg *x, int at_bound)
 }
 
 /* The dense layer's chunks at least this many rows where the batch has them (M=3000, d_ff=14336 in the 28 MB of
- * twell-ffn's typical workspace: chunks of 512 rows, 0.91x the dense layer in one piece; bench/RESULTS.md). */
+ * twell-ffn's typical workspace: chunks of 512 rows, 0.91x the dense layer in one piece; docs/journal/2026-12-03.md). */
 #define DENSE_ROWS 2048
 
 sptune_status sptune_kernel_workspace(const sptune_kernel *k, int bound, size_t *bytes)

@@ -120,7 +120,7 @@ sptune_status sp_api_autotune_record(const sptune_kernel *k, const char *db_path
 /* Autotuning: runs timed per candidate (after one untimed); the fastest other candidate replaces the kernel served
  * only when, timed against it launch by launch, it is at least SP_AUTOTUNE_MARGIN faster: one round of five runs
  * each, one candidate after another (compiles in between), picked a 3 % slower kernel than the served one (H200,
- * d=4096: bench/RESULTS.md), which its record would then have served from then on. */
+ * d=4096: docs/journal), which its record would then have served from then on. */
 #define SP_AUTOTUNE_RUNS 5
 #define SP_AUTOTUNE_MARGIN 0.02
 /* How autotuning times a kernel: the median of SP_AUTOTUNE_RUNS launches of k in *ms and every run in t (ascending);

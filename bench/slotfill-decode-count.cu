@@ -3,7 +3,7 @@
 // third and fourth, each with metadata from a table, so nothing overflows and there is no residual), compiled for a
 // target and counted in SASS (bench/slotfill-decode-count.sh). Its shared memory holds whatever `g` held (loaded so
 // that nothing is folded away): the outputs mean nothing; what it measures is the instructions per 16 x 16 step a
-// warp would issue (bench/RESULTS.md: 73.6 for today's bitmap kernel, all-in; 1.3x over dense at 50 % needs about
+// warp would issue (docs/journal/2026-12-01.md: 73.6 for today's bitmap kernel, all-in; 1.3x over dense at 50 % needs about
 // half; this form: 55.5).
 //
 // The form counted (the fourth tried; the others cost 56-69 per step with a cheaper, inexact metadata step): each

@@ -3,7 +3,7 @@
 // metadata in the register order of runtime/sp_slotfill.h's Sparse-TC layer, no decode at all), against
 // dense cuBLAS bf16 on the same shapes in the same process. Whatever the unstructured encodings add
 // (filled slots, residual, bitmap decode) comes on top of this kernel's time: it bounds what any design
-// built on the sparse tensor cores can reach here (bench/RESULTS.md, issue 23's design evidence).
+// built on the sparse tensor cores can reach here (docs/journal/2026-12-01.md, issue 23's design evidence).
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o sp24-ceiling bench/sp24-ceiling.cu -lcublas
 //   ./sp24-ceiling [runs [M K]]  (prints one line per shape and N, a summary last; M K: that shape alone)

@@ -219,7 +219,7 @@ raises(ValueError, lambda: sptune.tune_twell_ffn(Fake((64, 256), "torch.float16"
        "tune_twell_ffn: fp16 x")
 
 # examples/decoder.py: its options are checked before torch is imported (usage errors exit 2; without torch or a GPU
-# it says so and exits 3; its run is a GPU check: bench/RESULTS.md)
+# it says so and exits 3; its run is a GPU check: docs/journal)
 import subprocess  # noqa: E402
 decoder = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "examples", "decoder.py")
 for args, code, part in ((["--help"], 0, "--prune"), (["--batch", "1,x"], 2, "comma-separated"),

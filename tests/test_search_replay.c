@@ -80,7 +80,7 @@ static int distance(const sp_config *a, const sp_config *b)
 }
 
 /* Switching algorithms: on twell-d2t's H200 space, a landscape shaped like the measurements of
- * bench/RESULTS.md (the wgmma + TMA persistent producer 0.57 ms, the mma.sync loop 1.26-1.38 ms:
+ * docs/journal (the wgmma + TMA persistent producer 0.57 ms, the mma.sync loop 1.26-1.38 ms:
  * each a bowl around its best, 1 % per parameter away). The default is mma.sync with bk = 32 and
  * wgmma needs bk = 64, so no single-parameter move leads from it to any wgmma kernel: descent must
  * still get within 3 % of the best with 5 % of the space. */
@@ -138,7 +138,7 @@ int main(void)
     landscape L = {&space, NULL};
     int rows = load(path, t, &space, &L);
     /* The data must cover that space as the template has it now; a template change that makes it
-     * stale is caught here (measure again: bench/RESULTS.md says how). */
+     * stale is caught here (measure again: db/data/README.md says how). */
     CHECK_MSG(rows == space.n, "%d recorded rows for %lld configurations in %s", rows, space.n, path);
     double best = INFINITY;
     long long near = 0;
@@ -169,7 +169,7 @@ int main(void)
                "median %lld, 90th percentile %lld\n", runs[r].name, within[r], SEEDS, worst, need[SEEDS / 2],
                need[SEEDS * 9 / 10]);
     }
-    /* The claim of bench/RESULTS.md: descent reaches 3 % with a quarter of the evaluations,
+    /* The claim of docs/journal: descent reaches 3 % with a quarter of the evaluations,
      * whatever it starts from; random sampling does not, on this needle-shaped landscape. */
     CHECK_MSG(within[0] == SEEDS, "descent from the default: %d of %d", within[0], SEEDS);
     CHECK_MSG(within[1] >= SEEDS * 95 / 100, "descent from random starts: %d of %d", within[1], SEEDS);

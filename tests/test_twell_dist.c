@@ -175,7 +175,7 @@ int main(void)
         CHECK_MSG(s.dead_fired == 0, "gen %d: %d dead neurons fired", gen, s.dead_fired);
         /* which neurons fire: the layer (gen 1) keeps the rates' tail; the first generator's producer data does not
          * (each neuron's fixed noise row, times the tokens' mean input, shifts its bias: a few neurons take nearly
-         * every firing; bench/RESULTS.md, measured at the shipped shapes), which is printed, not required */
+         * every firing; docs/journal, measured at the shipped shapes), which is printed, not required */
         const double promised = promised_top_share(&w, m);
         printf("gen %d: %.1f per token, dense %.0f, ordinary tokens' count spread (cv) %.2f, top 5 %% of neurons %.2f of "
                "the firings (the rates: %.2f)\n", gen, batch, s.mean_dense, spread[gen], s.top_share, promised);

@@ -65,7 +65,7 @@ return {
   tokens = "M",   -- a launch may pass fewer tokens than the problem: one kernel per maximum batch
   params = params,
   constraints = constraints,
-  -- on Hopper the wgmma + TMA main loop (bench/RESULTS.md: the gemm table)
+  -- on Hopper the wgmma + TMA main loop (docs/journal/2026-11-29-30.md: the gemm table)
   defaults = function(gpu) return mainloop.hopper_default(gpu, "bm=128,bn=256,stages=4") end,
 
   kernel = function(c, gpu) return kernel_name(c) end,

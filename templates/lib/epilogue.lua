@@ -267,7 +267,7 @@ function M.twell_pack_rows(c, first, step, cold)
   -- its row's atomics (with c.route the running count, and where the tile overflows the pool offset) at
   -- once, then the entries row by row. Atomic round trips and the entry loop's instructions bound the
   -- packer warps, and with them the producer: the warpgroups waited for the staging tile
-  -- (bench/RESULTS.md). A lane scans 8 columns of a row with one 16-byte load: its nonzeros' mask, the
+  -- (docs/journal). A lane scans 8 columns of a row with one 16-byte load: its nonzeros' mask, the
   -- row's count a warp sum, an entry's slot the count in the lanes before it (one ballot where no lane
   -- holds more than one, else bit planes of the lanes' counts) plus its rank in the lane.
   if c.bn % 8 ~= 0 or c.bn > 256 then

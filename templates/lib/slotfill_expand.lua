@@ -1,6 +1,6 @@
 -- slotfill-spmm with expand = 1: the image expanded into a dense W in the workspace (Wd, M x K), then the dense
 -- GEMM Y = X Wd^T on the tensor cores (lib/mainloop.lua: wgmma + TMA on sm_90a, mma.sync elsewhere). The fused
--- kernels decode W once per token tile (bitmap: ~60 instructions a 16 x 16 step, bench/RESULTS.md), so from a few
+-- kernels decode W once per token tile (bitmap: ~60 instructions a 16 x 16 step, docs/journal/2026-12-03.md), so from a few
 -- hundred tokens on their decode, not the tensor cores, sets the pace; expanded, W is decoded once a call whatever
 -- the batch, and the GEMM runs at dense speed: what is left over dense is streaming the image and writing Wd.
 --

@@ -21,7 +21,7 @@ local M = {}
 -- CTAs per SM the compiler is held to (registers <= 65536 / (that x threads)): 16 warps an SM where the
 -- two batches' registers are few (an estimate of the thread's registers <= 160: the 128 of the cap then
 -- spill a few bytes at most), else what the registers allow. Measured on the H200 at 14336x4096, N = 8
--- (bench/RESULTS.md): warps=4,tpw=2,stages=4 0.0319 -> 0.0252 ms; stages=8 held to 128 spilled 600 bytes, -35 %.
+-- (docs/journal/2026-12-01.md): warps=4,tpw=2,stages=4 0.0319 -> 0.0252 ms; stages=8 held to 128 spilled 600 bytes, -35 %.
 function M.min_blocks(c)
   local nb = c.bn // 8
   if 2 * c.stages * (4 * c.tpw + 4 * nb) + 4 * c.tpw * nb + 40 <= 160 then return math.max(1, 16 // c.warps) end

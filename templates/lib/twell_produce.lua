@@ -67,7 +67,7 @@ function M.loop_config(c)
 end
 local loop_config = M.loop_config
 
--- The producer's best measured form on Hopper (bench/RESULTS.md): wgmma + TMA, packing from the
+-- The producer's best measured form on Hopper (docs/journal): wgmma + TMA, packing from the
 -- registers with four stages, 128 x 256 tiles (T = 256), 15 slots; for a template's defaults(gpu). `extra` appended.
 function M.hopper_default(gpu, extra)
   return mainloop.hopper_default(gpu, "bm=128,bn=256,stages=4,epi=regs,slots=15" .. (extra and ("," .. extra) or ""))

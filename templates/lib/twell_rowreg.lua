@@ -7,7 +7,7 @@
 -- requested together (a lane's 16-byte loads, all in flight at once), its dot product reduced, and its Wd
 -- row added to the registers: one round trip to L2 per `dots` entries. (Software pipelining, the next step's
 -- rows requested before this step's arithmetic, took 255 registers a lane and ran 0.62-0.94x of this on the
--- H200: bench/RESULTS.md.) x lives in the warp's shared memory
+-- H200: docs/journal/2026-12-02.md.) x lives in the warp's shared memory
 -- (2 D bytes), read for every entry: held in registers it took 64 of them a lane (the compiler unpacks it),
 -- which the loads in flight need more (223 registers, Wd loads issued late; sm_90a, D = 2048).
 --
@@ -18,14 +18,14 @@
 --
 -- consumer=regmma: the same loads, the arithmetic on tensor cores (mma.sync m16n8k16, sm_80 and later). The
 -- plain kernel spends 484 instructions an entry at D = 2048, 320 of them FFMA and the bf16 unpacking that feeds
--- them (offline count, bench/RESULTS.md); here an entry costs 4 mma a 256-column chunk. mma sums over k, and
+-- them (offline count, docs/journal/2026-12-02.md); here an entry costs 4 mma a 256-column chunk. mma sums over k, and
 -- lane l supplies A[l/4][..] and B[..][l/4] of its own k slots, so with A = x and B = Wu, C[g][g] is the dot
 -- product over lane group g's columns (the 8 diagonal entries summed across the warp: the whole dot product);
 -- with A = h I (h in bf16, as the tile consumer and the dense layer round it) and B = Wd, C[m][n] = h B[m][n]:
 -- each of B's 128 values added to one accumulator, held by another lane (sp_rmma_col says which column).
 -- Where p.D is a multiple of 256 the loads lose their tail guards (runtime D must then equal p.D). Measured
 -- (H200): 133 instructions an entry against 484, yet 1.02x reg over 40 problems (0.94-1.15x): the consumer waits
--- on memory, not on issue (bench/RESULTS.md).
+-- on memory, not on issue (docs/journal/2026-12-02.md).
 local text = require("lib.text")
 local row = require("lib.twell_row")
 
@@ -133,7 +133,7 @@ __device__ __forceinline__ void sp_rmma_load(const sp_bf16 *__restrict__ W, int 
 -- pf > 0: the rows of the entries pf steps ahead requested into L2 (prefetch: no registers held), those of the
 -- first pf steps when a batch starts. Why: at D = 4096 with firing rates near uniform (gen=1) the cold weights
 -- (200 MB) do not stay in L2, the consumer waits on DRAM (24 % L2 hits, DRAM 51 % busy, 13 long-scoreboard stalls
--- an issue; bench/RESULTS.md) and its registers allow one entry's rows in flight a warp. Measured: pf=1 up to
+-- an issue; docs/journal/2026-12-02.md) and its registers allow one entry's rows in flight a warp. Measured: pf=1 up to
 -- 3 % faster there, level elsewhere; pf >= 2 slower (the lines are evicted before they are used).
 local PF_CALL = [[
 
@@ -409,7 +409,7 @@ ${pack}
 -- passes > 1: the consumer in two kernels, each pass of each over a part of the weights small enough to stay
 -- in L2. Why: at D = 4096 with firing rates near uniform (gen=1) a row's entries land anywhere in the cold
 -- neurons' Wu and Wd rows (200 MB against the H200's 50 MB of L2): the fused consumer read them at 24 % L2 hits,
--- DRAM 51 % busy, 0.89 ms against 0.11 ms where they stayed in L2 (gen=0; bench/RESULTS.md). The dot products
+-- DRAM 51 % busy, 0.89 ms against 0.11 ms where they stayed in L2 (gen=0; docs/journal/2026-12-02.md). The dot products
 -- are independent entry by entry, so the first kernel takes the neurons in `passes` ranges (CTAs in range-major
 -- order: the GPU's resident CTAs work in one range, 1/passes of Wu, at a time) and stores each entry's h = g
 -- dot(x, Wu[col]) in bf16 where its gate was (the fused consumer rounds h so too: same outputs); the output's

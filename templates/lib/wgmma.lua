@@ -225,7 +225,7 @@ __device__ __forceinline__ void sp_mbar_wait(sp_u32 bar, sp_u32 parity)
 M.cluster_device = [[
 /* Clusters of 2: arrive on the peer CTA's barrier at the same offset as bar. The default (CTA-scope) semantics: a
    released stage was read by wgmma only, whose reads wgmma.wait_group has completed; a cluster-scope release here
-   costs a MEMBAR.ALL.GPU every k-tile (it made the pair 20-33 % slower than one CTA, bench/RESULTS.md). */
+   costs a MEMBAR.ALL.GPU every k-tile (it made the pair 20-33 % slower than one CTA, docs/journal/2026-12-02.md). */
 __device__ __forceinline__ void sp_mbar_arrive_peer(sp_u32 bar)
 {
     asm volatile("{\n.reg .b32 r;\n.reg .b32 peer;\nmov.u32 peer, %%cluster_ctarank;\nxor.b32 peer, peer, 1;\n"

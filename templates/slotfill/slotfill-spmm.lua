@@ -6,7 +6,7 @@
 -- bitmap (the default; lib/slotfill_bitmap.lua): a bit per element in mma fragment order and the
 -- values (0.5625 of dense bytes at 50 %, any pattern), streamed through a byte ring by a producer warp
 -- (bulk copies, mbarriers), decoded by each warp straight into mma.m16n8k16 A fragments. It beats the
--- three-layer kernel below on every measured shape (bench/RESULTS.md): fewer bytes and no correction pass.
+-- three-layer kernel below on every measured shape (docs/journal/2026-12-01.md): fewer bytes and no correction pass.
 --
 -- sp24 (lib/slotfill_sp24.lua): W exactly 2:4 (2:4-pruned weights; problems with dist=3): the list
 -- layout's records alone (window 64), loaded from global memory straight into mma.sp fragments, a CTA's
@@ -41,7 +41,7 @@ local large = require("lib.slotfill_wgmma")
 local expand = require("lib.slotfill_expand")
 local wsmem = require("lib.slotfill_wsmem")
 
--- Defaults: the best measured on an H200 at decode sizes (bench/RESULTS.md, slotfill table).
+-- Defaults: the best measured on an H200 at decode sizes (docs/journal/2026-12-01.md, the slotfill table).
 local params = {
   {name = "dtype", values = {"bf16", "f16"}, default = "bf16", same_cost = true,
    doc = "16-bit float format of W, X and Y (the problem's fp16 chooses it; the same instructions either way, so "
@@ -577,7 +577,7 @@ return {
   -- two warpgroups where that leaves every SM a tile and one otherwise, split-K where even that does not, as deep a
   -- pipeline as shared memory allows (the layout from the problem's kind of pruning: 2:4 weights take sp24); for
   -- unstructured weights in bf16, W expanded before the dense GEMM once the batch fills 64 of its tiles (from 256
-  -- tokens on: that measured faster than the fused kernel on every H200 shape, bench/RESULTS.md)
+  -- tokens on: that measured faster than the fused kernel on every H200 shape, docs/journal/2026-12-03.md)
   defaults = function(gpu, p)
     if not (gpu.wgmma and p and p.N and p.N >= 32) then return nil end
     if p.dist ~= 3 and p.fp16 == 0 and p.K % 8 == 0 and p.N >= 256 and

@@ -69,7 +69,7 @@ local HOT_LOOP = {{name = "hotloop", values = {"staged", "pingpong"}, default = 
                      .. " (3 stages beside it), or ping-pong warpgroups on 128 x 128 tiles storing straight from"
                      .. " their accumulators (4 stages, the store overlapped with the other warpgroup's main loop)"}}
 -- Programmatic dependent launch: between the pipeline's kernels the GPU otherwise idles while it drains one
--- kernel and launches the next (46 us of 1113 a call at d=2048, M=16384 over nine kernels: bench/RESULTS.md).
+-- kernel and launches the next (46 us of 1113 a call at d=2048, M=16384 over nine kernels: docs/journal/2026-12-02.md).
 -- pdl = 2: each kernel opens with griddepcontrol.wait and is launched before the one ahead of it has finished; the
 -- early trigger (launch_dependents first thing, once pdl = 1) let the next kernel's CTAs wait beside the one ahead's
 -- last wave and measured 3-6 % slower on the longest pipelines, slower than 2 everywhere: withdrawn, its value unused.
@@ -232,14 +232,14 @@ local function ordered_names(c)
 end
 
 -- The hot slice's GEMMs' store warps: hot_y's read-modify-write of Y kept two of them busier than its
--- short main loop (K = the hot neurons) kept the warpgroups (bench/RESULTS.md); with the copy-engine warp
+-- short main loop (K = the hot neurons) kept the warpgroups (docs/journal/2026-12-02.md); with the copy-engine warp
 -- they make the producer's 12 warps at wgs = 2, whose registers (168 a thread, hot_up's need) they fit.
 local HOT_STORERS = 3
 
 -- The hot slice's GEMMs run the producer's tiles and pipeline, but stage their tiles for the store warps: with
 -- the producer's fourth stage (epi = regs) and the staging tile over the shared memory they take fewer stages.
 -- Their configuration, or nil where not even 3 stages fit.
-local PINGPONG_STAGES = 4   -- twell-d2t's ping-pong form: 4 stages of 128 x 128 ran faster than 5 (bench/RESULTS.md)
+local PINGPONG_STAGES = 4   -- twell-d2t's ping-pong form: 4 stages of 128 x 128 ran faster than 5 (docs/journal/2026-12-02.md)
 local function hot_config(c, gpu)
   if c.hotloop == "pingpong" then
     local h = mainloop.with(mainloop.with(mainloop.with(c, "bm", 128), "bn", 128), "stages", PINGPONG_STAGES)
@@ -309,7 +309,7 @@ return {
   params = params,
   constraints = constraints,
   -- on Hopper the producer's wgmma + TMA loop with overlapped packing and the row consumer that measured
-  -- fastest on realistic activations (bench/RESULTS.md)
+  -- fastest on realistic activations (docs/journal)
   defaults = function(gpu)
     return produce.hopper_default(gpu, "warps=16,split=1,unroll=4,dots=8,dunroll=2,route=512")
   end,
