@@ -1,20 +1,21 @@
 -- slotfill-spmm's large-batch kernel with W decoded into shared memory (mainloop=wgmma, wsrc=smem, the bitmap
--- layout, sm_90a): decoder warps turn the image's blocks into the 128-byte swizzled K-major tile wgmma reads, and two
--- consumer warpgroups run both operands from shared memory, as the dense gemm does.
+-- layout, sm_90a): the consumer warps turn the image's blocks into the 128-byte swizzled K-major tile wgmma reads, ahead
+-- of the tensor cores, and run both operands from shared memory, as the dense gemm does.
 --
--- Why: with W decoded into registers by the consumer warps (lib/slotfill_wgmma.lua) two warps a scheduler wait out
--- their own decode chains while the tensor pipe idles (0.45x dense at large N). Here the decode has warps of its own
--- that only decode, and the consumers issue wgmma back to back. Budget at bn = 256 (a 128 x 256 tile, 64 columns a
--- stage): 1024 tensor cycles a stage at the dense rate against 32 decoded 16 x 16 steps (~45 instructions and 12
--- shared accesses a lane each) spread over 3 decoder warps. 384 threads: wgmma's m64n256 needs ~154 registers a thread,
--- which ptxas gives a kernel of at most 384 threads whatever setmaxnreg later moves.
+-- Why: decoded into wgmma's register operand (lib/slotfill_wgmma.lua) each warp waits out its own decode before its
+-- wgmma (0.45x dense at large N). Here a warp decodes its tile of the stage two ahead after its wgmma retire, the two
+-- warpgroups offset by half a stage, so one multiplies while the other decodes. Shaped by what ptxas allows: wgmma's
+-- m64n256 needs ~154 registers a thread (no kernel of more than 384 threads, whatever setmaxnreg later moves), and a
+-- decode placed while the thread's own wgmma are in flight serialises every wgmma of the kernel (C7515). Measured:
+-- 0.30-0.68x dense; the decode's ~85 instructions a 16 x 16 step bound it (docs/journal/2026-12-03.md).
 --
--- A CTA is 12 warps: warps 0-7 consume (rows 64 r .. 64 r + 63 for warpgroup r), warp 8 loads, warps 9-11 decode. The loader copies each 128-column chunk's 8 blocks (one a 16-row tile) into one of two fixed slots
--- (bulk copies) one chunk ahead of the X tiles (64 columns a stage, the copy engine, 128-byte swizzle). A decoder
--- takes (stage, tile) items in turn: the tile's 4 steps of the stage decoded as the small-batch kernel decodes them
--- (lib/slotfill_bitmap.lua), stored where the swizzled A tile holds them, made visible to the tensor cores' proxy,
--- then one arrival on the stage's A barrier and one on the chunk slot's release. The loader's order (a chunk's blocks
--- before the X tiles of the chunk before it) never waits on a stage that needs what it has yet to load.
+-- A CTA is 9 warps: warps 0-7 consume (rows 64 r .. 64 r + 63 for warpgroup r) and decode (warp w its tile w), warp 8
+-- loads. The loader copies each 128-column chunk's 8 blocks (one a 16-row tile) into one of two fixed slots (bulk
+-- copies) one chunk ahead of the X tiles (64 columns a stage, the copy engine, 128-byte swizzle). An item (stage,
+-- tile): the tile's 4 steps of the stage decoded as the small-batch kernel decodes them (lib/slotfill_bitmap.lua),
+-- stored where the swizzled A tile holds them, made visible to the tensor cores' proxy, then one arrival on the
+-- warpgroup's A barrier of the stage and one on the chunk slot's release. The loader's order (a chunk's blocks before
+-- the X tiles of the chunk before it) never waits on a stage that needs what it has yet to load.
 -- Every thread checks the image's header first (lib/slotfill_wgmma.lua's prologue): an image that is not this
 -- kernel's makes every output NaN. K % 8 == 0; X 16-byte aligned.
 local text = require("lib.text")

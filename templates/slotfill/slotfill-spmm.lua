@@ -82,8 +82,9 @@ local params = {
    doc = "1: the image expanded into a dense W in the workspace, then a dense GEMM (bitmap and sp24, bf16): W decoded "
       .. "once a call instead of once per token tile, for large batches (lib/slotfill_expand.lua)"},
   {name = "wsrc", values = {"regs", "smem"}, default = "regs", added = true,
-   doc = "the large-batch bitmap kernel: W decoded by the consumer warps into wgmma's register operand (regs), or by "
-      .. "decoder warps into shared memory that both of wgmma's operands come from (smem, lib/slotfill_wsmem.lua)"},
+   doc = "the large-batch bitmap kernel: W decoded by the consumer warps into wgmma's register operand (regs), or "
+      .. "ahead of the tensor cores into shared memory that both of wgmma's operands come from (smem, "
+      .. "lib/slotfill_wsmem.lua)"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
