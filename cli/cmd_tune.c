@@ -33,7 +33,8 @@ static sptune_status gpu_evaluate(void *ud, const sp_config *c, sp_eval *out)
 
 typedef struct progress_state { int tty, quiet; double last_print; sp_prebuild *pb; } progress_state;
 
-static void show_progress(const sp_tune_progress *p, void *ud)
+/* Each measurement's progress: the builders hinted with the best so far, then the progress line (unless quiet). */
+static void on_progress(const sp_tune_progress *p, void *ud)
 {
     progress_state *ps = ud;
     sp_prebuild_hint(ps->pb, p->best_index);   /* the builders go on around the best so far */
@@ -248,7 +249,7 @@ int cli_tune_problem(const char *cmd, const cli_gpu_run *g, sp_template *t, cons
     o.env = &env;
     o.baseline_ms = out->baseline_ms;
     o.method = method;
-    o.progress = show_progress;
+    o.progress = on_progress;
     o.progress_ud = &ps;
     st = sp_tune_run(t, p, &out->space, &be, &o, &out->r);
     if (ps.tty && !ps.quiet) fputc('\n', stderr);

@@ -16,9 +16,8 @@ typedef struct measure {
     sp_case kase;
     sp_cache *cache;
     double fastest_ms;      /* the fastest verified median so far */
-    sp_config *no_energy;   /* variants timed without their energy: timed again (the tuner's paired
+    sp_configs no_energy;   /* variants timed without their energy: timed again (the tuner's paired
                                re-measurement of its best few), they get it */
-    int n_no_energy, cap_no_energy;
 } measure;
 
 #define ENERGY_TIE 1.02     /* a median this close to the fastest is a tie within the timing's noise */
@@ -43,26 +42,18 @@ static sptune_status m_init(void *ud)
 static sptune_status m_evaluate(void *ud, const sp_config *c, sp_eval *out)
 {
     measure *m = ud;
-    int again = -1;
-    for (int i = 0; i < m->n_no_energy && again < 0; i++)
-        if (sp_config_distance(&m->no_energy[i], c) == 0) again = i;
+    long long again = -1;
+    for (long long i = 0; i < m->no_energy.n && again < 0; i++)
+        if (sp_config_distance(&m->no_energy.v[i], c) == 0) again = i;
     m->bench.opts.energy_below_ms =
         m->spec.energy_all || again >= 0 || !(m->fastest_ms > 0) ? 0 : ENERGY_TIE * m->fastest_ms;
     sptune_status st = sp_eval_variant(&m->kase, m->t, c, m->cache, out);
     if (st != SPTUNE_OK || out->outcome != SP_OUTCOME_OK) return st;
     if (!(m->fastest_ms > 0) || out->timing.median_ms < m->fastest_ms) m->fastest_ms = out->timing.median_ms;
-    if (out->timing.energy_j > 0 && again >= 0) {
-        m->no_energy[again] = m->no_energy[--m->n_no_energy];
-    } else if (!(out->timing.energy_j > 0) && again < 0 && m->bench.opts.energy_below_ms > 0) {
-        if (m->n_no_energy == m->cap_no_energy) {
-            int cap = m->cap_no_energy ? 2 * m->cap_no_energy : 64;
-            sp_config *v = realloc(m->no_energy, (size_t)cap * sizeof *v);
-            if (!v) return st;   /* only the energy of a re-measurement is lost */
-            m->no_energy = v;
-            m->cap_no_energy = cap;
-        }
-        m->no_energy[m->n_no_energy++] = *c;
-    }
+    if (out->timing.energy_j > 0 && again >= 0)
+        m->no_energy.v[again] = m->no_energy.v[--m->no_energy.n];
+    else if (!(out->timing.energy_j > 0) && again < 0 && m->bench.opts.energy_below_ms > 0)
+        (void)sp_configs_push(&m->no_energy, c);   /* out of memory: only a re-measurement's energy is lost */
     return st;
 }
 

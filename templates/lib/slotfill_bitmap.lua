@@ -151,6 +151,19 @@ M.DECODE = [[
                         a[i] = sp_prmt(lo, hi[t][i], sel[i]);
                     }]]
 
+-- The producers' read of a tile's block offsets (every bitmap kernel, `ind` its indentation): one chunk ahead, so
+-- that no global round trip stands between a chunk's copy and the next (expects tile, live, offs, chunks, c0, nch);
+-- then at chunk `it`, the one after next read and this block's bytes (0 where the offsets are damaged).
+function M.block_offsets(ind)
+  return ind .. "const sp_u32 *toffs = offs + (size_t)(live ? tile : 0) * chunks + c0;\n" ..
+         ind .. "sp_u32 o0 = live && nch > 0 ? toffs[0] : 0u, o1 = live && nch > 0 ? toffs[1] : 0u;"
+end
+function M.block_next(ind, it)
+  return text.fill("${i}const sp_u32 o2 = live && ${it} + 1 < nch ? toffs[${it} + 2] : 0u;\n" ..
+                   "${i}const sp_u32 bytes = live && o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; " ..
+                   "/* a damaged image copies nothing */", {i = ind, it = it})
+end
+
 -- The producer's place in the ring for a chunk's blocks (both bitmap kernels): each lane's block size scanned over the
 -- lanes, `need` the chunk's bytes (its C declaration), a start that no chunk in flight overlaps, waiting for the
 -- oldest chunks' release (their barrier at bars + 8 (released + slot)).
@@ -250,12 +263,10 @@ ${name}(${params})
          * between a chunk's ring space and its bulk copy (offs holds tiles x chunks + 1 entries) */
         const int tile = tile0 + lane;
         const bool live = ok && lane < SP_NT && tile < tiles;
-        const sp_u32 *toffs = offs + (size_t)(live ? tile : 0) * chunks + c0;
-        sp_u32 o0 = live && nch > 0 ? toffs[0] : 0u, o1 = live && nch > 0 ? toffs[1] : 0u;
+${offsets}
         for (int it = 0; it < nch; ++it) {
             const int s = it % SP_S, c = c0 + it;
-            const sp_u32 o2 = live && it + 1 < nch ? toffs[it + 2] : 0u;
-            const sp_u32 bytes = live && o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; /* a damaged image copies nothing */
+${next_block}
 ${ring_alloc}
             head = pos + (int)need;
             if (lane == 0) book[s] = (sp_u32)pos;
@@ -349,6 +360,7 @@ ${epilogue}
      params = params, dtype = f16 and 1 or 0, device = M.DEVICE, step_counts = M.STEP_COUNTS, prep = M.PREP,
      decode = M.DECODE,
      ring_alloc = M.ring_alloc("const sp_u32 wbytes = __shfl_sync(SP_FULL, pre, 31), need = wbytes + SP_XB;", "", ""),
+     offsets = M.block_offsets("        "), next_block = M.block_next("            ", "it"),
      acc_decl = "float acc[SP_TPW][SP_NB][4];\n    #pragma unroll\n    for (int t = 0; t < SP_TPW; ++t)\n" ..
                 "        #pragma unroll\n        for (int j = 0; j < SP_NB; ++j)\n            #pragma unroll\n" ..
                 "            for (int e = 0; e < 4; ++e) acc[t][j][e] = 0.0f;",

@@ -117,13 +117,11 @@ local FILL_BITMAP = [[
         /* a lane's tile's block offsets, read one chunk ahead (offs holds tiles x chunks + 1 entries) */
         const int tile = tile0 + lane;
         const bool live = lane < SP_NT && tile < tiles;
-        const sp_u32 *toffs = offs + (size_t)(live ? tile : 0) * chunks + c0;
-        sp_u32 o0 = live && nch > 0 ? toffs[0] : 0u, o1 = live && nch > 0 ? toffs[1] : 0u;
+${offsets}
         for (int it = 0; it < nch; ++it) {
             const int s = it % SP_S, c = c0 + it;
             if (it >= SP_S) sp_mbar_wait(bars + 8 * (SP_S + s), ((it / SP_S) - 1) & 1);   /* the slot's X tile */
-            const sp_u32 o2 = live && it + 1 < nch ? toffs[it + 2] : 0u;
-            const sp_u32 bytes = live && o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; /* a damaged image copies nothing */
+${next_block}
 ${ring_alloc}
             head = pos + (int)need;
             if (lane == 0) book[s] = (sp_u32)pos;
@@ -430,7 +428,8 @@ ${epilogue}
      dec = l.threads == 384 and '        asm volatile("setmaxnreg.dec.sync.aligned.u32 40;\\n" ::: "memory");' or "",
      inc = l.threads == 384 and ' else {\n        asm volatile("setmaxnreg.inc.sync.aligned.u32 232;\\n" ::: "memory");\n    }' or "",
      fill = text.fill(sp24 and FILL_SP24 or FILL_BITMAP,
-                      {xload = XLOAD, ring_alloc = bitmap.ring_alloc("const sp_u32 need = __shfl_sync(SP_FULL, pre, 31);",
+                      {xload = XLOAD, offsets = bitmap.block_offsets("        "),
+                       next_block = bitmap.block_next("            ", "it"), ring_alloc = bitmap.ring_alloc("const sp_u32 need = __shfl_sync(SP_FULL, pre, 31);",
                                                                      "2 * ", "   /* its blocks decoded */")}),
      -- each step of a group keeps its own high halves (the decode's predicated loads read-modify-write them: one
      -- register set would chain the group's steps one after another)

@@ -174,14 +174,12 @@ ${prologue}    const int halves = 2 * nch;                            /* stages 
         /* the loader: chunk c's blocks, then the two X stages of chunk c - 1 */
         const int tile = tile0 + lane;
         const bool live = lane < SP_NT && tile < tiles;
-        const sp_u32 *toffs = offs + (size_t)(live ? tile : 0) * chunks + c0;
-        sp_u32 o0 = live && nch > 0 ? toffs[0] : 0u, o1 = live && nch > 0 ? toffs[1] : 0u;
+${offsets}
         for (int c = 0; c <= nch; ++c) {
             if (c < nch) {
                 const int w = c & 1;
                 if (c >= 2) sp_mbar_wait(bars + 8 * (4 * SP_S + 2 + w), ((c >> 1) - 1) & 1);
-                const sp_u32 o2 = live && c + 1 < nch ? toffs[c + 2] : 0u;
-                const sp_u32 bytes = live && o1 >= o0 && (o1 - o0) * 16u <= SP_BMAX ? (o1 - o0) * 16u : 0u; /* a damaged image copies nothing */
+${next_block}
                 sp_u32 total = bytes;
                 #pragma unroll
                 for (int d = 16; d > 0; d >>= 1) total += __shfl_xor_sync(SP_FULL, total, d);
@@ -244,7 +242,8 @@ function M.emit(c, name, params, f16)
                                      " x 16, smem)^T", f16 and "f16.f16" or "bf16.bf16"), f16),
     prologue = text.fill(large.PROLOGUE, {header = "h[5] == 128u && h[36] == 2u", chunks = "(K + 127) >> 7",
                                           dtype = f16 and 1 or 0}),
-    decode = item_decode(), epilogue = large.epilogue(c)})
+    decode = item_decode(), epilogue = large.epilogue(c), offsets = bitmap.block_offsets("        "),
+    next_block = bitmap.block_next("                ", "c")})
 end
 
 return M
