@@ -2,7 +2,8 @@
  * relu(X Wg^T) of the producer data the harness draws for a twell-ffn problem, over S tokens spread across the batch.
  * Prints the mean count per token, its p50/p90/p99/max, the neurons that never fired, and the share of all firings in
  * the eighth and the quarter of the neurons that fire most (what hot=1 and hot=2 run as a dense slice), beside what
- * the rates the problem asks for promise that eighth.
+ * the rates the problem asks for promise that eighth, and the tokens (and their share of the firings) at or above
+ * each of several counts (what a dense path taking such tokens would take: twell-ffn's route).
  *   twell-data-stats PROBLEM [TOKENS]       e.g. "M=16384,D=2048,F=5632,nnz=40,dense=0,gen=1,spread=0.1" 400 */
 #include "sp_bench.h"
 #include "sp_status.h"
@@ -87,6 +88,16 @@ int main(int argc, char **argv)
            argv[1], S, sum / S, count[S / 2], count[S * 9 / 10], count[S * 99 / 100], count[S - 1], never, F,
            all ? 100.0 * top8 / all : 0, total_rate > 0 ? 100.0 * promised / total_rate : 0, all ? 100.0 * top4 / all : 0,
            (double)(all - top8) / S);
+    /* what a dense path taking every token of R or more active neurons would take (twell-ffn's route) */
+    const int routes[] = {64, 128, 192, 256, 512};
+    printf("  tokens (entries) at or above route:");
+    for (size_t i = 0; i < sizeof routes / sizeof *routes; i++) {
+        double n = 0, e = 0;
+        for (int s = 0; s < S; s++)
+            if (count[s] >= routes[i]) { n++; e += count[s]; }
+        printf(" %d: %.1f %% (%.1f %%)", routes[i], 100.0 * n / S, sum > 0 ? 100.0 * e / sum : 0);
+    }
+    printf("\n");
     sp_twell_draw_free(&draw);
     free(X); free(W); free(w); free(x); free(count); free(fired);
     sp_template_free(t);

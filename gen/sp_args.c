@@ -89,6 +89,11 @@ static num checked(expr *e, num v)
     return v;
 }
 
+static const char *divisor_fault(num b)
+{
+    return b == 0 ? "division by zero" : "a negative value outside min and max";
+}
+
 static num call(expr *e, const char *name, size_t n)
 {
     num a = sum(e), b;
@@ -99,9 +104,10 @@ static num call(expr *e, const char *name, size_t n)
     skip(e);
     if (*e->p != ')') return efail(e, "expected ')'");
     e->p++;
-    if (n == 4 && memcmp(name, "cdiv", 4) == 0) return b > 0 ? ceill(a / b) : efail(e, "division by zero");
     if (n == 3 && memcmp(name, "min", 3) == 0) return a < b ? a : b;
     if (n == 3 && memcmp(name, "max", 3) == 0) return a > b ? a : b;
+    if (a < 0) return efail(e, "a negative value outside min and max");
+    if (n == 4 && memcmp(name, "cdiv", 4) == 0) return b > 0 ? ceill(a / b) : efail(e, divisor_fault(b));
     return efail(e, "unknown function (cdiv, min, max)");
 }
 
@@ -115,8 +121,9 @@ static num name_value(expr *e, const char *name, size_t n)
     for (int i = 0; i < e->vars->n; i++) {
         if (strlen(e->vars->name[i]) != n || memcmp(e->vars->name[i], name, n) != 0) continue;
         double v = e->vars->v[i];
-        if (!(v >= 0)) return efail(e, "the name's value is negative or not a number");
-        return checked(e, v);
+        if (v != v) return efail(e, "the name's value is not a number");
+        /* an integer parameter may be negative (twell-ffn's route=-1): only min and max take it as it is */
+        return v < 0 ? (num)v : checked(e, v);
     }
     return efail(e, "no value for this name");
 }
@@ -163,8 +170,9 @@ static num product(expr *e)
         if (op != '*' && op != '/') return v;
         e->p++;
         num r = atom(e);
+        if (v < 0 || r < 0) return efail(e, "a negative value outside min and max");
         if (op == '*') v = checked(e, v * r);
-        else v = r > 0 ? floorl(v / r) : efail(e, "division by zero");
+        else v = r > 0 ? floorl(v / r) : efail(e, divisor_fault(r));
     }
 }
 
@@ -177,6 +185,7 @@ static num sum(expr *e)
         if (op != '+' && op != '-') return v;
         e->p++;
         num r = product(e);
+        if (v < 0 || r < 0) return efail(e, "a negative value outside min and max");
         v = checked(e, op == '+' ? v + r : v - r);
     }
 }
@@ -186,6 +195,7 @@ static sptune_status run(expr *e, long long *out)
     num v = sum(e);
     skip(e);
     if (*e->p) efail(e, "unexpected text");
+    if (v < 0) efail(e, "a negative extent");
     if (e->failed) return sp_fail(SPTUNE_ERR_INVALID, "extent '%s': %s", e->text, e->why);
     if (out) *out = (long long)floorl(v);
     return SPTUNE_OK;

@@ -62,7 +62,8 @@ typedef struct sp_vars {
 int sp_vars_set(sp_vars *vs, const char *name, double v);
 
 /* Extent expressions: non-negative integers, names, + - * / (integer division), parentheses and
- * the functions cdiv(a, b) (ceiling division), min(a, b), max(a, b); "?" alone is an extent the
+ * the functions cdiv(a, b) (ceiling division), min(a, b), max(a, b); a name may stand for a negative
+ * integer parameter (route=-1), which only min and max take as it is; "?" alone is an extent the
  * data sets (an overflow pool's length), which no problem determines. sp_expr_eval computes one
  * (SPTUNE_ERR_INVALID naming the expression on a syntax error, an unknown name, division by zero,
  * a non-integral or negative value, or overflow); sp_expr_check only parses it and checks that

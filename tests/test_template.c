@@ -355,10 +355,12 @@ static void test_args(void)
     sp_kernel_src_free(&k);
     sp_template_free(t);
 
-    /* extents */
+    /* extents; an integer parameter may be negative (r), which only min and max take */
+    sp_vars_set(&v, "r", -1);
     static const struct { const char *e; long long want; } ok[] = {
         {"3", 3}, {"M", 10}, {"M + 2 * F", 610}, {"(M + 2) * 3", 36}, {"cdiv(F, 128)", 3}, {"F / 128", 2},
-        {"max(M, 4) - min(2, M)", 8}, {"cdiv(M*F, 7) + 1", 430}};
+        {"max(M, 4) - min(2, M)", 8}, {"cdiv(M*F, 7) + 1", 430}, {"min(1, max(r, 0)) * M", 0},
+        {"cdiv(F, max(r, 1))", 300}, {"max(r, 0) + max(min(r, 5), 2)", 2}};
     for (size_t i = 0; i < sizeof ok / sizeof ok[0]; i++) {
         CHECK_ST(sp_expr_eval(ok[i].e, &v, &n), SPTUNE_OK);
         CHECK_MSG(n == ok[i].want, "%s = %lld, want %lld", ok[i].e, n, ok[i].want);
@@ -367,7 +369,10 @@ static void test_args(void)
         {"M +", "expected a number"}, {"F / 0", "division by zero"}, {"cdiv(F, 0)", "division by zero"},
         {"nope", "no value for this name"}, {"2 - M", "out of range"}, {"pow(2, 3)", "unknown function"},
         {"M)", "unexpected text"}, {"((((((((((((((((((((((((((((((((((M))))))))))))))))))))))))))))))))))", "nested too deeply"},
-        {"99999999999999999999 * 99999", "out of range"}};
+        {"99999999999999999999 * 99999", "out of range"}, {"r", "a negative extent"},
+        {"M * r", "negative value outside min and max"}, {"r + M", "negative value outside min and max"},
+        {"cdiv(M, r)", "negative value outside min and max"}, {"M / r", "negative value outside min and max"},
+        {"cdiv(r, 2)", "negative value outside min and max"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CHECK_ST(sp_expr_eval(bad[i].e, &v, &n), SPTUNE_ERR_INVALID);
         CHECK_MSG(sp_test_has(sptune_last_error(), bad[i].why), "%s: %s", bad[i].e, sptune_last_error());

@@ -28,7 +28,7 @@ local cuda = require("lib.cuda")
 local M = {}
 
 M.params = {
-  {name = "route", values = {512, 256, 1024, 2048, 0, -1}, default = 512,
+  {name = "route", values = {512, 256, 1024, 2048, 0, -1, 128, 64}, default = 512,
    doc = "a token with this many active neurons goes to the dense tensor-core path (0: only tokens that lost"
      .. " a tile to a full pool; -1: no dense path)"},
 }

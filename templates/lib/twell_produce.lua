@@ -152,10 +152,12 @@ M.args = {
   pool_capacity = {name = "pool_capacity", type = "u64", role = "scalar", doc = "pool words",
                    -- typical, from the described data: the tiles of ~1.5 % of the tokens overflowing whole, a
                    -- sixteenth of all entries (uneven tokens crowding their tiles), and the heavy tokens' entries with
-                   -- half again as many, plus slack; bound: every nonzero in the pool (at most the 2^30 words the
-                   -- format addresses)
-                   typical = "cdiv(M, 64) * (F + cdiv(F, bn)) + cdiv(M * nnz, 16)"
-                             .. " + cdiv(M * dense * (min(dense_nnz, F) + cdiv(F, bn)) * 3, 200) + 4096",
+                   -- half again as many, plus slack; and never less than a batch of the described mean can take
+                   -- however uneven (an overflowing tile takes its count + 1 words, its count above slots);
+                   -- bound: every nonzero in the pool (at most the 2^30 words the format addresses)
+                   typical = "max(cdiv(M, 64) * (F + cdiv(F, bn)) + cdiv(M * nnz, 16)"
+                             .. " + cdiv(M * dense * (min(dense_nnz, F) + cdiv(F, bn)) * 3, 200),"
+                             .. " cdiv(M * nnz * (slots + 2), slots + 1)) + 4096",
                    bound = "min(M * (F + cdiv(F, bn)), 1073741823)"},
 }
 

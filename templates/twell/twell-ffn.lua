@@ -46,7 +46,7 @@ local keep = {
   bm = {128, 256}, bn = {64, 128, 256}, bk = {32, 64}, wm = {64}, wn = {64}, stages = {3, 4},
   swizzle = {"xor"}, prefetch = {"a", "none"}, group_m = {8}, slots = {7, 15, 31, 63},
   warps = {2, 4, 8, 16}, split = {1, 2, 4, 8}, unroll = {2, 4}, ldg = {"nc"}, dots = {1, 2, 4, 8}, dunroll = {1, 2},
-  consumer = {"row", "tile", "reg", "regmma"}, route = {512, 256, 1024, 2048, 0, -1},
+  consumer = {"row", "tile", "reg", "regmma"}, route = {512, 256, 1024, 2048, 0, -1, 128, 64},
 }
 -- What this op's consumer and dots also mean (the register consumer is twell-ffn's alone).
 local docs = {
@@ -153,9 +153,12 @@ local ARGS = {a.X, a.Wg,
                doc = "the dense path's gates, then its gated activations"},
               {name = "dense_acc", type = "f32", role = "workspace", shape = {"dense_capacity", "D"},
                doc = "the dense path's output rows in fp32"},
-              -- typical: the described heavy tokens with half again as many, and 1/64 of the batch besides
+              -- typical: the described heavy tokens with half again as many, 1/64 of the batch besides, and
+              -- (route > 0) every token the route can take in a batch of the described mean: at most M nnz / route
+              -- tokens reach route active neurons, however uneven the tokens are
               {name = "dense_capacity", type = "i32", role = "scalar", doc = "tokens the dense path may take",
-               typical = "min(M, cdiv(M, 64) + 16 + cdiv(M * dense * 3, 200))", bound = "M"},
+               typical = "min(M, cdiv(M, 64) + 16 + cdiv(M * dense * 3, 200)"
+                 .. " + min(1, max(route, 0)) * cdiv(M * nnz, max(route, 1)))", bound = "M"},
               {name = "hot_h", type = "bf16", role = "workspace", shape = {"M", HOT_WORDS},
                doc = "the hot slice's gated activations, then (0 < hot < 8) the cold part's rounding remainder"
                  .. " (empty when hot = 0)"},
