@@ -268,14 +268,20 @@ static void case_fits(void)
         long long bn = -1;
         const char *cf = strstr(sptune_kernel_config(k), "bn=");
         if (cf) bn = atoll(cf + 3);
-        long long tiles = (14336 + bn - 1) / bn;
+        long long tiles = (14336 + bn - 1) / bn, route = -1;
+        const char *cr = strstr(sptune_kernel_config(k), "route=");
+        if (cr) route = atoll(cr + 6);
+        CHECK(route > 0);
         size_t typical = 0, bound = 0;
         for (int i = 0; i < sptune_kernel_arg_count(k); i++) {
             sptune_arg a = {.size = sizeof(sptune_arg)};
             CHECK_ST(sptune_kernel_arg(k, i, &a), SPTUNE_OK);
             /* sized from the described data (nnz 40, 0.5 % heavy tokens of 2000 active neurons): 1/64 of the tokens
-               overflowing whole tiles, 1/16 of all entries, the heavy tokens' entries and half again */
-            const long long heavy_words = (16384LL * (2000 + tiles) * 3 + 399) / 400, dense_cap = 256 + 16 + 123;
+               overflowing whole tiles, 1/16 of all entries, the heavy tokens' entries and half again; the dense
+               path, those heavy tokens and half again, 1/64 of the batch, and every token that can reach the route
+               in a batch of that mean */
+            const long long heavy_words = (16384LL * (2000 + tiles) * 3 + 399) / 400,
+                            dense_cap = 256 + 16 + 123 + (route > 0 ? (16384 * 40 + route - 1) / route : 0);
             if (strcmp(a.name, "pool_capacity") == 0)
                 CHECK_MSG(a.typical == 256 * (14336 + tiles) + 16384 * 40 / 16 + heavy_words + 4096 &&
                           a.bound == 16384 * (14336 + tiles), "pool_capacity %lld / %lld", a.typical, a.bound);
@@ -448,6 +454,40 @@ static void case_old_keys(void)
     if (a) CHECK_MSG(sptune_kernel_origin(a, &detail) == SPTUNE_ORIGIN_EXACT && strstr(detail, "at 0.5000 ms"),
                      "%s", detail);
     sptune_kernel_free(a);
+}
+
+/* twell-ffn's result is served only for data near what it was measured on, else the dense layer stands in and
+ * says why: a heavier firing-rate tail than measured is near (it concentrates the firing), a lighter one, another
+ * mean or heavy share is not. */
+static void case_data_distance(void)
+{
+    sp_db *db = NULL;
+    CHECK_ST(sp_db_open(db_path, 1, &db), SPTUNE_OK);
+    if (db) {
+        put_timed(db, &H200, "twell-ffn", "M=8192,D=2048,F=5632,nnz=40,tail=0.7,dense=0.5", FFN16, 1.0, 2.0,
+                  SP_OUTCOME_OK);
+        sp_db_close(db);
+    }
+    static const struct { const char *problem, *why; } cases[] = {
+        {"M=8192,D=2048,F=5632,nnz=41,dead=34,tail=1.5,dense=0.44,dense_nnz=1977", NULL},
+        {"M=8192,D=2048,F=5632,nnz=40,tail=0.6,dense=0.5", NULL},
+        {"M=8192,D=2048,F=5632,nnz=40,tail=0.2,dense=0.5", "a firing-rate tail of 0.2, measured at 0.7"},
+        {"M=8192,D=2048,F=5632,nnz=80,tail=0.7,dense=0.5", "80 active neurons a token, measured at 40"},
+        {"M=8192,D=2048,F=5632,nnz=40,tail=0.7,dense=5", "5 % heavy tokens, measured at 0.5 %"}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sptune_kernel_request rq = {.op = "twell-ffn", .problem = cases[i].problem, .gpu = "h200", .db_path = db_path,
+                                    .cache_dir = cache, .ignore_shipped = 1};
+        sptune_kernel *k = NULL;
+        CHECK_ST(sptune_kernel_get(&rq, &k), SPTUNE_OK);
+        const char *detail = "";
+        if (k) sptune_kernel_origin(k, &detail);
+        const int dense = strstr(detail, "the dense layer on cuBLAS in the op's place") != NULL;
+        if (cases[i].why)
+            CHECK_MSG(dense && strstr(detail, cases[i].why), "%s: %s", cases[i].problem, detail);
+        else
+            CHECK_MSG(!dense && strstr(detail, "at 1.0000 ms"), "%s: %s", cases[i].problem, detail);
+        sptune_kernel_free(k);
+    }
 }
 
 /* Repeated gets come from the in-process copy, the same kernel; a result recorded meanwhile in the
@@ -655,6 +695,7 @@ int main(void)
     case_same_cost();
     case_shipped();
     case_old_keys();
+    case_data_distance();
     case_memo();
     case_tokens();
     case_workspace();
