@@ -1,4 +1,4 @@
-// What the standalone CUDA benchmarks in bench/ share (bench/sp24-ceiling.cu, bench/peer-spinfer.cu): a checked CUDA
+// What the standalone CUDA benchmarks in bench/ share (bench/experiments/sp24-ceiling.cu, bench/experiments/peer-spinfer.cu): a checked CUDA
 // call, a comparison kernel, and the timing method of sptune's own benchmarks (an L2 flush before every run, CUDA
 // events around the run alone, three warm-ups, the median).
 #pragma once

@@ -123,7 +123,7 @@ static void *watch_counter(void *arg)
 }
 
 /* Joules per call from NVML's energy counter, which moves in steps (every 100 ms on an H200,
- * bench/nvml-probe.py): back-to-back runs (no L2 flush between them: its own energy would count)
+ * bench/experiments/nvml-probe.py): back-to-back runs (no L2 flush between them: its own energy would count)
  * for about energy_ms while a thread records the counter's steps; the power is the energy between
  * the second step and the last one before the runs ended (whole steps the busy GPU spent: the first
  * may hold idle time from before) over the time between them, and the energy per call that power

@@ -15,7 +15,7 @@
  * dense=0 and tail=0 give the uniform data of the first benchmarks. The ops that take X and Wg also say how
  * their data is made (gen: 0 each neuron fires at its rate, independently, 1 the layer makes it: Gaussian tokens
  * of per-token gains, log-normal with sigma `spread`, through weights whose biases set the rates; absent: 0).
- * Measured (bench/twell-data-stats.sh, docs/journal): gen 0's producer data does not keep the rates' tail:
+ * Measured (bench/experiments/twell-data-stats.sh, docs/journal): gen 0's producer data does not keep the rates' tail:
  * each neuron's fixed noise row times the tokens' mean input shifts its bias, so at d=2048, d_ff=5632 and 40 per
  * token about a tenth of the neurons take every firing (the rates give the top eighth 55 %); gen 1 keeps it (57 %),
  * and its spread sets how unlike one another the tokens are (0.1: per-token counts p50 36, p99 128 at a mean of 42;

@@ -7,7 +7,7 @@ one exists the earlier rows are never served. tests/test_shipped_data.c fails on
 
   plan  TABLE   prints "op<TAB>problem<TAB>config" per (GPU, op, problem) without a current row: the
                 configuration served today (the fastest against its baseline, as the runtime orders them),
-                to measure again (bench/refresh-shipped.sh), then shipped with scripts/maint/ship-results.py
+                to measure again (bench/tables/refresh-shipped.sh), then shipped with scripts/maint/ship-results.py
   prune TABLE   drops every earlier-version row whose problem has a current row (the same key, or one that
                 adds dimensions the op gained since, with the earlier key's values); lists the problems that
                 have none and exits 1 while any does (measure them first)

@@ -9,7 +9,7 @@
 -- from L1/L2); the next batch is in flight while the current one's mma.sp run. The warps' partial tiles
 -- are added in shared memory. Costs (sm_90a SASS): per k32 step and tile one 16-byte load and one mma.sp
 -- per 8 tokens, four 4-byte X loads per 8 tokens shared by the tiles: HBM, not issue, bounds it (the
--- standalone form in bench/sp24-ceiling.cu streamed at 3.5-3.7 TB/s on the large shapes of an H200).
+-- standalone form in bench/experiments/sp24-ceiling.cu streamed at 3.5-3.7 TB/s on the large shapes of an H200).
 -- Before anything else every lane checks the image's header against M, K and the layout (magic,
 -- version, dtype, window 64, sp24, no filled slots, no residual): an image that is not this kernel's
 -- makes every output NaN and nothing past its header is read.

@@ -1,0 +1,96 @@
+#!/usr/bin/env bash
+# Slot-Filling at every batch size on the GPU machine, over a build made elsewhere (scripts/build-static.sh):
+#   bash bench/tables/slotfill-large.sh [build-static]
+# 1. correctness (unless SKIP_CHECK=1): test_gpu_ops's large-batch configurations (mainloop=wgmma) at every
+#    slotfill-spmm shape (cuBLAS fp32 reference, fresh random data, poisoned outputs), then compute-sanitizer's
+#    memcheck over both layouts at a shape with tails in M, N and K;
+# 2. timing: for each shape, kind of weights (per-row pruned: the bitmap layout; 2:4: sp24) and batch N, a few CTA
+#    shapes of the large-batch kernel verified and timed
+#    against dense cuBLAS in the same run (`sptune check`, recorded in $OUT/tuning.db). The table last: the best
+#    per problem.
+# Env: SHAPES="MxK ..." (Llama-3-8B's gate/up, down, q/o, k/v), NS="32 64 ... 16384", KINDS="2 3", RUNS=10;
+# CANDS=fused (the large-batch kernel's CTA shapes, the default), expand (W expanded, then the dense GEMM), wsmem (W
+# decoded into shared memory, the bitmap layout's) or all.
+set -uo pipefail
+source "$(dirname "$0")/../lib.sh"
+bench_setup "${1:-build-static}" slotfill-large
+export SPTUNE_ENERGY_MS="${SPTUNE_ENERGY_MS:-0}"
+git log -1 --format='commit %H %cd' 2>/dev/null || true
+nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu --format=csv,noheader || true
+status=0
+if [ "${SKIP_CHECK:-0}" != 1 ]; then
+  match=mainloop=wgmma; [ "${CANDS:-fused}" = expand ] && match=expand=1; [ "${CANDS:-fused}" = wsmem ] && match=wsrc=smem
+  SPTUNE_TEST_OPS=slotfill-spmm SPTUNE_TEST_MATCH=$match timeout 300 "${1:-build-static}/tests/test_gpu_ops" \
+    > "$out/gpu_ops.log" 2>&1 || status=1
+  grep -E "CHECK failed|checks" "$out/gpu_ops.log" | head -20
+  mc="mainloop=wgmma,warps=8,bn=128,stages=3,split=2,ring=48;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=1"
+  [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,decode=sp24,window=64,dbits=7"
+  [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2"
+  for d in 2 3; do
+    timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" check slotfill-spmm --gpu auto \
+      --shape "M=1000,K=960,N=200,sparsity=50,fp16=0,dist=$d" --config "$mc" --runs 2 --no-db > "$out/memcheck.$d.log" 2>&1
+    echo "memcheck dist=$d: exit $? ($(grep -c '^[0-9].* ok ' "$out/memcheck.$d.log") ok; $(grep -m1 'ERROR SUMMARY' "$out/memcheck.$d.log"))"
+  done
+fi
+# The candidates for a batch of n tokens and an M x K matrix: one or two warpgroups, the token tile that covers n
+# (at most 256; from n = 256 on also 128), split-K where the tiles alone leave SMs idle; stages as deep as shared
+# memory allows (from 32 tokens on sm_90a serves the large-batch kernel alone).
+cands() {
+  local n=$1 m=$2 d=$3 bn=32 s w b list="" lay=""
+  while [ "$bn" -lt "$n" ] && [ "$bn" -lt 256 ]; do bn=$((bn * 2)); done
+  if [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ]; then   # W decoded into shared memory (bitmap)
+    for b in $([ "$d" = 3 ] || echo $bn $([ "$bn" = 256 ] && echo 128)); do
+      for s in 1 2 4; do
+        local ctas=$(( (m + 127) / 128 * ((n + b - 1) / b) ))
+        [ "$s" -gt 1 ] && [ $((ctas * s / 2)) -ge 132 ] && continue
+        # bn 32 also in two stages: 113 KB, two CTAs an SM
+        for st in $([ "$b" = 256 ] && echo 3 || echo 4) $([ "$b" = 32 ] && echo 2); do
+          list="${list:+$list;}mainloop=wgmma,wsrc=smem,warps=8,bn=$b,stages=$st,split=$s"
+        done
+      done
+    done
+    [ "$CANDS" = wsmem ] && { echo "$list"; return; }
+  fi
+  if [ "${CANDS:-fused}" != fused ]; then
+    list="${list:+$list;}expand=1"
+    [ "$d" = 3 ] && list="${list%expand=1}expand=1,decode=sp24,window=64,dbits=7"
+    [ "${CANDS}" = expand ] && { echo "$list"; return; }
+  fi
+  [ "$d" = 3 ] && lay="decode=sp24,window=64,dbits=7,"
+  for b in $bn $([ "$bn" = 256 ] && echo 128); do
+    local st=4
+    if [ "$d" = 3 ]; then st=6; [ "$b" = 256 ] && st=4; else [ "$b" = 256 ] && st=2; fi
+    for w in 8 4; do
+      for s in 1 2 4; do
+        local ctas=$(( (m + 16 * w - 1) / (16 * w) * ((n + b - 1) / b) ))
+        [ "$s" -gt 1 ] && [ $((ctas * s / 2)) -ge 132 ] && continue   # half the split already fills the SMs
+        list="${list:+$list;}${lay}mainloop=wgmma,warps=$w,bn=$b,stages=$st,split=$s"
+      done
+    done
+  done
+  echo "$list"
+}
+: > "$out/rows.txt"
+# One process per shape, kind of weights and half of the batch range (the weights drawn and encoded once; every
+# candidate of the half's batches tried at each of them where valid): the summary line of each problem kept.
+for mk in ${SHAPES:-14336x4096 4096x14336 4096x4096 1024x4096}; do
+  m=${mk%x*} k=${mk#*x}
+  for d in ${KINDS:-2 3}; do
+    for ns in "${NS_SMALL:-32 64 128 256 512}" "${NS_LARGE:-1024 2048 4096 8192 16384}"; do
+      shapes="" cfgs=""
+      for n in $ns; do
+        shapes="${shapes:+$shapes;}M=$m,K=$k,N=$n,sparsity=50,fp16=0,dist=$d"
+        cfgs="${cfgs:+$cfgs;}$(cands "$n" "$m" "$d")"
+      done
+      cfgs=$(echo "$cfgs" | tr ';' '\n' | sort -u | paste -sd';')
+      log="$out/large.$mk.d$d.N${ns%% *}.log"
+      timeout 420 "$bin" check slotfill-spmm --gpu auto --shape "$shapes" --config "$cfgs" --runs "${RUNS:-10}" \
+        > "$log" 2>&1 || echo "check $mk dist=$d N=$ns: exit $?"
+      grep -E "^ +[0-9]+/[0-9]+ (wrong|launch|compile|timed)" "$log" | head -3
+      awk '$2 == "slotfill-spmm" && $3 ~ /^M=/ {print $3, $4, $5, $6, $NF}' "$log" | tee -a "$out/rows.txt"
+    done
+  done
+done
+echo "== best per problem: problem, ms, cuBLAS ms, speed-up, configuration"
+cat "$out/rows.txt"
+exit $status
