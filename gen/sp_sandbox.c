@@ -194,6 +194,27 @@ static int sb_require(lua_State *L)
     return 1;
 }
 
+/* cuda_file("<name>"): the text of templates/lib/<name>.cuh less its final newline, for CUDA that no placeholder
+ * touches (the file stays CUDA an editor and a reviewer read as such; Lua only places it). */
+static int sb_cuda_file(lua_State *L)
+{
+    sp_sandbox *sb = sp_sandbox_of(L);
+    const char *name = luaL_checkstring(L, 1);
+    int ok = *name && strlen(name) <= 48;
+    for (const char *p = name; *p && ok; p++) ok = isalnum((unsigned char)*p) || *p == '_';
+    if (!ok) return luaL_error(L, "cuda_file: a name of letters, digits and _ (templates/lib/<name>.cuh; got '%s')", name);
+    char path[96];
+    snprintf(path, sizeof path, "templates/lib/%s.cuh", name);
+    for (int i = 0; i < sb->nlibs; i++) {
+        if (strcmp(sb->libs[i].path, path) != 0) continue;
+        size_t n = sb->libs[i].len;
+        if (n > 0 && sb->libs[i].data[n - 1] == '\n') n--;
+        lua_pushlstring(L, sb->libs[i].data, n);
+        return 1;
+    }
+    return luaL_error(L, "cuda_file: no %s", path);
+}
+
 /* pairs() in a fixed order: numbers (ascending), then strings (bytewise), then false, true,
  * then any other keys (in table order: those cannot be ordered). __pairs is honoured. */
 typedef struct sb_key {
@@ -518,6 +539,8 @@ static int sb_setup(lua_State *L)
     lua_setglobal(L, "setmetatable");
     lua_pushcfunction(L, sb_require);
     lua_setglobal(L, "require");
+    lua_pushcfunction(L, sb_cuda_file);
+    lua_setglobal(L, "cuda_file");
     lua_pushcfunction(L, sp_sandbox_pairs);
     lua_setglobal(L, "pairs");
     lua_newtable(L);

@@ -1,4 +1,4 @@
-/* Template files: the embedded set, or $SPTUNE_TEMPLATES/<folder>/<file>.lua. */
+/* Template files: the embedded set, or $SPTUNE_TEMPLATES/<folder>/<file>.lua (and lib/<file>.cuh). */
 #include "sp_tsource.h"
 
 #include "sp_embedded.h"
@@ -43,6 +43,18 @@ int sp_tsource_split(const char *path, char dir[64], char stem[64])
     return 1;
 }
 
+int sp_tsource_cuda(const char *path)
+{
+    static const char lib[] = PREFIX "lib/";
+    if (!path || strncmp(path, lib, sizeof lib - 1) != 0) return 0;
+    const char *f = path + sizeof lib - 1;
+    const size_t fn = strlen(f);
+    return fn > 4 && strcmp(f + fn - 4, ".cuh") == 0 && plain_name(f, fn);
+}
+
+/* A file of the set: a template or lib module (.lua), or CUDA a lib module includes (lib/<name>.cuh). */
+static int known_file(const char *path) { return sp_tsource_split(path, NULL, NULL) || sp_tsource_cuda(path); }
+
 /* The folder named by SPTUNE_TEMPLATES, NULL for the embedded set; fails when it is no folder. */
 static sptune_status source_root(const char **root)
 {
@@ -67,7 +79,7 @@ char *sp_tsource_display(const char *path)
 {
     const char *root = NULL;
     if (source_root(&root) != SPTUNE_OK) sp_clear_error();
-    if (root && sp_tsource_split(path, NULL, NULL)) return sp_asprintf("%s/%s", root, path + PREFIX_LEN);
+    if (root && known_file(path)) return sp_asprintf("%s/%s", root, path + PREFIX_LEN);
     return sp_strdup(path);
 }
 
@@ -123,7 +135,7 @@ static sptune_status scan_folder(const char *root, strv *out)
             char *rel = sp_asprintf(PREFIX "%s/%s", de->d_name, fe->d_name);
             if (!rel) { out->oom = 1; break; }
             char *full = sp_asprintf("%s/%s", sub, fe->d_name);
-            if (full && sp_tsource_split(rel, NULL, NULL) && is_file(full)) {
+            if (full && known_file(rel) && is_file(full)) {
                 strv_push(out, rel);
                 rel = NULL;
             } else if (!full) {
@@ -151,7 +163,7 @@ sptune_status sp_tsource_paths(char ***paths, int *count)
         st = scan_folder(root, &s);
     } else {
         for (const sp_embedded_file *f = sp_embedded_templates; f->path; f++)
-            if (sp_tsource_split(f->path, NULL, NULL)) strv_push(&s, sp_strdup(f->path));
+            if (known_file(f->path)) strv_push(&s, sp_strdup(f->path));
     }
     if (st == SPTUNE_OK && !s.v) {
         s.v = calloc(1, sizeof *s.v);
@@ -171,8 +183,9 @@ sptune_status sp_tsource_read(const char *path, char **data, size_t *len)
 {
     *data = NULL;
     if (len) *len = 0;
-    if (!sp_tsource_split(path, NULL, NULL))
-        return sp_fail(SPTUNE_ERR_INVALID, "'%s' is not a template path (templates/<folder>/<name>.lua)",
+    if (!known_file(path))
+        return sp_fail(SPTUNE_ERR_INVALID, "'%s' is not a template path (templates/<folder>/<name>.lua or "
+                       "templates/lib/<name>.cuh)",
                        path ? path : "(null)");
     const char *root;
     sptune_status st = source_root(&root);
@@ -218,7 +231,8 @@ sptune_status sp_tsource_libs(sp_tfile **files, int *count)
     int k = 0;
     for (int i = 0; i < n; i++) {
         char dir[64];
-        if (!sp_tsource_split(paths[i], dir, NULL) || strcmp(dir, "lib") != 0) continue;
+        if (!sp_tsource_cuda(paths[i]) && (!sp_tsource_split(paths[i], dir, NULL) || strcmp(dir, "lib") != 0))
+            continue;
         st = sp_tsource_read(paths[i], &out[k].data, &out[k].len);
         if (st != SPTUNE_OK) break;
         out[k].path = sp_strdup(paths[i]);

@@ -19,12 +19,15 @@ typedef struct sp_tfile {
  * dir and stem may be NULL; their buffers hold 64 bytes. */
 int sp_tsource_split(const char *path, char dir[64], char stem[64]);
 
-/* Every template file, as sorted "templates/<dir>/<file>.lua" paths; NULL-terminated (free with
- * sp_strv_free). Fails when SPTUNE_TEMPLATES is set but names no folder. */
+/* Whether path is "templates/lib/<name>.cuh": CUDA text a lib module includes whole (cuda_file in the sandbox). */
+int sp_tsource_cuda(const char *path);
+
+/* Every template file, as sorted "templates/<dir>/<file>.lua" (and "templates/lib/<name>.cuh") paths;
+ * NULL-terminated (free with sp_strv_free). Fails when SPTUNE_TEMPLATES is set but names no folder. */
 sptune_status sp_tsource_paths(char ***paths, int *count);
 /* Reads one file by its path as sp_tsource_paths gives it. */
 sptune_status sp_tsource_read(const char *path, char **data, size_t *len);
-/* Reads every templates/lib/<name>.lua, sorted by path. */
+/* Reads every templates/lib/<name>.lua and <name>.cuh, sorted by path. */
 sptune_status sp_tsource_libs(sp_tfile **files, int *count);
 void sp_tfiles_free(sp_tfile *files, int count);
 /* For messages: the folder templates are read from, or "the embedded set". */

@@ -290,13 +290,28 @@ static void test_require(void)
     refused_at_load("local ok = pcall(require, 'lib.bad') require('lib.bad')", "/lib/bad.lua:2: bad module",
                     NULL);
 
-    /* A lib module is part of the template's hash. */
+    /* cuda_file: templates/lib/<name>.cuh less its final newline, by a plain name only */
+    char cuh[1400];
+    snprintf(cuh, sizeof cuh, "%.1200s/part.cuh", lib);
+    write_file(cuh, "__device__ int sp_one(void) { return 1; }\n\n");
+    loads_fine("assert(cuda_file('part') == '__device__ int sp_one(void) { return 1; }\\n')");
+    refused_at_load("cuda_file('nope')", CHUNK ":1:", "cuda_file: no templates/lib/nope.cuh");
+    refused_at_load("cuda_file('../part')", CHUNK ":1:", "cuda_file: a name of letters, digits and _");
+    refused_at_load("cuda_file('part.cuh')", CHUNK ":1:", "(templates/lib/<name>.cuh; got 'part.cuh')");
+    refused_at_load("cuda_file('helper')", CHUNK ":1:", "no templates/lib/helper.cuh");
+
+    /* A lib module is part of the template's hash, and so is a .cuh file. */
     sp_template *t1 = NULL, *t2 = NULL;
     CHECK_ST(load3("", "return true", "return ''", &t1), SPTUNE_OK);
     write_lib(lib, "helper", "return {}\n");
     CHECK_ST(load3("", "return true", "return ''", &t2), SPTUNE_OK);
     if (t1 && t2) CHECK(strcmp(sp_template_hash(t1), sp_template_hash(t2)) != 0);
     if (t1) CHECK(strlen(sp_template_hash(t1)) == 64);
+    sp_template *t3 = NULL;
+    write_file(cuh, "__device__ int sp_two(void) { return 2; }\n");
+    CHECK_ST(load3("", "return true", "return ''", &t3), SPTUNE_OK);
+    if (t2 && t3) CHECK(strcmp(sp_template_hash(t2), sp_template_hash(t3)) != 0);
+    sp_template_free(t3);
     sp_template_free(t1);
     sp_template_free(t2);
 

@@ -515,30 +515,12 @@ end
 
 -- The device functions twell_pack_regs counts with: the low n bits set (n of 0 .. 32, clamped), and the
 -- set bits of the 64-bit mask (hi:lo) below bit n.
-M.popc_below_device = [[
-__device__ __forceinline__ sp_u32 sp_bits_below(int n)
-{
-    return n <= 0 ? 0u : n >= 32 ? ~0u : (1u << n) - 1u;
-}
-__device__ __forceinline__ int sp_popc_below(sp_u32 lo, sp_u32 hi, int n)
-{
-    return n <= 32 ? __popc(n == 32 ? lo : lo & ((1u << n) - 1u))
-                   : __popc(lo) + __popc(n == 64 ? hi : hi & ((1u << (n - 32)) - 1u));
-}
-]]
+M.popc_below_device = cuda_file("popc_below")
 
 -- The device function the routing above calls (emitted once per source when c.route is set): the
 -- row's flag taken once (atomicOr), then a slot in the list; no slot left, the flag is given back
 -- and the row stays on the sparse path (which recomputes lost tiles: exact either way).
-M.twell_route_device = [[
-__device__ __forceinline__ void sp_twell_route(sp_u32 *row_info, int M, int row, int capacity)
-{
-    if (atomicOr(row_info + row, 0x80000000u) & 0x80000000u) return;
-    const sp_u32 slot = atomicAdd(row_info + M, 1u);
-    if ((int)slot < capacity) row_info[M + 1 + slot] = (sp_u32)row;
-    else atomicAnd(row_info + row, 0x7fffffffu);
-}
-]]
+M.twell_route_device = cuda_file("twell_route")
 
 -- Both steps by the whole CTA after its main loop.
 function M.twell_pack(d, c) return through_smem(d, M.twell_stage(d, c), M.twell_pack_rows(c, "warp", d.warps)) end

@@ -103,26 +103,7 @@ end
 M.wgmma_fn = wgmma_fn
 
 -- The descriptor of a 128-byte swizzled K-major tile and the wgmma fence, commit and wait (also lib/slotfill_wgmma.lua).
-M.SYNC = [[
-/* 128-byte swizzled K-major tile: start address, stride between 8-row groups 1024 bytes. */
-__device__ __forceinline__ unsigned long long sp_wgmma_desc(sp_u32 addr)
-{
-    return (unsigned long long)((addr & 0x3ffffu) >> 4) | (1ull << 16) | (64ull << 32) | (1ull << 62);
-}
-__device__ __forceinline__ void sp_wgmma_fence(void) { asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory"); }
-__device__ __forceinline__ void sp_wgmma_commit(void)
-{
-    asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
-}
-template <int N> __device__ __forceinline__ void sp_wgmma_wait(void)
-{
-    asm volatile("wgmma.wait_group.sync.aligned %0;\n" :: "n"(N) : "memory");
-}
-__device__ __forceinline__ void sp_fence_proxy_async(void)
-{
-    asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
-}
-]]
+M.SYNC = cuda_file("wgmma_sync")
 
 function M.device(c)
   local n = c.bn
@@ -145,11 +126,7 @@ function M.cluster(c) return rawget(c, "cluster") or 1 end
 -- 1 and 2, M.pingpong_device): a stage's full barrier tells apart two successive fills only (a parity), and the
 -- main loops then take the tensor cores in turn.
 function M.pingpong(c) return rawget(c, "pingpong") == true end
-M.pingpong_device = [[
-/* Named barrier id of 256 threads: one warpgroup arrives (its turn is over), the other waits for it. */
-__device__ __forceinline__ void sp_bar_arrive256(int id) { asm volatile("bar.arrive %0, 256;\n" :: "r"(id) : "memory"); }
-__device__ __forceinline__ void sp_bar_sync256(int id) { asm volatile("bar.sync %0, 256;\n" :: "r"(id) : "memory"); }
-]]
+M.pingpong_device = cuda_file("wgmma_pingpong")
 
 -- What a source whose first kernels were emitted for configuration `have` (M.device) lacks for a persistent kernel
 -- of configuration `need` with B K-major: the wgmma of need's width, and the named barriers of ping-pong warpgroups.
@@ -181,82 +158,12 @@ end
 
 -- The copy engine and mbarriers (sm_90).
 -- The tensor map type and the 2-D box load (also lib/slotfill_wgmma.lua, which has mbarrier helpers of its own).
-M.TMAP = [[
-/* A CUtensorMap, passed by value (__grid_constant__); encoded by the launcher (sp_tmaps). */
-struct __align__(64) sp_tmap { unsigned long long v[16]; };
-]]
-M.TMA_LOAD = [[
-/* Box (c0 = column, c1 = row) of the map's matrix into shared memory at dst; completes on bar. */
-__device__ __forceinline__ void sp_tma_load_2d(sp_u32 dst, const sp_tmap *map, int c0, int c1, sp_u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n"
-                 :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar) : "memory");
-}
-]]
-M.tma_device = M.TMAP .. [[
-__device__ __forceinline__ void sp_mbar_init(sp_u32 bar, sp_u32 count)
-{
-    asm volatile("mbarrier.init.shared::cta.b64 [%0], %1;\n" :: "r"(bar), "r"(count) : "memory");
-}
-__device__ __forceinline__ void sp_fence_mbar_init(void)
-{
-    asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
-}
-__device__ __forceinline__ void sp_mbar_expect_tx(sp_u32 bar, sp_u32 bytes)
-{
-    asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;\n" :: "r"(bar), "r"(bytes) : "memory");
-}
-__device__ __forceinline__ void sp_mbar_arrive(sp_u32 bar)
-{
-    asm volatile("mbarrier.arrive.shared::cta.b64 _, [%0];\n" :: "r"(bar) : "memory");
-}
-/* Until the phase of the given parity has completed. */
-__device__ __forceinline__ void sp_mbar_wait(sp_u32 bar, sp_u32 parity)
-{
-    sp_u32 done;
-    do {
-        asm volatile("{\n.reg .pred p;\nmbarrier.try_wait.parity.shared::cta.b64 p, [%1], %2;\nselp.u32 %0, 1, 0, p;\n}\n"
-                     : "=r"(done) : "r"(bar), "r"(parity) : "memory");
-    } while (!done);
-}
-]] .. M.TMA_LOAD
+M.TMAP = cuda_file("tma_map")
+M.TMA_LOAD = cuda_file("tma_load")
+M.tma_device = M.TMAP .. cuda_file("mbarrier") .. M.TMA_LOAD
 
 -- Clusters of 2 (M.cluster; after M.tma_device).
-M.cluster_device = [[
-/* Clusters of 2: arrive on the peer CTA's barrier at the same offset as bar. The default (CTA-scope) semantics: a
-   released stage was read by wgmma only, whose reads wgmma.wait_group has completed; a cluster-scope release here
-   costs a MEMBAR.ALL.GPU every k-tile (it made the pair 20-33 % slower than one CTA, docs/journal/2026-12-02.md). */
-__device__ __forceinline__ void sp_mbar_arrive_peer(sp_u32 bar)
-{
-    asm volatile("{\n.reg .b32 r;\n.reg .b32 peer;\nmov.u32 peer, %%cluster_ctarank;\nxor.b32 peer, peer, 1;\n"
-                 "mapa.shared::cluster.u32 r, %0, peer;\n"
-                 "mbarrier.arrive.shared::cluster.b64 _, [r];\n}\n" :: "r"(bar) : "memory");
-}
-/* A stage is free once the warps of both CTAs released it: the peer's copies land in it too. */
-__device__ __forceinline__ void sp_mbar_release2(sp_u32 bar)
-{
-    sp_mbar_arrive(bar);
-    sp_mbar_arrive_peer(bar);
-}
-/* Every thread of both CTAs: their barriers initialised, or their work done. */
-__device__ __forceinline__ void sp_cluster_sync(void)
-{
-    asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
-}
-__device__ __forceinline__ int sp_cluster_rank(void)
-{
-    sp_u32 r;
-    asm volatile("mov.u32 %0, %%cluster_ctarank;\n" : "=r"(r));
-    return (int)r;
-}
-/* sp_tma_load_2d into the same offset of both CTAs of the cluster, completing on each one's bar. */
-__device__ __forceinline__ void sp_tma_load_2d_mc(sp_u32 dst, const sp_tmap *map, int c0, int c1, sp_u32 bar)
-{
-    asm volatile("cp.async.bulk.tensor.2d.shared::cluster.global.mbarrier::complete_tx::bytes.multicast::cluster"
-                 " [%0], [%1, {%2, %3}], [%4], %5;\n"
-                 :: "r"(dst), "l"((unsigned long long)map), "r"(c0), "r"(c1), "r"(bar), "h"((unsigned short)3) : "memory");
-}
-]]
+M.cluster_device = cuda_file("wgmma_cluster")
 
 -- Extra kernel parameters (after the ordinary ones): the tensor maps of A and B with tma.
 function M.kernel_params(c)

@@ -171,17 +171,7 @@ constraints[#constraints + 1] = {why = "pdl > 0: griddepcontrol (sm_90 and later
 -- pdl = 2: every kernel of the pipeline opens with this (inserted after each kernel's opening brace, so that the
 -- modules that write the kernels stay as they are). The wait comes before any memory access, the kernel's early
 -- returns included: the previous kernel's writes (or the previous call's, for the zero step) are then complete.
-local PDL_DEVICE = [[
-
-/* pdl = 2: launched with programmatic stream serialization, this kernel may start while the stream's previous
- * kernel runs: it waits for that kernel's completion and memory first, so no kernel reads or writes before its
- * predecessors are done; the next kernel launches once this one's CTAs have all exited */
-__device__ __forceinline__ void sp_pdl_enter(void)
-{
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
-    asm volatile("griddepcontrol.wait;\n" ::: "memory");
-#endif
-}]]
+local PDL_DEVICE = cuda_file("twell_pdl")
 local function pdl_insert(src, kernel_names)
   for _, name in ipairs(kernel_names) do
     local at = src:find(name .. "(", 1, true)
