@@ -106,7 +106,7 @@ expect 0 "best, no file" "$bin" best gemm --gpu h100 --shape M=64,N=64,K=64 --db
 has "best with no file" "default: nothing usable recorded for gemm on h100 \(no database at"
 expect 0 "best, the shipped results" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=40 --no-db
 has "best serves the shipped H200 results" "\(exact: tuned for M=16384,D=2048,F=5632,nnz=40,dead=30,tail=0.7,dense=0.5,dense_nnz=2000,at=2,order=0,gen=0,spread=0.5 on h200 at .*results shipped with sptune"
-has "best prints the workspace to allocate" "workspace: .* MiB for activations like real models', .*dense_capacity=395 \(bound 16384\)"
+has "best prints the workspace to allocate" "workspace: .* MiB for activations like real models', .*dense_capacity=1675 \(bound 16384\)"
 expect 0 "best, denser activations" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=1000,order=1 --no-db
 has "best serves the hot/cold split and says what it assumes" "hot=[1-7]: the first [1-7]/8 of the neurons run as a dense slice; .*sptune_twell_hot_order"
 expect 0 "best, denser activations as they come" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=1000 --no-db
