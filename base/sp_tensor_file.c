@@ -12,7 +12,8 @@
 #include <sys/stat.h>
 
 #define MAX_HEADER (100ll << 20)   /* a safetensors JSON header larger than this is refused */
-#define MAX_ELEMS (1ll << 36)
+#define MAX_ELEMS SP_TENSOR_MAX_ELEMS
+#define MAX_NPY_HEADER ((1 << 20) + 12) /* parse_npy refuses a longer header */
 
 const char *sp_tensor_format_name(sp_tensor_format f)
 {
@@ -39,6 +40,16 @@ void sp_tensor_free(sp_tensor *t)
     if (!t) return;
     free(t->data);
     memset(t, 0, sizeof *t);
+}
+
+/* 1 when rows x cols is a matrix this reader takes, else 0 with the message left (the limit named). */
+static int shape_usable(long long rows, long long cols, const char *name)
+{
+    if (rows >= 1 && cols >= 1 && rows <= MAX_ELEMS / cols) return 1;
+    if (rows < 1 || cols < 1) sp_fail(SPTUNE_ERR_INVALID, "%s: shape %lld x %lld is not a usable matrix", name, rows, cols);
+    else sp_fail(SPTUNE_ERR_INVALID, "%s: a %lld x %lld matrix is more than the %lld (2^36) elements sptune reads", name,
+                 rows, cols, MAX_ELEMS);
+    return 0;
 }
 
 /* Copies rows x cols 16-bit elements at bytes[off ..], after checking the shape and the bounds. */
@@ -355,6 +366,7 @@ sptune_status sp_tensor_parse(const unsigned char *bytes, size_t size, const cha
     if (!req->rows || !req->cols)
         return sp_fail(SPTUNE_ERR_INVALID, "%s: neither .npy nor safetensors: a raw matrix needs its shape (rows x cols) "
                        "and format", name);
+    if (!shape_usable(req->rows, req->cols, name)) return SPTUNE_ERR_INVALID; /* before rows * cols can wrap */
     if ((unsigned long long)size != (unsigned long long)req->rows * (unsigned long long)req->cols * 2)
         return sp_fail(SPTUNE_ERR_INVALID, "%s: %zu bytes, but %lld x %lld 16-bit elements take %llu", name, size,
                        req->rows, req->cols, (unsigned long long)req->rows * (unsigned long long)req->cols * 2);
@@ -420,19 +432,33 @@ done:
 sptune_status sp_tensor_read(const char *path, const sp_tensor_request *req, sp_tensor *out)
 {
     memset(out, 0, sizeof *out);
+    /* a declared shape too large is refused before anything is read (it would bound nothing) */
+    if (req && req->rows && req->cols && !shape_usable(req->rows, req->cols, path)) return SPTUNE_ERR_INVALID;
     int handled = 0;
     sptune_status wst = read_safetensors(path, req, out, &handled);
     if (handled) return wst;
     char *data = NULL;
     size_t len = 0;
-    /* raw data: the bytes the shape says (npy: its header beside them, at most 64 KB); a shape to check bounds
-       npy the same way; without one, the file as it is (npy's own header then bounds what is kept) */
-    const int sized = req && req->rows > 0 && req->cols > 0 && req->rows < (1LL << 40) / req->cols;
-    char declared[96];
-    snprintf(declared, sizeof declared, "a %lld x %lld matrix of 16-bit values and a header take", sized ? req->rows : 0,
-             sized ? req->cols : 0);
-    sptune_status st = sized ? sp_read_file_max(path, (size_t)(req->rows * req->cols) * 2 + 65536, declared, &data, &len)
-                             : sp_read_file(path, &data, &len);
+    /* never more than the declared shape's bytes and an npy header (a stream such as /dev/zero need not end); without
+       a shape, never more than the largest matrix read and its header (npy's own header then bounds what is kept) */
+    const int sized = req && req->rows > 0 && req->cols > 0;
+    if (!sized) {   /* without a shape only .npy can say its size: anything else is refused unread (/dev/zero) */
+        unsigned char magic[6] = {0};
+        FILE *f = fopen(path, "rb");
+        const int npy = f && fread(magic, 1, 6, f) == 6 && memcmp(magic, "\x93NUMPY", 6) == 0;
+        if (f) fclose(f);
+        if (f && !npy)
+            return sp_fail(SPTUNE_ERR_INVALID, "%s: neither .npy nor safetensors: a raw matrix needs its shape (rows x "
+                           "cols) and format", path);
+    }
+    char declared[112];
+    if (sized)
+        snprintf(declared, sizeof declared, "a %lld x %lld matrix of 16-bit values and a header take", req->rows,
+                 req->cols);
+    else
+        snprintf(declared, sizeof declared, "the largest matrix read (2^36 16-bit values) and a header take");
+    const size_t max = sized ? (size_t)(req->rows * req->cols) * 2 + 65536 : (size_t)MAX_ELEMS * 2 + MAX_NPY_HEADER;
+    sptune_status st = sp_read_file_max(path, max, declared, &data, &len);
     if (st != SPTUNE_OK) return st;
     st = sp_tensor_parse((const unsigned char *)data, len, path, req, out);
     free(data);

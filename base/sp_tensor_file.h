@@ -9,6 +9,9 @@
 #include <stddef.h>
 #include <stdint.h>
 
+/* The most elements a matrix may have (2^36: 128 GiB of 16-bit values); larger shapes are refused before reading. */
+#define SP_TENSOR_MAX_ELEMS (1ll << 36)
+
 typedef enum sp_tensor_format { SP_TENSOR_UNKNOWN = 0, SP_TENSOR_BF16, SP_TENSOR_F16 } sp_tensor_format;
 
 typedef struct sp_tensor {

@@ -8,7 +8,21 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <ctype.h>
+#include <errno.h>
 #include <string.h>
+#include <sys/stat.h>
+
+/* ROWSxCOLS, the whole text (nothing after: "1024x1024abc", "1024x1024x1" refused), both from 1 to LLONG_MAX. */
+static int parse_shape(const char *s, long long *rows, long long *cols)
+{
+    char *end;
+    if (!isdigit((unsigned char)s[0])) return 0;
+    errno = 0;
+    *rows = strtoll(s, &end, 10);
+    if (errno == ERANGE || *end != 'x' || !isdigit((unsigned char)end[1])) return 0;
+    *cols = strtoll(end + 1, &end, 10);
+    return errno != ERANGE && *end == 0 && *rows >= 1 && *cols >= 1;
+}
 
 int cmd_encode(cli_cmd *cmd, int npos, char **pos)
 {
@@ -16,10 +30,16 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
     const char *outp = cli_get(cmd, "out"), *shape = cli_get(cmd, "shape"), *dtype = cli_get(cmd, "dtype");
     if (!outp || !*outp) return cli_usage_error(cmd->name, "--out FILE is required (where the encoded matrix goes)");
     sp_tensor_request req = {cli_get(cmd, "tensor"), 0, 0, SP_TENSOR_UNKNOWN};
-    int used = 0;   /* the whole text is ROWSxCOLS: nothing after it ("1024x1024abc", "1024x1024x1" refused) */
-    if (shape && (sscanf(shape, "%lldx%lld%n", &req.rows, &req.cols, &used) != 2 || shape[used] != 0 ||
-                  req.rows < 1 || req.cols < 1 || !isdigit((unsigned char)shape[0])))
+    if (shape && !parse_shape(shape, &req.rows, &req.cols))
         return cli_usage_error(cmd->name, "--shape wants ROWSxCOLS (e.g. 14336x4096), not '%s'", shape);
+    if (shape && req.rows > SP_TENSOR_MAX_ELEMS / req.cols)
+        return cli_usage_error(cmd->name, "--shape %s is more than the %lld (2^36) elements sptune reads", shape,
+                               SP_TENSOR_MAX_ELEMS);
+    /* a folder is refused before the work, not after it when the rename fails */
+    struct stat sb;
+    if (outp[strlen(outp) - 1] == '/' || (stat(outp, &sb) == 0 && S_ISDIR(sb.st_mode)))
+        return cli_usage_error(cmd->name, "--out %s names a folder; name the file to write (e.g. %s%sw.sf)", outp, outp,
+                               outp[strlen(outp) - 1] == '/' ? "" : "/");
     if (dtype && !sp_tensor_format_parse(dtype, &req.format))
         return cli_usage_error(cmd->name, "--dtype wants bf16 or fp16, not '%s'", dtype);
     sp_tensor w;
@@ -55,6 +75,7 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
         rc = cli_error(cmd->name, st);
         goto out;
     }
+    const int bitmap = strstr(sptune_slotfill_fixed(m), "decode=bitmap") != NULL;
     double dense = (double)in.bytes_dense, total = (double)(in.bytes_tc + in.bytes_slots + in.bytes_residual + in.bytes_index);
     if (cli_get(cmd, "json")) {
         putchar('{');
@@ -62,10 +83,16 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
         printf(",\"rows\":%lld,\"cols\":%lld", in.M, in.K);
         cli_json_key("dtype", 0); cli_json_str(sp_tensor_format_name(w.format));
         cli_json_key("encoding", 0); cli_json_str(sptune_slotfill_fixed(m));
-        printf(",\"nonzeros\":%lld,\"in_tc\":%lld,\"in_slots\":%lld,\"in_residual\":%lld,\"bytes_tc\":%lld,"
-               "\"bytes_slots\":%lld,\"bytes_residual\":%lld,\"bytes_index\":%lld,\"bytes_dense\":%lld",
-               in.nonzeros, in.in_tc, in.in_slots, in.in_residual, in.bytes_tc, in.bytes_slots, in.bytes_residual,
-               in.bytes_index, in.bytes_dense);
+        /* the parts under the names the text gives them: the bitmap layout has no slots or residual */
+        if (bitmap)
+            printf(",\"nonzeros\":%lld,\"bytes_values\":%lld,\"bytes_bitmaps\":%lld,\"bytes_padding\":%lld",
+                   in.nonzeros, in.bytes_tc, in.bytes_index, in.bytes_residual);
+        else
+            printf(",\"nonzeros\":%lld,\"in_tc\":%lld,\"in_slots\":%lld,\"in_residual\":%lld,\"bytes_tc\":%lld,"
+                   "\"bytes_slots\":%lld,\"bytes_residual\":%lld,\"bytes_index\":%lld",
+                   in.nonzeros, in.in_tc, in.in_slots, in.in_residual, in.bytes_tc, in.bytes_slots, in.bytes_residual,
+                   in.bytes_index);
+        printf(",\"bytes_total\":%.0f,\"bytes_dense\":%lld", total, in.bytes_dense);
         cli_json_key("problem", 0); cli_json_str(problem);
         cli_json_key("encode_s", 0); cli_json_num(t2 - t1, 3);
         cli_json_key("out", 0); cli_json_str(outp);
@@ -76,7 +103,7 @@ int cmd_encode(cli_cmd *cmd, int npos, char **pos)
                pos[0], in.M, in.K, sp_tensor_format_name(w.format), in.nonzeros,
                100.0 * (1.0 - (double)in.nonzeros / ((double)in.M * in.K)), t1 - t0, t2 - t1);
         printf("  encoding   %s\n", sptune_slotfill_fixed(m));
-        if (strstr(sptune_slotfill_fixed(m), "decode=bitmap")) {
+        if (bitmap) {
             printf("  %-14s %6.2f%% of nonzeros %12lld bytes  %.3f of dense\n", "values", 100.0 * in.in_tc / nz,
                    in.bytes_tc, in.bytes_tc / dense);
             printf("  %-14s %21s %12lld bytes  %.3f of dense\n", "bitmaps", "", in.bytes_index, in.bytes_index / dense);

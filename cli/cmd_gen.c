@@ -14,16 +14,30 @@
 int cmd_ops(cli_cmd *cmd, int npos, char **pos)
 {
     char **names = NULL;
-    int n = 0;
+    int n = 0, ordinal, rc;
+    const char *g = cli_get(cmd, "gpu");
+    sp_gpu_profile gpu;
+    if (g && (rc = cli_gpu_target(cmd->name, g, 0, &gpu, &ordinal))) return rc;
     sptune_status st = sp_template_list(&names, &n);
     if (st != SPTUNE_OK) return cli_error(cmd->name, st);
-    int rc = CLI_OK;
+    rc = CLI_OK;
+    /* the defaults differ by GPU (a template's defaults(gpu) picks, say, Hopper's main loop): say which are shown */
+    if (g) printf("(defaults: those for %s (%s), as 'sptune gen OP --gpu %s' renders them)\n", gpu.info.profile,
+                  gpu.info.arch, g);
+    else printf("(defaults: the templates' generic ones; a GPU may get others: 'sptune ops --gpu G' shows them)\n");
     for (int i = 0; i < n; i++) {
         sp_template *t;
         if ((st = sp_template_load(names[i], &t)) != SPTUNE_OK) {
             rc = cli_error(cmd->name, st);
             continue;
         }
+        sp_config def;
+        if (g && (st = sp_config_default_for(t, &gpu, NULL, &def)) != SPTUNE_OK) {
+            rc = cli_error(cmd->name, st);
+            sp_template_free(t);
+            continue;
+        }
+        if (!g) sp_config_default(t, &def);
         printf("%s (%s): %s\n", sp_template_name(t), sp_template_family(t), sp_template_description(t));
         printf("  problem: ");
         for (int d = 0; d < sp_template_ndims(t); d++) {
@@ -48,7 +62,7 @@ int cmd_ops(cli_cmd *cmd, int npos, char **pos)
             const sp_param *pr = sp_template_param(t, p);
             printf("  %-10s {", pr->name);
             for (int v = 0; v < pr->nvalues; v++) printf("%s%s", v ? ", " : "", pr->values[v].text);
-            printf("}  default %s  %s\n", pr->values[pr->default_index].text, pr->doc ? pr->doc : "");
+            printf("}  default %s  %s\n", pr->values[def.idx[p]].text, pr->doc ? pr->doc : "");
         }
         sp_template_free(t);
     }

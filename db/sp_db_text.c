@@ -214,8 +214,8 @@ static sptune_status walk(FILE *in, const char *name, row_fn fn, void *ud)
         while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r')) line[--n] = 0;
         if (lineno == 1) {
             if (strcmp(line, SP_DB_TEXT_MAGIC) != 0 && strcmp(line, SP_DB_TEXT_MAGIC_V1) != 0)
-                st = sp_fail(SPTUNE_ERR_INVALID, "%s: not an sptune results file (first line must be '%s'); nothing imported",
-                             name, SP_DB_TEXT_MAGIC);
+                st = sp_fail(SPTUNE_ERR_INVALID, "%s: not an sptune results file (first line must be '%s' or '%s'); "
+                             "nothing imported", name, SP_DB_TEXT_MAGIC, SP_DB_TEXT_MAGIC_V1);
             continue;
         }
         if (lineno == 2 || n == 0) continue; /* the column names; blank lines */

@@ -39,12 +39,13 @@ typedef enum sptune_status {
 /* Message of the last failure on this thread ("" if none). Valid until the next sptune call. */
 SPTUNE_API const char *sptune_last_error(void);
 /* Short, stable name of a status: an identifier, the enumerator's suffix in lower case ("ok", "invalid", "nomem",
- * "no_gpu", "not_found", "wrong_result", ...; "unknown" for a number that is no status). */
+ * "no_gpu", "not_found", "wrong_result", ...; "unknown" for a number that is no status). A static string: never
+ * freed, valid for the life of the process. */
 SPTUNE_API const char *sptune_status_name(sptune_status st);
 /* "0.5.0" (0.5: the structs sptune fills begin with their size, sptune_kernel_signature and sptune_kernel_launches
  * renamed from sptune_kernel_args and sptune_kernel_count; 0.4: slotfill calls take a workspace; 0.3:
  * sptune_kernel_request begins with its size; 0.2: launches take a token count up to the problem's). 0.x: each minor
- * version may change the ABI (the SONAME names it: libsptune.so.0.5). */
+ * version may change the ABI (the SONAME names it: libsptune.so.0.5). A static string: never freed. */
 SPTUNE_API const char *sptune_version(void);
 
 /* ---- GPUs ---------------------------------------------------------------------------- */
@@ -139,7 +140,8 @@ typedef struct sptune_kernel sptune_kernel;
  * database file is unchanged; a result recorded meanwhile is seen at once.
  * Threads: any thread may get kernels at any time; a kernel object is used by one thread at a time
  * (its first launch loads its module into the context current then, which must stay current for
- * its later launches: get one kernel object per context). */
+ * its later launches: get one kernel object per context).
+ * *out is a new object of the caller's, freed with sptune_kernel_free (NULL on failure). */
 SPTUNE_API sptune_status sptune_kernel_get(const sptune_kernel_request *req, sptune_kernel **out);
 /* The configuration ("bm=128,bn=128,...") and where it came from; detail (may be NULL) gets a
  * sentence such as "tuned for M=16384,... at 1.9704 ms (0.90x the baseline)". Both strings are valid while k lives. */
@@ -169,7 +171,7 @@ SPTUNE_API const char *sptune_kernel_recorded(const sptune_kernel *k, const char
  * with it), which sptune_kernel_get then serves for that problem (exact, over the generators' results) in this
  * process and later ones; a database that cannot be written costs the record, not the kernel (the detail says so).
  * Other recorded results are left as they were. SPTUNE_ERR_NO_GPU without a GPU, the launch's error when a
- * candidate fails. */
+ * candidate fails. *out is a new object of the caller's, freed with sptune_kernel_free (NULL on failure). */
 SPTUNE_API sptune_status sptune_kernel_autotune(const sptune_kernel_request *req, void *stream, long long tokens,
                                                 const unsigned long long *tensors, unsigned long long workspace,
                                                 size_t workspace_bytes, sptune_kernel **out);
@@ -348,10 +350,11 @@ typedef struct sptune_slotfill sptune_slotfill;
  * K, as 2:4 pruning leaves it: the sparse tensor cores read it as it is), else decode=bitmap; or a
  * configuration of slotfill-spmm (only its window, dbits, fill and decode are read; decode=sp24 refuses
  * weights that are not 2:4, naming the first group of 4 that holds more). On one core, a 28672 x 8192
- * matrix takes about a second. */
+ * matrix takes about a second. *out is the caller's, freed with sptune_slotfill_free (NULL on failure). */
 SPTUNE_API sptune_status sptune_slotfill_encode(const void *w, long long M, long long K, int fp16, const char *config,
                                      sptune_slotfill **out);
-/* Reads and checks (magic, version, shape, offsets, checksum) an encoded matrix file. */
+/* Reads and checks (magic, version, shape, offsets, checksum) an encoded matrix file; *out is the caller's, freed
+ * with sptune_slotfill_free (NULL on failure). */
 SPTUNE_API sptune_status sptune_slotfill_read(const char *path, sptune_slotfill **out);
 SPTUNE_API sptune_status sptune_slotfill_write(const sptune_slotfill *m, const char *path);
 /* The bytes to copy to the device, as they are (the kernel reads them there); valid while m lives. */

@@ -5,19 +5,19 @@ bin="$1"
 tmp="${SPTUNE_TEST_TMP:-/tmp}/cli.$$"
 rm -rf "$tmp"; mkdir -p "$tmp"
 export SPTUNE_CACHE_DIR="$tmp/cache" SPTUNE_DB="$tmp/tuning.db"
-pass=0 fail=0
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # pass, fail, ok, bad, check
 
 # expect CODE "description" cmd...: runs cmd, keeps stdout+stderr in $out, checks the exit code
 expect() {
   local want="$1" what="$2"; shift 2
   out="$("$@" 2>&1)"; local rc=$?
-  if [ "$rc" -eq "$want" ]; then pass=$((pass + 1)); else
-    fail=$((fail + 1)); echo "FAIL: $what: exit $rc, want $want"; echo "$out" | head -20 | sed 's/^/    /'; fi
+  if [ "$rc" -eq "$want" ]; then ok; else
+    bad "$what: exit $rc, want $want"; echo "$out" | head -20 | sed 's/^/    /'; fi
 }
 # has "description" pattern: checks the last output
 has() {
-  if grep -qE -- "$2" <<< "$out"; then pass=$((pass + 1)); else
-    fail=$((fail + 1)); echo "FAIL: $1: output lacks /$2/"; echo "$out" | head -20 | sed 's/^/    /'; fi
+  if grep -qE -- "$2" <<< "$out"; then ok; else
+    bad "$1: output lacks /$2/"; echo "$out" | head -20 | sed 's/^/    /'; fi
 }
 
 expect 0 "--version" "$bin" --version;            has "--version" "^sptune [0-9]+\.[0-9]+\.[0-9]+"
@@ -53,7 +53,7 @@ else
   has "info still reports NVRTC" "NVRTC +[0-9]+\.[0-9]+"
   expect 3 "--gpu auto without GPU" "$bin" --gpu auto
   has "--gpu auto says why and what to do" "no GPU to tune.*--gpu h100"
-  [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --gpu auto: more than one line"; }
+  [ "$(printf '%s\n' "$out" | wc -l)" -eq 1 ] && ok || bad "--gpu auto: more than one line"
   expect 2 "check, usage error before the GPU" "$bin" check gemm --gpu h100 --shape 64x64x64 --config bm=100
   has "check config error" "bm=100 is not allowed"
   expect 2 "check, --config with --sample" "$bin" check gemm --gpu h100 --shape 64x64x64 --config bm=64 --sample 3
@@ -73,17 +73,31 @@ fi
 
 expect 0 "ops" "$bin" ops;                        has "ops lists gemm" "^gemm \(dense\)"; has "ops lists params" "stages"
 has "ops shows the data dimensions and their defaults" "problem: M,D,F,nnz\[=40\],dead\[=30\],tail\[=0.7\],dense\[=0.5\]"
+has "ops says its defaults are the generic ones" "^\(defaults: the templates' generic ones; .*'sptune ops --gpu G' shows them\)"
+has "ops: slotfill-spmm serves the bitmap layout" "^slotfill-spmm \(slotfill\): .*\(the bitmap layout"
+has "ops: slotfill-spmm's decode defaults to the bitmap" "^  decode +\{bitmap, .*\} +default bitmap "
+# twell-ffn's own parameters: its epi has no pingpong values (those are twell-d2t's), nor does its text say so
+ffn_epi="$(awk '/^[a-z]/ { op = $1 } op == "twell-ffn" && /^  epi /' <<< "$out")"
+[ -n "$ffn_epi" ] && ! grep -qi pingpong <<< "$ffn_epi" && ok || bad "twell-ffn's epi in ops: '$ffn_epi'"
+# ops --gpu: each parameter's default as that GPU gets it, the configuration gen renders without --config
+expect 0 "ops --gpu h100" "$bin" ops --gpu h100;   has "ops --gpu names the target" "^\(defaults: those for h100 \(sm_90a\)"
+ffn_ops="$(awk '/^[a-z]/ { op = $1 } op == "twell-ffn" && /^  [a-z_0-9]+ +\{/ && match($0, /\} +default [^ ]+/) {
+  d = substr($0, RSTART, RLENGTH); sub(/\} +default /, "", d); printf "%s%s=%s", n++ ? "," : "", $1, d }' <<< "$out")"
+expect 0 "gen twell-ffn --gpu h100" "$bin" gen twell-ffn --gpu h100
+ffn_gen="$(sed -n 's/^ \* configuration //p' <<< "$out")"
+[ -n "$ffn_gen" ] && [ "$ffn_ops" = "$ffn_gen" ] && ok || bad "ops --gpu h100 twell-ffn defaults '$ffn_ops', gen renders '$ffn_gen'"
+expect 2 "ops --gpu bogus" "$bin" ops --gpu bogus;  has "ops --gpu bogus refused" "unknown GPU profile 'bogus'"
 expect 0 "space count h100" "$bin" space gemm --gpu h100 --count; has "positive count" "^[1-9][0-9]*$"
 h100=$out
 expect 0 "space count rtx" "$bin" space gemm --gpu rtx-pro-6000 --count; has "positive count" "^[1-9][0-9]*$"
 # The RTX PRO 6000 has less shared memory per block, so fewer pipelines fit.
-[ "$out" -lt "$h100" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: rtx-pro-6000 space ($out) not smaller than h100 ($h100)"; }
+[ "$out" -lt "$h100" ] && ok || bad "rtx-pro-6000 space ($out) not smaller than h100 ($h100)"
 # twell-ffn's space is too large to walk in seconds: counted from random subtrees, said so with its interval
 expect 0 "space count estimate" "$bin" space twell-ffn --gpu h100 --count
 has "an estimate with its interval" "^[1-9][0-9]* \(estimated: 95 % interval [0-9.e+]+ to [0-9.e+]+, from [0-9]+ of"
 expect 2 "--exact alone" "$bin" space gemm --gpu h100 --exact; has "--exact needs --count" "goes with --count"
 expect 0 "space list" "$bin" space gemm --gpu sm_80 --limit 3; has "space lists configs" "^mainloop=mma,bm=[0-9]+,bn="
-[ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: --limit 3"; }
+[ "$(printf '%s\n' "$out" | wc -l)" -eq 3 ] && ok || bad "--limit 3"
 expect 2 "unknown gpu" "$bin" space gemm --gpu tpu;  has "unknown gpu lists names" "h100"
 expect 2 "old gpu" "$bin" space gemm --gpu sm_75;    has "sm_75 refused" "sm_80"
 expect 2 "unknown op" "$bin" space nosuchop --gpu h100; has "unknown op named" "nosuchop"
@@ -92,7 +106,7 @@ expect 0 "gen default" "$bin" gen gemm --gpu h100;  has "gen prints CUDA C" 'ext
 expect 0 "gen config" "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3
 has "gen uses the config" "configuration mainloop=mma,bm=64,bn=128,"; has "gen names the kernel by what differs from the default" "sp_gemm_bm64[(]"
 a="$out"; "$bin" gen gemm --gpu h100 --config bm=64,bn=128,stages=3 >"$tmp/b.cu" 2>&1
-[ "$a" = "$(cat "$tmp/b.cu")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: gen is not deterministic"; }
+[ "$a" = "$(cat "$tmp/b.cu")" ] && ok || bad "gen is not deterministic"
 expect 0 "gen a pipeline" "$bin" gen twell-ffn --gpu rtx-pro-6000 --shape M=1000,D=64,F=300,nnz=5
 has "gen names each kernel's launch" "^/\* then sp_twell_ffn_produce.*grid \(24, 1, 1\)"
 has "gen names the second kernel's launch" "^/\* then sp_twell_ffn_consume.*block \(256, 1, 1\)"
@@ -167,7 +181,7 @@ row() { printf 'NVIDIA H200\th200\t9\t0\t132\t13.0\t13.0\t0.1.0\t%s\tabc\t%s\t%s
 echo "not a results file" > "$tmp/garbage.tsv"
 expect 2 "db import of a foreign file" "$bin" db import "$tmp/garbage.tsv" --db "$tmp/fresh.db"
 has "db import refuses it" "not an sptune results file"
-[ ! -e "$tmp/fresh.db" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a refused import left $tmp/fresh.db"; }
+[ ! -e "$tmp/fresh.db" ] && ok || bad "a refused import left $tmp/fresh.db"
 expect 0 "db import" "$bin" db import "$tmp/in.tsv" --db "$tmp/shared.db"
 has "db import counts" "4 results read, 1 new, 0 already recorded, 3 rejected"; has "db import names the first rejection" "in.tsv:4: .*bm=100"
 expect 0 "db info" "$bin" db info --db "$tmp/shared.db"; has "db info" "schema 1, 1 results"
@@ -182,7 +196,7 @@ expect 0 "db import, no energy columns" "$bin" db import "$tmp/old.tsv" --db "$t
 expect 0 "db show, no energy" "$bin" db show --db "$tmp/old.db"; has "db show: energy not measured" "^h200 +gemm +M=4096,N=4096,K=4096 +0.4000 +0.1700 +0.42x +- +"
 # Kernel Tuner's T4 results, both ways (one op, problem and GPU per file)
 expect 0 "db export --t4" "$bin" db export "$tmp/t4.json" --t4 --op gemm --shape M=4096,N=4096,K=4096 --gpu h200 --db "$tmp/shared.db"
-python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["schema_version"] == "1.0.0" and len(d["results"]) == 1 and d["results"][0]["invalidity"] == "correct" and d["results"][0]["times"]["runtimes"] == [0.4]' "$tmp/t4.json" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: db export --t4 is not the expected T4 JSON"; }
+python3 -c 'import json, sys; d = json.load(open(sys.argv[1])); assert d["schema_version"] == "1.0.0" and len(d["results"]) == 1 and d["results"][0]["invalidity"] == "correct" and d["results"][0]["times"]["runtimes"] == [0.4]' "$tmp/t4.json" && ok || bad "db export --t4 is not the expected T4 JSON"
 expect 0 "db import --t4" "$bin" db import "$tmp/t4.json" --t4 --op gemm --shape M=4096,N=4096,K=4096 --gpu h200 --db "$tmp/t4.db"
 has "db import --t4 counts" "1 results read, 1 new, 0 already recorded, 0 rejected"
 expect 2 "db import --t4 without the target" "$bin" db import "$tmp/t4.json" --t4 --db "$tmp/t4.db"; has "--t4 names what it needs" "needs --op, --shape and --gpu"
@@ -200,7 +214,7 @@ python3 -c 'import sqlite3, sys; c = sqlite3.connect(sys.argv[1]); c.execute("UP
 expect 1 "db verify, a configuration edited out of the space" "$bin" db verify --db "$tmp/edited.db"
 has "db verify counts it" "0 valid for the local templates, 1 not"; has "db verify names it" "first not valid: gemm .*bm=100"
 expect 0 "db export" "$bin" db export "$tmp/out.tsv" --db "$tmp/shared.db"
-[ "$(sed -n 3p "$tmp/out.tsv")" = "$(sed -n 3p "$tmp/in.tsv")" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: export does not round-trip the imported line"; }
+[ "$(sed -n 3p "$tmp/out.tsv")" = "$(sed -n 3p "$tmp/in.tsv")" ] && ok || bad "export does not round-trip the imported line"
 expect 0 "db import from a pipe" sh -c 'cat "$1" | "$2" db import - --db "$3"' sh "$tmp/in.tsv" "$bin" "$tmp/piped.db"
 has "db import from a pipe counts" "4 results read, 1 new, 0 already recorded, 3 rejected"
 expect 0 "db merge" "$bin" db merge "$tmp/shared.db" --db "$tmp/other.db"; has "db merge" "1 new, 0 already recorded, 0 rejected"
@@ -211,11 +225,12 @@ has "db info shows the shipped results" "the results shipped with sptune: sptune
 has "db info says none is tuned here" "no database at $tmp/untuned/tuning.db yet"
 SPTUNE_DB="$tmp/untuned/tuning.db" expect 0 "db show, nothing tuned yet" "$bin" db show --limit 1; has "db show lists shipped rows" "^h200 +gemm"
 SPTUNE_DB="$tmp/untuned/tuning.db" expect 0 "db export, nothing tuned yet" "$bin" db export "$tmp/shipped.tsv"
-[ "$(wc -l < "$tmp/shipped.tsv")" -gt 100 ] && [ ! -e "$tmp/untuned" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: export of the shipped results"; }
+[ "$(wc -l < "$tmp/shipped.tsv")" -gt 100 ] && [ ! -e "$tmp/untuned" ] && ok || bad "export of the shipped results"
 expect 2 "db info, --db names a missing file" "$bin" db info --db "$tmp/untuned/x.db"; has "a named missing database is an error" "no such database"
 expect 2 "db merge into itself" "$bin" db merge "$tmp/shared.db" --db "$tmp/shared.db"
 printf 'not a results file\n' > "$tmp/junk.tsv"
 expect 2 "db import junk" "$bin" db import "$tmp/junk.tsv" --db "$tmp/shared.db"; has "junk refused" "not an sptune results file"
+has "db import names both headers it reads" "first line must be '# sptune tuning results v2' or '# sptune tuning results v1'\); nothing imported"
 expect 2 "db info on a text file" "$bin" db info --db "$tmp/junk.tsv"; has "text file refused" "not an sptune database"
 # Exit codes for inputs named on the command line that cannot be used (missing, unreadable, malformed, not
 # what they should be): 2, as for any wrong input; nothing is recorded.
@@ -225,7 +240,7 @@ expect 2 "db merge of a missing file" "$bin" db merge "$tmp/missing.db" --db "$t
 expect 2 "db import --t4 of a missing file" "$bin" db import "$tmp/missing.json" --t4 --op gemm --shape M=64,N=64,K=64 --gpu h200 --db "$tmp/shared.db"
 expect 2 "main job, missing workload" "$bin" --gpu h100 --workload "$tmp/missing.txt" --dry-run; has "missing workload named" "missing.txt"
 expect 2 "encode, missing input" "$bin" encode "$tmp/missing.npy" --out "$tmp/x.sf"; has "missing input named" "missing.npy"
-[ ! -e "$tmp/x.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: encode of a missing input wrote a file"; }
+[ ! -e "$tmp/x.sf" ] && ok || bad "encode of a missing input wrote a file"
 # a stream that never ends: refused once past what the shape declares, not read until memory runs out
 for bad in 1024x1024abc 1024x1024x1 x1024 0x4; do
   expect 2 "encode --shape $bad" "$bin" encode "$tmp/missing.npy" --shape "$bad" --dtype fp16 --out "$tmp/x.sf"
@@ -234,7 +249,29 @@ done
 expect 2 "encode --out ''" "$bin" encode "$tmp/missing.npy" --out ""; has "an empty --out refused" "--out FILE is required"
 expect 2 "encode, an endless input" "$bin" encode /dev/zero --shape 1024x1024 --dtype fp16 --out "$tmp/z.sf"
 has "the endless input refused by the size the shape declares" "/dev/zero: more than the 2162688 bytes a 1024 x 1024 matrix"
-[ ! -e "$tmp/z.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: encode of an endless input wrote a file"; }
+[ ! -e "$tmp/z.sf" ] && ok || bad "encode of an endless input wrote a file"
+# shapes past the reader's element limit (2^36): refused in one line, the stream not read (timeout: it was, until
+# memory ran out); a number too large for 64 bits refused as such, not wrapped into a byte count
+for big in 2000000x2000000 300000x300000 262144x262145; do
+  expect 2 "encode --shape $big, an endless input" timeout 20 "$bin" encode /dev/zero --shape "$big" --dtype fp16 --out "$tmp/z.sf"
+  has "--shape $big names the limit" "^sptune encode: --shape $big is more than the 68719476736 \(2\^36\) elements"
+done
+# no shape: only .npy declares its size, so anything else is refused before it is read
+expect 2 "encode an endless input without a shape" timeout 20 "$bin" encode /dev/zero --out "$tmp/z.sf"
+has "an input without a shape that is not .npy is refused unread" "/dev/zero: neither .npy nor safetensors: a raw matrix needs its shape"
+printf '%064d' 0 > "$tmp/64.raw"
+for big in 99999999999999999999x1 1x99999999999999999999; do
+  expect 2 "encode --shape $big" "$bin" encode "$tmp/64.raw" --shape "$big" --dtype fp16 --out "$tmp/z.sf"
+  has "--shape $big refused, no wrapped count" "--shape wants ROWSxCOLS .* not '$big'"
+done
+[ ! -e "$tmp/z.sf" ] && ok || bad "encode of a too large shape wrote a file"
+# --out a folder: refused before the work (it used to fail at the rename, naming a temp file)
+mkdir -p "$tmp/outdir"
+expect 2 "encode --out a folder" "$bin" encode "$tmp/64.raw" --shape 4x8 --dtype fp16 --out "$tmp/outdir"
+has "--out a folder refused" "^sptune encode: --out $tmp/outdir names a folder"
+expect 2 "encode --out ending in /" "$bin" encode "$tmp/64.raw" --shape 4x8 --dtype fp16 --out "$tmp/newdir/"
+has "--out ending in / refused" "^sptune encode: --out $tmp/newdir/ names a folder"
+[ -z "$(ls -A "$tmp/outdir")" ] && [ ! -e "$tmp/newdir" ] && ok || bad "encode --out a folder wrote something"
 expect 2 "db unknown action" "$bin" db frob
 
 # encode: a pruned matrix in a safetensors checkpoint this test writes (bf16, 50 % zeros, with another
@@ -266,16 +303,19 @@ PY
   expect 0 "encode raw, list layout" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w2.sf" --config decode=list,dbits=6,fill=1 --json
   has "encode --json" '"encoding":"window=128,dbits=6,fill=1,decode=list,dtype=bf16"'
   has "encode --json names the problem" '"problem":"M=70,K=300,N=16,sparsity=50,fp16=0,dist=0"'
+  has "encode --json, list layout: its parts and the total" '"bytes_slots":[0-9]+,"bytes_residual":[0-9]+,"bytes_index":[0-9]+,"bytes_total":[1-9][0-9]*,'
   expect 0 "encode raw, three layers" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w5.sf" --config decode=owner,dbits=6,fill=1
   has "encode reports the three layers" "Sparse-TC .* of dense"
   cp "$tmp/w.raw" "$tmp/q\"u	o.raw"   # a quote and a tab in the name: JSON must escape them
   expect 0 "encode --json, a name to escape" "$bin" encode "$tmp/q\"u	o.raw" --shape 70x300 --dtype bf16 \
     --out "$tmp/w4.sf" --json
   has "encode --json escapes strings" 'q\\"u\\to\.raw'
-  printf '%s' "$out" | python3 -c 'import json, sys; json.loads(sys.stdin.read())' && pass=$((pass + 1)) ||
-    { fail=$((fail + 1)); echo "FAIL: encode --json is not valid JSON: $out"; }
+  # the bitmap layout's parts under the names its text output gives them, and the total
+  has "encode --json, bitmap layout: the text's names" '"bytes_values":[1-9][0-9]*,"bytes_bitmaps":[1-9][0-9]*,"bytes_padding":[0-9]+,"bytes_total":[1-9][0-9]*,"bytes_dense":42000'
+  if grep -qE '"bytes_(tc|slots|residual|index)"' <<< "$out"; then bad "bitmap --json keeps the three-layer names: $out"; else ok; fi
+  printf '%s' "$out" | python3 -c 'import json, sys; json.loads(sys.stdin.read())' && ok || bad "encode --json is not valid JSON: $out"
   expect 0 "encode raw, default layout" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/w3.sf"
-  cmp -s "$tmp/w.sf" "$tmp/w3.sf" && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: the same matrix from two files encodes differently"; }
+  cmp -s "$tmp/w.sf" "$tmp/w3.sf" && ok || bad "the same matrix from two files encodes differently"
   expect 0 "encode a matrix that is not sparse" "$bin" encode "$tmp/dense.raw" --shape 70x300 --dtype bf16 --out "$tmp/d.sf"
   has "encode warns about a dense matrix" "warning: .* 0.0% sparse; its encoding is 1.1[0-9] of dense bytes"
   expect 2 "encode, no tensor name" "$bin" encode "$tmp/w.safetensors" --out "$tmp/x.sf"; has "tensor name asked" "name the tensor"
@@ -284,7 +324,7 @@ PY
   expect 2 "encode raw, wrong shape" "$bin" encode "$tmp/w.raw" --shape 70x301 --dtype bf16 --out "$tmp/x.sf"
   expect 2 "encode, bad config" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16 --out "$tmp/x.sf" --config window=100
   expect 2 "encode, no --out" "$bin" encode "$tmp/w.raw" --shape 70x300 --dtype bf16
-  [ ! -e "$tmp/x.sf" ] && pass=$((pass + 1)) || { fail=$((fail + 1)); echo "FAIL: a refused encode left a file"; }
+  [ ! -e "$tmp/x.sf" ] && ok || bad "a refused encode left a file"
   # best --data: a TwELL layer's problem measured from its own calibration batch. The gate weights make the
   # activations known: 40 neurons fire for every token (bias +100), 300 only for token 0 (a dense token: its
   # feature 1 is on), 172 never (dead); the other weights are too small to change a sign.

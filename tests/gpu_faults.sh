@@ -15,33 +15,32 @@ if ! "$bin" info > "$tmp/info" 2>&1; then
   rm -rf "$tmp"
   exit 77
 fi
-pass=0 fail=0
-ok() { if eval "$2"; then pass=$((pass + 1)); else fail=$((fail + 1)); echo "FAIL: $1"; fi; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # pass, fail, ok, bad, check
 shape=M=200,N=136,K=72
 # Three spinning variants at 8 s each bound the run; the rest take well under a second.
 "$bin" tune gemm --shape $shape --strategy exhaustive --timeout 8 --runs 5 --json > "$tmp/run1.json" 2> "$tmp/run1.err"
 rc=$?
 cat "$tmp/run1.json"
-ok "the run finishes (exit $rc)" '[ $rc -eq 0 ]'
+check "the run finishes (exit $rc)" '[ $rc -eq 0 ]'
 j="$(cat "$tmp/run1.json")"
-ok "12 variants measured" 'echo "$j" | grep -q "\"measured\":12,"'
-ok "3 timed out (spin)" 'echo "$j" | grep -q "\"timed_out\":3"'
-ok "6 launch failures (out of bounds, trap)" 'echo "$j" | grep -q "\"launch_failed\":6"'
-ok "the winner is sound" 'echo "$j" | grep -q "\"config\":\"threads=[0-9]*,fault=none\""'
+check "12 variants measured" 'echo "$j" | grep -q "\"measured\":12,"'
+check "3 timed out (spin)" 'echo "$j" | grep -q "\"timed_out\":3"'
+check "6 launch failures (out of bounds, trap)" 'echo "$j" | grep -q "\"launch_failed\":6"'
+check "the winner is sound" 'echo "$j" | grep -q "\"config\":\"threads=[0-9]*,fault=none\""'
 "$bin" db export "$tmp/export.tsv" > /dev/null 2>&1
 rows=$(grep -c "fault=" "$tmp/export.tsv")
-ok "the database holds all 12 ($rows rows)" '[ "$rows" -eq 12 ]'
+check "the database holds all 12 ($rows rows)" '[ "$rows" -eq 12 ]'
 for f in oob trap; do
-  ok "$f recorded as launch_failed" '[ $(grep "fault=$f" "$tmp/export.tsv" | grep -c launch_failed) -eq 3 ]'
+  check "$f recorded as launch_failed" '[ $(grep "fault=$f" "$tmp/export.tsv" | grep -c launch_failed) -eq 3 ]'
 done
-ok "spin recorded as timed_out" '[ $(grep "fault=spin" "$tmp/export.tsv" | grep -c timed_out) -eq 3 ]'
-ok "the sound ones recorded ok" '[ $(grep "fault=none" "$tmp/export.tsv" | grep -cP "\tok\t") -eq 3 ]'
+check "spin recorded as timed_out" '[ $(grep "fault=spin" "$tmp/export.tsv" | grep -c timed_out) -eq 3 ]'
+check "the sound ones recorded ok" '[ $(grep "fault=none" "$tmp/export.tsv" | grep -cP "\tok\t") -eq 3 ]'
 # The same command again: everything comes from the database, nothing is measured twice.
 "$bin" tune gemm --shape $shape --strategy exhaustive --timeout 8 --runs 5 --json > "$tmp/run2.json" 2>&1
 rc=$?
 j="$(cat "$tmp/run2.json")"
-ok "the rerun finishes (exit $rc)" '[ $rc -eq 0 ]'
-ok "the rerun measures nothing new" 'echo "$j" | grep -q "\"measured\":0,\"resumed\":12"'
+check "the rerun finishes (exit $rc)" '[ $rc -eq 0 ]'
+check "the rerun measures nothing new" 'echo "$j" | grep -q "\"measured\":0,\"resumed\":12"'
 echo "gpu_faults: $pass passed, $fail failed"
 [ $fail -eq 0 ] || { sed 's/^/    /' "$tmp/run1.err" | tail -20; exit 1; }
 rm -rf "$tmp"

@@ -8,8 +8,7 @@
 #   layers_test.sh SOURCE_DIR INCLUDE_LISTS_DIR CC
 set -u
 src=$1 lists=$2 cc=$3
-fail=0
-bad() { echo "FAIL: $*"; fail=1; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # pass, fail, ok, bad, check
 
 declare -A allowed=(
   [base]="base include"
@@ -65,4 +64,4 @@ elif ! grep -q "sp_template.h" "$tmp/up.err"; then
 else
   echo "the runtime layer's build refuses gen/sp_template.h: $(grep -m1 'sp_template.h' "$tmp/up.err")"
 fi
-exit $fail
+[ "$fail" -eq 0 ]

@@ -6,9 +6,7 @@
 #   bash tests/package_test.sh BUILD_DIR SOURCE_DIR
 set -uo pipefail
 build="$1" src="$2"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # pass, fail, ok, bad, check
 prefix="${SPTUNE_TEST_TMP:-/tmp}/package.$$"
 rm -rf "$prefix"
 mkdir -p "$prefix"
@@ -35,6 +33,10 @@ others=$(nm -g --defined-only "$lib/libsptune.a" 2>/dev/null | awk 'NF == 3 {pri
 # library by itself
 pydir=$(sed -n 's/^-- Python package: \(.*\)\/sptune$/\1/p' "$prefix/install.log")
 case "$pydir" in "$prefix/usr/lib/python3"*) ok ;; *) bad "the Python package went to '$pydir'" ;; esac
+# a prefix Python does not search: the install says so, and how to import it anyway
+grep -qF -- "-- Python package: $pydir is not on the sys.path of " "$prefix/install.log" &&
+  grep -qF "import sptune needs PYTHONPATH=$pydir " "$prefix/install.log" && ok ||
+  bad "the install does not say that $pydir is off sys.path: $(grep 'Python package' "$prefix/install.log")"
 out=$(cd / && env -u SPTUNE_LIB PYTHONPATH="$pydir" python3 -c 'import sptune; print(sptune.version(), sptune._library()._name)' 2>&1)
 grep -q "^[0-9.]* $lib/libsptune.so.0.5$" <<< "$out" && ok || bad "the installed Python package: $out"
 

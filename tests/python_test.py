@@ -18,6 +18,11 @@ def check(cond, what):
         print("FAIL:", what)
 
 
+def check_eq(got, want, what):
+    """check(got == want), printing both values when they differ."""
+    check(got == want, f"{what}: got {got!r}, want {want!r}")
+
+
 def raises(exc, fn, part, what):
     try:
         fn()
@@ -49,7 +54,7 @@ class Fake:
         return self._c
 
 
-check(sptune.version() == os.environ.get("SPTUNE_EXPECT_VERSION", sptune.version()), "version")
+check_eq(sptune.version(), os.environ.get("SPTUNE_EXPECT_VERSION", sptune.version()), "version")
 cache = os.environ.get("SPTUNE_CACHE_DIR")
 g = sptune.kernel("gemm", "M=64,N=64,K=64", gpu="h200", cache_dir=cache)
 check("bm=" in g.config and [a["name"] for a in g.args][:3] == ["A", "B", "C"], f"gemm kernel {g}")
@@ -64,7 +69,7 @@ check(0 < f.workspace_bytes(tokens=16) < f.workspace_bytes() == f.workspace_byte
       "twell-ffn: a batch of 16 needs less workspace than the problem")
 raises(sptune.SptuneError, lambda: f.workspace_bytes(tokens=1001), "1001 tokens", "workspace for too many tokens")
 cap = next(a for a in f.args if a["name"] == "dense_capacity")
-check(cap["typical"] == 119 and cap["bound"] == 1000, f"dense_capacity {cap}")
+check_eq((cap["typical"], cap["bound"]), (119, 1000), "dense_capacity (typical, bound)")
 # 40 (1/64 + 16, 1.5 x 0.5 % heavy) + 79: no more than M x nnz / route = 40000 / 512 tokens reach the route
 # the measurement behind a kernel, as data: the shipped H200 result of the nearest problem
 check(f.recorded is not None and f.recorded[1] == "h200" and f.recorded[0].startswith("M=") and f.expected_ms > 0,
@@ -81,11 +86,11 @@ raises(sptune.SptuneError, lambda: f.launch_ws([1, 2, 3, 4, 5], 4096, f.workspac
        "a workspace too small")
 raises(sptune.SptuneError, lambda: f.launch_ws([1, 2, 3, 4, 5], 4096, f.workspace_bytes(), tokens=1001),
        "1001 tokens, but the kernel serves 0 to 1000", "more tokens than the kernel's maximum")
-check([sptune.token_bucket(m) for m in (1, 16, 17, 1000, 1024, 1025)] == [16, 16, 32, 1024, 1024, 2048],
-      "token buckets: powers of two from 16")
+check_eq([sptune.token_bucket(m) for m in (1, 16, 17, 1000, 1024, 1025)], [16, 16, 32, 1024, 1024, 2048],
+         "token buckets: powers of two from 16")
 
 x, w = Fake((1000, 256)), Fake((1024, 256))
-check(sptune.check_twell_ffn(x, w, w, w) == (1000, 256, 1024), "good arguments pass")
+check_eq(sptune.check_twell_ffn(x, w, w, w), (1000, 256, 1024), "good arguments pass")
 raises(TypeError, lambda: sptune.check_twell_ffn([[1.0]], w, w, w), "must be a torch.Tensor", "not a tensor")
 raises(ValueError, lambda: sptune.check_twell_ffn(Fake((1000, 256), "torch.float16"), w, w, w), "must be bfloat16",
        "fp16 x")
@@ -104,13 +109,25 @@ raises(ValueError, lambda: sptune.check_twell_ffn(Fake((0, 256)), w, w, w), "emp
 
 # the problem of a layer's own activations, from the counts a caller makes where its gate lives
 got = sptune.describe_twell([3, 1, 2, 4], [1, 2, 2, 3, 0, 0, 1, 1], tokens=64, d=32)
-check(got == "M=64,D=32,F=8,nnz=3,dead=25,tail=0.0,dense=0,dense_nnz=2000,at=2,order=0", f"describe_twell: {got}")
+check_eq(got, "M=64,D=32,F=8,nnz=3,dead=25,tail=0.0,dense=0,dense_nnz=2000,at=2,order=0", "describe_twell")
 raises(sptune.SptuneError, lambda: sptune.describe_twell([9], [1] * 8, 64, 32), "token 0 has 9 active neurons of 8",
        "describe_twell: more active than neurons")
 raises(ValueError, lambda: sptune.describe_twell([], [1], 64, 32), "at least one token", "describe_twell: no tokens")
 raises(sptune.SptuneError, lambda: sptune.describe_twell([3, 1, 2, 4], [1, 2, 3, 4, 0, 0, 1, 4], 64, 32),
        "the neurons' to 15", "describe_twell: counts of two batches")
-check(sptune.hot_order([3, 9, 0, 9, 1]) == [1, 3, 0, 4, 2], "hot_order: most frequent first, ties by index")
+check_eq(sptune.hot_order([3, 9, 0, 9, 1]), [1, 3, 0, 4, 2], "hot_order: most frequent first, ties by index")
+# counts a C unsigned cannot hold: refused naming the entry (ctypes wrapped them: -1 read as 4294967295, 2**40 as 0)
+raises(ValueError, lambda: sptune.describe_twell([3, -1, 2, 4], [1, 2, 2, 3, 0, 0, 1, 1], 64, 32), "token 1: -1",
+       "describe_twell: a negative active count")
+raises(ValueError, lambda: sptune.describe_twell([3, 2**40, 2, 4], [1] * 8, 64, 32), "token 1: 1099511627776",
+       "describe_twell: an active count past 32 bits")
+raises(ValueError, lambda: sptune.describe_twell([3, 1, 2, 4], [1, 2, -2, 3, 0, 0, 1, 1], 64, 32), "neuron 2: -2",
+       "describe_twell: a negative neuron count")
+raises(ValueError, lambda: sptune.describe_twell([3, 1, 2, 4], [1, 2, 2, 2**64, 0, 0, 1, 1], 64, 32),
+       "neuron 3: 18446744073709551616", "describe_twell: a neuron count past 64 bits")
+raises(ValueError, lambda: sptune.describe_twell([3, 1, 2, 4], [1, 2, 2, 3, 0, 0, 1, 1], 64, 2**40), "d must be",
+       "describe_twell: a width past int")
+raises(ValueError, lambda: sptune.hot_order([1, 2**64]), "neuron 1: 18446744073709551616", "hot_order: past 64 bits")
 # Slot-Filling weights: encoded from host bytes, the problem measured, checked against kernels (no GPU needed for a
 # fake device address: nothing launches where the check refuses, or for an empty batch)
 import random
@@ -122,11 +139,11 @@ vals = [0 if random.random() < 0.5 else (0x3f80 | random.randrange(0x7f)) ^ (0x8
 w = sptune.SlotFillWeights(struct.pack("<%dH" % len(vals), *vals), M, K)
 check(w.problem(16).startswith("M=64,K=128,N=16,sparsity=50,fp16=0,dist=") and "decode=bitmap" in w.fixed,
       f"slotfill problem {w.problem(16)} {w.fixed}")
-check(w.info["nonzeros"] == sum(1 for v in vals if v) and w.info["M"] == M, f"slotfill info {w.info}")
+check_eq((w.info["nonzeros"], w.info["M"]), (sum(1 for v in vals if v), M), "slotfill info (nonzeros, M)")
 img = w.image()
 raises(sptune.SptuneError, lambda: w.apply(None, 0, 0, 1), "place the weights", "apply before placing")
 raises(sptune.SptuneError, lambda: w.adopt(0x100000, len(img) - 1), "smaller than the image", "adopt too small")
-check(w.adopt(0x100000, len(img)) == 0x100000, "adopt")
+check_eq(w.adopt(0x100000, len(img)), 0x100000, "adopt")
 mine = sptune.kernel("slotfill-spmm", w.problem(16), gpu="h200", cache_dir=cache, fixed=w.fixed)
 other = sptune.kernel("slotfill-spmm", "M=128,K=64,N=16,sparsity=50,fp16=0,dist=2", gpu="h200", cache_dir=cache)
 raises(sptune.SptuneError, lambda: w.apply(other, 0x1000, 0x2000, 16), "the weights are 64 x 128 (M x K)",

@@ -9,9 +9,7 @@ bin="$(realpath "$1")" shipped="$(realpath "$2")"
 tmp="${SPTUNE_TEST_TMP:-/tmp}/shards.$$"
 rm -rf "$tmp" && mkdir -p "$tmp"
 export SPTUNE_CACHE_DIR="$tmp/cache" SPTUNE_DB="$tmp/unused.db"
-pass=0 fail=0
-ok() { pass=$((pass + 1)); }
-bad() { fail=$((fail + 1)); echo "FAIL: $*"; }
+source "$(dirname "${BASH_SOURCE[0]}")/lib.sh"   # pass, fail, ok, bad, check
 N=3
 # the workload: 10 slotfill-spmm problems that the shipped H200 results hold (current template)
 awk -F'\t' 'NR > 2 && $9 == "slotfill-spmm" {print $9 " " $11}' "$shipped" | sort -u | head -10 > "$tmp/workload.txt"

@@ -102,6 +102,9 @@ int main(void)
     }
     CHECK_ST(import_text(db2, "# some other file\n", &st), SPTUNE_ERR_INVALID);
     CHECK(strstr(sptune_last_error(), "not an sptune results file") != NULL);
+    /* both headers read are named: v1 files (the shipped h200.tsv) are still accepted */
+    CHECK_MSG(strstr(sptune_last_error(), "'" SP_DB_TEXT_MAGIC "' or '" SP_DB_TEXT_MAGIC_V1 "'") != NULL, "%s",
+              sptune_last_error());
     CHECK_ST(import_text(db2, "", &st), SPTUNE_ERR_INVALID);
     char *huge = malloc(200000);
     memset(huge, 'x', 199999);

@@ -128,7 +128,7 @@ static void test_instruction_limit(void)
     long long n = -1;
     CHECK_ST(sp_template_space(t, &g, NULL, NULL, NULL, &n), SPTUNE_ERR_TEMPLATE);
     CHECK_MSG(sp_test_has(sptune_last_error(), "instruction limit exceeded"), "%s", sptune_last_error());
-    CHECK(n == 1); /* a=1 was counted before a=2 failed */
+    CHECK_EQ(n, 1); /* a=1 was counted before a=2 failed */
     CHECK_ST(sp_config_parse(t, "a=1", &c), SPTUNE_OK);
     CHECK_ST(sp_template_check(t, &c, &g, NULL, &ok, &why), SPTUNE_OK);
     CHECK(ok == 1 && why == NULL);

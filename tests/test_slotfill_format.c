@@ -73,7 +73,7 @@ static void round_trip(const char *what, const uint16_t *w_in, long long M, long
     CHECK_MSG(m.stats.nonzeros == nz && m.stats.tc + m.stats.filled + m.stats.residual == nz,
               "%s: %lld nonzeros, counted %lld = %lld + %lld + %lld", what, nz, m.stats.nonzeros, m.stats.tc,
               m.stats.filled, m.stats.residual);
-    if (!p->fill) CHECK(m.stats.filled == 0);
+    if (!p->fill) CHECK_EQ(m.stats.filled, 0);
     uint16_t *back = malloc((size_t)(M * K) * 2 + 2);
     CHECK_ST(sp_sf_decode(&m, back, K), SPTUNE_OK);
     CHECK_MSG(back && memcmp(back, w, (size_t)(M * K) * 2) == 0, "%s (window %d, dbits %d, fill %d): decoded W differs",

@@ -198,8 +198,8 @@ static void test_emit(sp_template *t)
     CHECK(k1.stage[0].block[0] == 64 && k1.stage[0].block[1] == 1 && k1.stage[0].block[2] == 1);
     CHECK(k1.stage[0].cluster[0] == 1 && k1.stage[0].cluster[1] == 1 && k1.stage[0].cluster[2] == 1);
     CHECK_EQ(k1.stage[0].smem, 3072);
-    CHECK(k1.stage[0].tmaps.n == 0); /* no tensor maps unless the launch names them */
-    CHECK(k1.stage[0].pdl == 0);     /* nor an early launch */
+    CHECK_EQ(k1.stage[0].tmaps.n, 0); /* no tensor maps unless the launch names them */
+    CHECK_EQ(k1.stage[0].pdl, 0);     /* nor an early launch */
     CHECK(k1.noptions == 2 && k1.options && strcmp(k1.options[0], "-DA=2") == 0 &&
           strcmp(k1.options[1], "--use_fast_math") == 0 && k1.options[2] == NULL);
     sp_kernel_src_free(&k2);

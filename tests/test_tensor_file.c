@@ -154,8 +154,15 @@ int main(void)
     sp_tensor_free(&t);
     refused(data, R * C * 2 - 2, "w.raw", &raw, "bytes, but 3 x 5 16-bit elements take 30");
     refused(data, R * C * 2, "w.raw", NULL, "needs its shape");
+    /* a shape past the element limit is refused as such, not with a byte count that wrapped */
+    sp_tensor_request vast = {NULL, 9223372036854775807ll, 1, SP_TENSOR_F16};
+    refused(data, R * C * 2, "w.raw", &vast, "more than the 68719476736 (2^36) elements");
     /* files */
     CHECK_ST(sp_tensor_read("/nonexistent/w.npy", NULL, &t), SPTUNE_ERR_NOT_FOUND);
+    /* an endless stream with a shape past the limit: refused before reading (it used to read until memory ran out) */
+    sp_tensor_request big = {NULL, 300000, 300000, SP_TENSOR_F16};
+    CHECK_ST(sp_tensor_read("/dev/zero", &big, &t), SPTUNE_ERR_INVALID);
+    CHECK_MSG(sp_test_error_has("(2^36) elements"), "%s", sptune_last_error());
     sp_tensor_format f;
     CHECK(sp_tensor_format_parse("fp16", &f) && f == SP_TENSOR_F16 && !sp_tensor_format_parse("fp32", &f));
     return sp_test_done("test_tensor_file");

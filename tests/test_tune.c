@@ -200,9 +200,10 @@ int main(void)
         o.strategy = k ? SP_SEARCH_RANDOM : SP_SEARCH_EXHAUSTIVE;
         s.calls = 0;
         CHECK_ST(sp_tune_run(t, &p, &space, &be, &o, &r), SPTUNE_OK);
-        CHECK(r.measured == space.n && s.calls == space.n);
+        CHECK_EQ(r.measured, space.n);
+        CHECK_EQ(s.calls, space.n);
         CHECK_EQ(r.failed[SP_OUTCOME_WRONG_RESULT], nfail);
-        CHECK(r.best_ms == best);
+        CHECK_MSG(r.best_ms == best, "best %g ms, want %g", r.best_ms, best); /* the same double: no tolerance */
         CHECK(!r.stopped_by_budget);
         CHECK(r.ntop == SP_TUNE_TOP && r.top_ms[0] == best && r.top_ms[0] <= r.top_ms[1] && r.top_ms[1] <= r.top_ms[2]);
     }

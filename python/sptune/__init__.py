@@ -376,6 +376,13 @@ def check_twell_ffn(x, w_gate, w_up, w_down):
 
 # ---- what a layer's activations are like ------------------------------------------------------------
 
+def _in_range(fn, what, entry, values, hi):
+    """ValueError naming the first of values outside 0..hi (a ctypes unsigned would wrap it into another count)."""
+    bad = next((i for i, v in enumerate(values) if not 0 <= v <= hi), None)
+    if bad is not None:
+        raise ValueError(f"{fn}: {what}, 0 to {hi} ({entry} {bad}: {values[bad]})")
+
+
 def describe_twell(active, counts, tokens, d, order=0):
     """The twell-ffn problem for a layer's own activations (sptune_twell_describe): pass it to kernel() (or
     `sptune best twell-ffn --shape ...`) so that the results looked up were measured on data like the model's.
@@ -389,6 +396,12 @@ def describe_twell(active, counts, tokens, d, order=0):
     active, counts = [int(v) for v in active], [int(v) for v in counts]
     if not active or not counts:
         raise ValueError("describe_twell needs the counts of at least one token and one neuron")
+    # ctypes wraps what its C type cannot hold (-1 reads as 4294967295, 2**40 as 0): refused here, naming the entry
+    _in_range("describe_twell", "active counts are the neurons a token fired", "token", active, 2**32 - 1)
+    _in_range("describe_twell", "counts are tokens a neuron fired on", "neuron", counts, 2**64 - 1)
+    for name, v, hi in (("tokens", int(tokens), 2**63 - 1), ("d", int(d), 2**31 - 1), ("order", int(order), 2**31 - 1)):
+        if not 0 <= v <= hi:
+            raise ValueError(f"describe_twell: {name} must be 0 to {hi}, got {v}")
     a = (ctypes.c_uint * len(active))(*active)
     c = (ctypes.c_ulonglong * len(counts))(*counts)
     buf = ctypes.create_string_buffer(256)
@@ -405,9 +418,7 @@ def hot_order(counts):
     counts = [int(v) for v in counts]
     if not counts:
         raise ValueError("hot_order needs the counts of at least one neuron")
-    bad = next((i for i, v in enumerate(counts) if v < 0), None)
-    if bad is not None:   # a ctypes unsigned would wrap it to a huge count
-        raise ValueError(f"hot_order: counts are tokens a neuron fired on, >= 0 (neuron {bad}: {counts[bad]})")
+    _in_range("hot_order", "counts are tokens a neuron fired on", "neuron", counts, 2**64 - 1)
     c = (ctypes.c_ulonglong * len(counts))(*counts)
     perm = (ctypes.c_int * len(counts))()
     _check(_library().sptune_twell_hot_order(c, len(counts), perm))
