@@ -16,12 +16,14 @@
 #include <unistd.h>
 
 #define FIXED_S 10.0   /* a problem's visit (setup and one measurement) before one was timed: twell-ffn's ~10 s */
+#define DEFAULT_CAP_S (14 * 60.0)   /* without --budget, the whole run's wall clock: the README promises 15 minutes */
 
 /* What the options ask of each problem, parsed once: --sample new measurements (or a share of
  * --budget), the search's strategy and seed. */
 typedef struct auto_plan {
     long long sample;
     sp_tune_budget total;
+    int capped;           /* no --budget: --sample a problem, the whole run also within DEFAULT_CAP_S */
     sp_tune_opts o;
 } auto_plan;
 
@@ -83,6 +85,8 @@ int cmd_auto(cli_cmd *cmd, int npos, char **pos)
     plan.o.seed = (unsigned long long)seed;
     if (!sp_budget_parse(cli_get(cmd, "budget"), &plan.total))
         return cli_usage_error("", "bad --budget '%s' (examples: 15m, 90s, 2h, 300evals)", cli_get(cmd, "budget"));
+    plan.capped = !(plan.total.seconds > 0) && !(plan.total.evals > 0);
+    if (plan.capped) plan.total.seconds = DEFAULT_CAP_S;
     if (cli_get(cmd, "strategy") && !sp_search_parse(cli_get(cmd, "strategy"), &plan.o.strategy))
         return cli_usage_error("", "unknown strategy '%s' (exhaustive, random, descent)", cli_get(cmd, "strategy"));
     if (cli_get(cmd, "objective") && !sp_objective_parse(cli_get(cmd, "objective"), &plan.o.objective))
@@ -223,7 +227,7 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     run.ordinal = ordinal;
     if ((rc = cli_open_db(cmd, &db))) return rc;
     /* The budget: --budget shared out over the problems (time left over flows to the ones after;
-     * with several GPUs each has the whole time), else --sample new measurements per problem.
+     * with several GPUs each has the whole time), else --sample new measurements per problem within DEFAULT_CAP_S.
      * Results already recorded cost nothing. A time budget bounds the whole job's wall clock: each problem's
      * setup (worker, data, baseline, compiling) comes out of it too, and every problem is at least re-verified with
      * the configuration served now (its first measurement), so the problems after the current one keep what the
@@ -243,7 +247,7 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
     for (int k = d; k < wl->n && rc == CLI_OK; k += n) {
         const sp_workload_item *w = &wl->items[k];
         o.budget.seconds = 0;
-        o.budget.evals = total.seconds > 0 || total.evals > 0 ? 0 : plan->sample;
+        o.budget.evals = plan->capped ? plan->sample : 0;
         /* a shared budget goes by the problems' shares (the product first, gemm the least) */
         if (total.evals > 0) {
             long long e = (long long)((double)total.evals * w->share / (shares_all > 0 ? shares_all : 1));
@@ -255,7 +259,8 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
         const double left =
             total.seconds > 0 ? total.seconds - (sp_now_s() - t0) - after * (visit_s > 0 ? visit_s : FIXED_S) : 0;
         if (total.seconds > 0) {
-            o.budget.seconds = left * w->share / (rest > 0 ? rest : 1);
+            /* the default cap is a bound, not a split: a problem may use whatever the ones after do not need */
+            o.budget.seconds = plan->capped ? left : left * w->share / (rest > 0 ? rest : 1);
             /* no time beyond the visit: the served configuration re-verified (or found recorded) and nothing else */
             if (!(o.budget.seconds > 0)) { o.budget.seconds = 0; o.budget.evals = 1; }
         }
@@ -270,8 +275,9 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
         const double took = sp_now_s() - started;
         if (tuned[done].r.measured <= 1 && took > visit_s) visit_s = took;
         if (!json && !cli_get(cmd, "quiet"))
-            printf("[%s:%d] %s: %.0f s (%.0f s of measurement budget%s)\n", gpu.info.profile, ordinal, w->op, took,
-                   o.budget.seconds, o.budget.evals == 1 && o.budget.seconds == 0 && total.seconds > 0 ?
+            printf("[%s:%d] %s: %.0f s (%.0f s of %s%s)\n", gpu.info.profile, ordinal, w->op, took, o.budget.seconds,
+                   plan->capped ? "the run's 14 minutes left to its --sample" : "measurement budget",
+                   o.budget.evals == 1 && o.budget.seconds == 0 && total.seconds > 0 ?
                    ", none left beyond re-verifying what is served" : "");
         item_of[done++] = w;
         sp_template_free(t);

@@ -8,7 +8,10 @@ static cli_opt info_opts[] = {
     {"db", "PATH", "database to report (default: $SPTUNE_DB or the XDG data folder)", NULL},
     {"cache-dir", "DIR", "kernel cache to report (default: $SPTUNE_CACHE_DIR or the XDG cache folder)", NULL},
     {NULL, NULL, NULL, NULL}};
-static cli_opt ops_opts[] = {{NULL, NULL, NULL, NULL}};
+static cli_opt ops_opts[] = {
+    {"gpu", "G", "show the defaults this target gets (auto, h100, h200, rtx-pro-6000 or sm_XX), as gen and compile "
+                 "take them without --config; without it, the templates' generic defaults", NULL},
+    {NULL, NULL, NULL, NULL}};
 static cli_opt space_opts[] = {
     {"gpu", "G", "target: auto, h100, h200, rtx-pro-6000 or sm_XX (required)", NULL},
     {"count", NULL, "print only the number of valid configurations (estimated, with its interval, where the space is too large to walk in seconds)", NULL},
@@ -101,7 +104,7 @@ static cli_opt db_opts[] = {
 static cli_opt auto_opts[] = {
     {"gpu", "G", "auto or all (every GPU found), or a target: h100, h200, rtx-pro-6000, sm_XX", NULL},
     {"budget", "B", "for the whole run: a time (15m, 90s, 2h) or new measurements (300evals), shared over the problems", NULL},
-    {"sample", "N", "without --budget: new measurements per problem (default 12)", NULL},
+    {"sample", "N", "without --budget: new measurements per problem (default 12), the whole run within 14 minutes", NULL},
     {"strategy", "NAME", "exhaustive, random or descent (default: descent)", NULL},
     {"objective", "NAME", "what the search minimizes: time (default), energy (joules per call, NVML) or edp (their product); the runtime API serves the fastest", NULL},
     {"workload", "FILE", "problems to tune instead of the built-in list (lines: OP PROBLEM [note])", NULL},
@@ -134,7 +137,9 @@ static cli_cmd commands[] = {
     {"info", "", "Show the GPUs, driver, NVRTC, database and kernel cache of this machine.",
      "Without an NVIDIA GPU or driver it prints what needs none (version, NVRTC, paths), then one line\n"
      "saying why no GPU was found, and exits 3.", 0, 0, info_opts, cmd_info},
-    {"ops", "", "List the kernel families (ops) and their tuning parameters.", NULL, 0, 0, ops_opts, cmd_ops},
+    {"ops", "", "List the kernel families (ops) and their tuning parameters.",
+     "Each parameter's default is the template's generic one; a GPU may get another (its main loop, tiles):\n"
+     "--gpu G shows the defaults G gets, the configuration 'sptune gen OP --gpu G' renders.", 0, 0, ops_opts, cmd_ops},
     {"space", "OP", "List (or count) the valid configurations of OP for a GPU.", NULL, 1, 1, space_opts, cmd_space},
     {"gen", "OP", "Print the CUDA C of one configuration of OP.", NULL, 1, 1, gen_opts, cmd_gen},
     {"compile", "OP", "Compile configurations of OP with NVRTC and report their resources.",
