@@ -10,7 +10,7 @@
 // Pushes and pops are loops over each lane's own (divergent: the warp runs its busiest lane); the push reads the
 // filler from the stage in shared memory rather than indexing registers, the pop writes a per-lane scratch fragment
 // read back whole. Shared memory holds whatever `g` held: the outputs mean nothing.
-#include <cstdint>
+#include "slotfill-count-common.cuh"
 #ifndef STEPS
 #define STEPS 4   // k32 steps unrolled in the loop; PUSH / POP 0 drop those loops (differences give their bodies)
 #endif
@@ -26,23 +26,11 @@
 #ifndef CMETA
 #define CMETA 1   // 0: C's metadata left A1's (as if stored)
 #endif
-typedef uint32_t u32;
-__device__ __forceinline__ void mma_sp(float *d, const u32 *a, const u32 *b, u32 e, int sel)
-{
-    if (sel) asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 1;"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
-    else asm volatile("mma.sp::ordered_metadata.sync.aligned.m16n8k32.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9,%10,%11}, {%0,%1,%2,%3}, %12, 0;"
-        : "+f"(d[0]), "+f"(d[1]), "+f"(d[2]), "+f"(d[3]) : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]), "r"(b[2]), "r"(b[3]), "r"(e));
-}
-__device__ __forceinline__ u32 lds32(u32 addr) { u32 v; asm volatile("ld.shared.u32 %0, [%1];" : "=r"(v) : "r"(addr)); return v; }
 __device__ __forceinline__ u32 lds16(u32 addr) { unsigned short v; asm volatile("ld.shared.u16 %0, [%1];" : "=h"(v) : "r"(addr)); return v; }
 __device__ __forceinline__ void sts16(u32 addr, u32 v) { asm volatile("st.shared.u16 [%0], %1;" :: "r"(addr), "h"((unsigned short)v)); }
 __device__ __forceinline__ uint4 lds128(u32 addr)
 { uint4 v; asm volatile("ld.shared.v4.u32 {%0,%1,%2,%3}, [%4];" : "=r"(v.x), "=r"(v.y), "=r"(v.z), "=r"(v.w) : "r"(addr)); return v; }
 __device__ __forceinline__ void sts128z(u32 addr) { asm volatile("st.shared.v4.u32 [%0], {%1,%1,%1,%1};" :: "r"(addr), "r"(0u)); }
-__device__ __forceinline__ void ldsm4(u32 addr, u32 *r)
-{ asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];" : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3]) : "r"(addr)); }
-__device__ __forceinline__ u32 prmt(u32 a, u32 b, u32 c) { u32 d; asm("prmt.b32 %0, %1, %2, %3;" : "=r"(d) : "r"(a), "r"(b), "r"(c)); return d; }
 __device__ __forceinline__ u32 lop_neg(u32 a, u32 m)   // (a & m) ^ (m & sign bits): the filled halves negated, the rest 0
 { u32 d; asm("lop3.b32 %0, %1, %2, %3, 0x6a;" : "=r"(d) : "r"(a), "r"(m), "r"(0x80008000u)); return d; }
 
