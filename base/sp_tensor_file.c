@@ -443,13 +443,13 @@ sptune_status sp_tensor_read(const char *path, const sp_tensor_request *req, sp_
        a shape, never more than the largest matrix read and its header (npy's own header then bounds what is kept) */
     const int sized = req && req->rows > 0 && req->cols > 0;
     if (!sized) {   /* without a shape only .npy can say its size: anything else is refused unread (/dev/zero) */
-        unsigned char magic[6] = {0};
+        unsigned char magic[6];
         FILE *f = fopen(path, "rb");
-        const int npy = f && fread(magic, 1, 6, f) == 6 && memcmp(magic, "\x93NUMPY", 6) == 0;
+        const size_t got = f ? fread(magic, 1, sizeof magic, f) : 0;
         if (f) fclose(f);
-        if (f && !npy)
-            return sp_fail(SPTUNE_ERR_INVALID, "%s: neither .npy nor safetensors: a raw matrix needs its shape (rows x "
-                           "cols) and format", path);
+        /* the parser's own refusal, from the first bytes alone (too few for it to take them as safetensors) */
+        if (f && (got < sizeof magic || memcmp(magic, "\x93NUMPY", 6) != 0))
+            return sp_tensor_parse(magic, got, path, req, out);
     }
     char declared[112];
     if (sized)

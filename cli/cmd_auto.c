@@ -276,7 +276,7 @@ static int tune_on_gpu(cli_cmd *cmd, const sp_workload *wl, int d, int n, int or
         if (tuned[done].r.measured <= 1 && took > visit_s) visit_s = took;
         if (!json && !cli_get(cmd, "quiet"))
             printf("[%s:%d] %s: %.0f s (%.0f s of %s%s)\n", gpu.info.profile, ordinal, w->op, took, o.budget.seconds,
-                   plan->capped ? "the run's 14 minutes left to its --sample" : "measurement budget",
+                   plan->capped ? "the run's default wall clock left to its --sample" : "measurement budget",
                    o.budget.evals == 1 && o.budget.seconds == 0 && total.seconds > 0 ?
                    ", none left beyond re-verifying what is served" : "");
         item_of[done++] = w;

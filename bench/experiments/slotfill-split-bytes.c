@@ -44,7 +44,8 @@ static void step_groups(const uint16_t *W, int M, int K, int tile, int s, int ov
 
 /* One FIFO scope over one segment of steps [s0, s1): the decoder pushes a step's filled slots (never past the
  * ring), then pops for its targets; a target finding the ring empty reads the residual. With `limit` >= 0 only the
- * first `limit` free slots are filled (the encoder leaves unfilled what no target would pop). Returns the pops. */
+ * first `limit` free slots are filled (the encoder leaves unfilled what no target would pop). Counts into st and
+ * lane_work_steps where given. Returns the pops. */
 static long long scope_run(const uint16_t *W, int M, int K, int tile, int s0, int s1, int scope, int rows_per_scope,
                            long long limit, split_stats *st, int *lane_work_steps)
 {
@@ -52,7 +53,7 @@ static long long scope_run(const uint16_t *W, int M, int K, int tile, int s0, in
     long long pushed = 0, popped = 0;
     for (int s = s0; s < s1; s++) {
         step_groups(W, M, K, tile, s, over, freed);
-        int *lane_work = lane_work_steps + 32 * (s - s0);
+        int *lane_work = lane_work_steps ? lane_work_steps + 32 * (s - s0) : NULL;
         for (int r = 0; r < 16; r++) {
             if (rows_per_scope == 2 && r % 8 != scope) continue;
             for (int j = 0; j < 8; j++) {
@@ -60,14 +61,14 @@ static long long scope_run(const uint16_t *W, int M, int K, int tile, int s0, in
                 if (limit >= 0 && p > limit - pushed) p = (int)(limit - pushed);
                 fifo += p;
                 pushed += p;
-                lane_work[4 * (r % 8) + j % 4] += p;
+                if (lane_work) lane_work[4 * (r % 8) + j % 4] += p;
             }
         }
         for (int r = 0; r < 16; r++) {
             if (rows_per_scope == 2 && r % 8 != scope) continue;
             for (int j = 0; j < 8; j++)
                 for (int o = 0; o < over[r][j]; o++) {
-                    lane_work[4 * (r % 8) + j % 4]++;
+                    if (lane_work) lane_work[4 * (r % 8) + j % 4]++;
                     if (fifo > 0) { fifo--; popped++; }
                     else if (st) st->residual++;
                     if (st) st->overflow++;
@@ -84,13 +85,13 @@ static void split_sim(const uint16_t *W, int M, int K, int seg, int rows_per_sco
 {
     memset(st, 0, sizeof *st);
     const int ksteps = K / 32, per_seg = seg > 0 ? seg / 32 : ksteps;
-    int *work = malloc(sizeof(int) * 32 * (size_t)per_seg), *none = malloc(sizeof(int) * 32 * (size_t)per_seg);
+    int *work = malloc(sizeof(int) * 32 * (size_t)per_seg);
     for (int tile = 0; tile < M; tile += 16)
         for (int s0 = 0; s0 < ksteps; s0 += per_seg) {
             const int s1 = s0 + per_seg < ksteps ? s0 + per_seg : ksteps;
             memset(work, 0, sizeof(int) * 32 * (size_t)per_seg);
             for (int sc = 0; sc < 16 / rows_per_scope; sc++) {
-                const long long matched = scope_run(W, M, K, tile, s0, s1, sc, rows_per_scope, -1, NULL, none);
+                const long long matched = scope_run(W, M, K, tile, s0, s1, sc, rows_per_scope, -1, NULL, NULL);
                 scope_run(W, M, K, tile, s0, s1, sc, rows_per_scope, matched, st, work);
             }
             for (int s = 0; s < s1 - s0; s++) {
@@ -105,7 +106,6 @@ static void split_sim(const uint16_t *W, int M, int K, int seg, int rows_per_sco
     st->lane_mean /= (double)st->steps;
     st->lane_busiest /= (double)st->steps;
     free(work);
-    free(none);
 }
 
 static void owner_breakdown(const uint16_t *W, int M, int K, int window, int dbits)

@@ -14,5 +14,5 @@ version_dir="$(dirname "$(find "$build" -name sptune_version.h | head -1)")"
 cc -O2 -std=c11 -Wall -Wextra -o "$tmp/split" "$here/slotfill-split-bytes.c" -I"$root/include" -I"$root/base" \
    -I"$root/runtime" -I"$root/tuner" -I"$version_dir" "$build/libsptune_tools.a" "$build/libsptune_internal.a" \
    -L"${CUDA_HOME:-/usr/local/cuda}/lib64" -lnvrtc -llua5.4 -lsqlite3 -lm -ldl -lpthread
-LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/split" "${@:-4096}" \
-  $( [ $# -eq 0 ] && echo 4096 )
+[ $# -gt 0 ] || set -- 4096 4096
+LD_LIBRARY_PATH="${CUDA_HOME:-/usr/local/cuda}/lib64${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" "$tmp/split" "$@"
