@@ -16,7 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct op_cases { const char *op; const char *shapes[13]; const char *const *always[3]; } op_cases;
+typedef struct op_cases { const char *op; const char *shapes[14]; const char *const *always[3]; } op_cases;
 
 /* The producer's wgmma main loop (sm_90a), checked at every shape wherever it is valid: a sample
  * of the whole space would rarely draw it. Both loaders (the copy engine needs D % 8 == 0: the
@@ -94,6 +94,13 @@ static const char *const slotfill_configs[] = {
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=4",
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=2",
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=32,stages=2,split=1,dtype=f16",
+    /* sp24 stages of 2 and 4 records (K's last stage short of records; split-K), fp16 */
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=2,krec=4",
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=1,krec=2,dtype=f16",
+    /* four consumer warpgroups (their producer's warpgroup giving registers up at bn 128), split-K */
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=128,stages=4,split=2",
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=64,stages=3,split=1,krec=2",
+    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=256,stages=4,split=2",
     /* W decoded into shared memory by the consumer warps (wsrc=smem): every token tile, split-K, fp16 */
     "mainloop=wgmma,wsrc=smem,warps=8,bn=256,stages=3,split=1", "mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2",
     "mainloop=wgmma,wsrc=smem,warps=8,bn=64,stages=4,split=4,dtype=f16", "mainloop=wgmma,wsrc=smem,warps=8,bn=32,stages=2,split=1",
@@ -130,13 +137,15 @@ static const op_cases cases[] = {
      * rows (90 % dense, empty, a dense column: residual beyond the staged words); K = 1; a
      * Llama-sized square at 50 % with 8 tokens; 70 % sparse, 333 tokens; 2:4 with tails in M, K and N
      * (K odd: 16-bit X loads; K % 64 != 0: the last chunk's guarded loads), fp16; batches for the large-batch
-     * kernel: per-row pruning at N = 600 and 2:4 in fp16 at N = 700, K = 960 (an odd count of 64-column records). */
+     * kernel: per-row pruning at N = 600 and 2:4 in fp16 at N = 700, K = 960 (an odd count of 64-column records), and
+     * in bf16 at N = 200 (token tiles of 64 and 128 with a tail). */
     {"slotfill-spmm", {"M=1000,K=1000,N=1,sparsity=50,fp16=0,dist=1", "M=77,K=61,N=13,sparsity=70,fp16=1,dist=0",
                        "M=256,K=4096,N=16,sparsity=50,fp16=0,dist=3", "M=512,K=2048,N=64,sparsity=40,fp16=0,dist=2",
                        "M=300,K=1500,N=24,sparsity=50,fp16=0,dist=4", "M=96,K=1,N=5,sparsity=50,fp16=1,dist=0",
                        "M=4096,K=4096,N=8,sparsity=50,fp16=0,dist=1", "M=640,K=768,N=333,sparsity=70,fp16=0,dist=1",
                        "M=77,K=61,N=13,sparsity=50,fp16=1,dist=3", "M=1000,K=1000,N=40,sparsity=50,fp16=0,dist=3",
                        "M=1000,K=1000,N=600,sparsity=50,fp16=0,dist=2", "M=520,K=960,N=700,sparsity=50,fp16=1,dist=3",
+                       "M=1000,K=960,N=200,sparsity=50,fp16=0,dist=3",
                        NULL},
      {slotfill_configs, NULL, NULL}},
 };

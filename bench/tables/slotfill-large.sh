@@ -8,7 +8,8 @@
 #    shapes of the large-batch kernel verified and timed
 #    against dense cuBLAS in the same run (`sptune check`, recorded in $OUT/tuning.db). The table last: the best
 #    per problem.
-# Env: SHAPES="MxK ..." (Llama-3-8B's gate/up, down, q/o, k/v), NS="32 64 ... 16384", KINDS="2 3", RUNS=10;
+# Env: NGROUPS="32 64,128 ..." (batches measured by one process), CHECK_TIMEOUT (seconds a process, 420),
+# SHAPES="MxK ..." (Llama-3-8B's gate/up, down, q/o, k/v, Qwen2-7B's gate/up), KINDS="2 3", RUNS=10;
 # CANDS=fused (the large-batch kernel's CTA shapes, the default), expand (W expanded, then the dense GEMM), wsmem (W
 # decoded into shared memory, the bitmap layout's) or all.
 set -uo pipefail
@@ -24,6 +25,7 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
     > "$out/gpu_ops.log" 2>&1 || status=1
   grep -E "CHECK failed|checks" "$out/gpu_ops.log" | head -20
   mc="mainloop=wgmma,warps=8,bn=128,stages=3,split=2,ring=48;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=1"
+  mc="$mc;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=64,stages=3,split=2,krec=2"
   [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,decode=sp24,window=64,dbits=7"
   [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2"
   for d in 2 3; do
@@ -32,6 +34,27 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
     echo "memcheck dist=$d: exit $? ($(grep -c '^[0-9].* ok ' "$out/memcheck.$d.log") ok; $(grep -m1 'ERROR SUMMARY' "$out/memcheck.$d.log"))"
   done
 fi
+# 2:4 weights (sp24): one, two or four consumer warpgroups, the covering token tile and the one below it, stages of
+# 2 or 4 records (1 where more do not fit the registers: bn 256 on two warpgroups, bn 128 on four) as deep as shared
+# memory allows (at most 8), split-K where the tiles leave SMs idle; the constraints drop what does not fit.
+sp24_cands() {
+  local n=$1 m=$2 bn=$3 list=$4 b w k s st ctas
+  for b in $bn $([ "$bn" -ge 128 ] && echo $((bn / 2))); do
+    for w in 4 8 16; do
+      for k in 1 2 4; do
+        if [ "$k" = 1 ]; then [ $((w * b)) -ge 2048 ] || continue; else [ $((w * b)) -ge 2048 ] && continue; fi
+        st=$(( (226 * 1024) / (k * (w * 1152 + b * 128)) )); [ "$st" -gt 8 ] && st=8
+        [ "$st" -eq 5 ] && st=4; [ "$st" -eq 7 ] && st=6; [ "$st" -lt 2 ] && continue
+        ctas=$(( (m + 16 * w - 1) / (16 * w) * ((n + b - 1) / b) ))
+        for s in 1 2 4; do
+          [ "$s" -gt 1 ] && [ $((ctas * s / 2)) -ge 132 ] && continue
+          list="${list:+$list;}decode=sp24,window=64,dbits=7,mainloop=wgmma,warps=$w,bn=$b,stages=$st,split=$s,krec=$k"
+        done
+      done
+    done
+  done
+  echo "$list"
+}
 # The candidates for a batch of n tokens and an M x K matrix: one or two warpgroups, the token tile that covers n
 # (at most 256; from n = 256 on also 128), split-K where the tiles alone leave SMs idle; stages as deep as shared
 # memory allows (from 32 tokens on sm_90a serves the large-batch kernel alone).
@@ -56,7 +79,7 @@ cands() {
     [ "$d" = 3 ] && list="${list%expand=1}expand=1,decode=sp24,window=64,dbits=7"
     [ "${CANDS}" = expand ] && { echo "$list"; return; }
   fi
-  [ "$d" = 3 ] && lay="decode=sp24,window=64,dbits=7,"
+  if [ "$d" = 3 ]; then sp24_cands "$n" "$m" "$bn" "$list"; return; fi
   for b in $bn $([ "$bn" = 256 ] && echo 128); do
     local st=4
     if [ "$d" = 3 ]; then st=6; [ "$b" = 256 ] && st=4; else [ "$b" = 256 ] && st=2; fi
@@ -71,12 +94,14 @@ cands() {
   echo "$list"
 }
 : > "$out/rows.txt"
-# One process per shape, kind of weights and half of the batch range (the weights drawn and encoded once; every
-# candidate of the half's batches tried at each of them where valid): the summary line of each problem kept.
-for mk in ${SHAPES:-14336x4096 4096x14336 4096x4096 1024x4096}; do
+# One process per shape, kind of weights and group of batches (NGROUPS, comma-separated; the halves of the range by
+# default: the weights drawn and encoded once, every candidate of the group's batches tried at each of them where
+# valid; a group per batch tries each batch's own candidates only): the summary line of each problem kept.
+for mk in ${SHAPES:-14336x4096 4096x14336 4096x4096 1024x4096 18944x3584}; do
   m=${mk%x*} k=${mk#*x}
   for d in ${KINDS:-2 3}; do
-    for ns in "${NS_SMALL:-32 64 128 256 512}" "${NS_LARGE:-1024 2048 4096 8192 16384}"; do
+    IFS=, read -ra groups <<< "${NGROUPS:-32 64 128 256 512,1024 2048 4096 8192 16384}"
+    for ns in "${groups[@]}"; do
       shapes="" cfgs=""
       for n in $ns; do
         shapes="${shapes:+$shapes;}M=$m,K=$k,N=$n,sparsity=50,fp16=0,dist=$d"
@@ -84,7 +109,7 @@ for mk in ${SHAPES:-14336x4096 4096x14336 4096x4096 1024x4096}; do
       done
       cfgs=$(echo "$cfgs" | tr ';' '\n' | sort -u | paste -sd';')
       log="$out/large.$mk.d$d.N${ns%% *}.log"
-      timeout 420 "$bin" check slotfill-spmm --gpu auto --shape "$shapes" --config "$cfgs" --runs "${RUNS:-10}" \
+      timeout "${CHECK_TIMEOUT:-420}" "$bin" check slotfill-spmm --gpu auto --shape "$shapes" --config "$cfgs" --runs "${RUNS:-10}" \
         > "$log" 2>&1 || echo "check $mk dist=$d N=$ns: exit $?"
       grep -E "^ +[0-9]+/[0-9]+ (wrong|launch|compile|timed)" "$log" | head -3
       awk '$2 == "slotfill-spmm" && $3 ~ /^M=/ {print $3, $4, $5, $6, $NF}' "$log" | tee -a "$out/rows.txt"

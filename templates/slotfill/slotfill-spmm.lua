@@ -85,6 +85,9 @@ local params = {
    doc = "the large-batch bitmap kernel: W decoded by the consumer warps into wgmma's register operand (regs), or "
       .. "ahead of the tensor cores into shared memory that both of wgmma's operands come from (smem, "
       .. "lib/slotfill_wsmem.lua)"},
+  {name = "krec", values = {1, 2, 4}, default = 1, added = true,
+   doc = "the large-batch sp24 kernel: 64-column records a pipeline stage carries (each tile's in one bulk copy, and "
+      .. "as many X boxes): fewer, larger copies and barrier rounds a call"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
@@ -197,7 +200,12 @@ local constraints = {
    check = function(c, gpu, p) return p == nil or not gpu.wgmma or c.mainloop == "wgmma" or c.expand == 1 or p.N < 32 end},
   {why = "the wgmma kernel (sm_90a): bitmap or sp24, one or two consumer warpgroups, bn >= 32, stages 2 to 4, "
       .. "split up to 4, K % 8 == 0, its stages and output tile in shared memory",
-   check = function(c, gpu, p) return c.wsrc == "smem" or large.check(c, gpu, p) end},
+   check = function(c, gpu, p)   -- large.check's reason said (an `or` would drop it)
+     if c.wsrc == "smem" then return true end
+     return large.check(c, gpu, p)
+   end},
+  {why = "krec is the large-batch sp24 kernel's (1 for every other)",
+   check = function(c) return c.krec == 1 or (c.decode == "sp24" and c.mainloop == "wgmma" and c.expand == 0) end},
   {why = "wsrc=smem: the bitmap layout's wgmma kernel (sm_90a) with two consumer warpgroups (warps 8), tpw 1, ring at "
       .. "its default, bn >= 32, stages 2 to 4, split up to 4, K % 8 == 0, its stages in shared memory",
    check = wsmem.check},
