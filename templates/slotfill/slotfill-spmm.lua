@@ -527,7 +527,8 @@ return {
 
   -- batches of 32 tokens or more on sm_90a: the large-batch kernel, its token tile covering the batch (up to 256),
   -- two warpgroups where that leaves every SM a tile and one otherwise, split-K where even that does not, as deep a
-  -- pipeline as shared memory allows (the layout from the problem's kind of pruning: 2:4 weights take sp24); for
+  -- pipeline as shared memory allows (the layout from the problem's kind of pruning: 2:4 weights take sp24, up to bn
+  -- 128 in stages of 2 or 4 records: docs/journal/2026-12-04.md); for
   -- unstructured weights in bf16, W expanded before the dense GEMM once the batch fills 64 of its tiles (from 256
   -- tokens on: that measured faster than the fused kernel on every H200 shape, docs/journal/2026-12-03.md)
   defaults = function(gpu, p)
@@ -542,9 +543,12 @@ return {
     local warps = ((p.M + 127) // 128) * ntiles >= gpu.sm_count and 8 or 4
     local ctas, split = ((p.M + 16 * warps - 1) // (16 * warps)) * ntiles, 1
     while split < 4 and ctas * split < gpu.sm_count and (p.K + 127) // 128 >= 2 * split do split = split * 2 end
-    if p.dist == 3 then
-      return string.format("mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=%d,bn=%d,stages=%d,split=%d", warps, bn,
-                           bn == 256 and 4 or 6, split)
+    if p.dist == 3 then   -- up to bn 128, stages of 2 or 4 records (fewer, larger copies), as many as fit
+      local krec = bn == 256 and 1 or (warps == 4 and bn <= 64) and 4 or 2
+      local stages = bn == 256 and 4 or math.min(8, (226 * 1024) // (krec * (warps * large.REC + bn * 128)))
+      stages = stages == 7 and 6 or stages == 5 and 4 or stages
+      return string.format("mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=%d,bn=%d,stages=%d,split=%d,krec=%d",
+                           warps, bn, stages, split, krec)
     end
     return string.format("mainloop=wgmma,warps=%d,bn=%d,stages=%d,split=%d", warps, bn, bn == 256 and 2 or 4, split)
   end,
