@@ -86,17 +86,16 @@ function M.check(c, gpu, p)
     return false, "tpw 1, bn >= 32, stages 2 to 4 (sp24: to 8)"
   end
   if c.split > 4 then return false, "split up to 4" end
-  local lay = M.layout(c)
-  if lay.maxnreg then   -- what the consumers' setmaxnreg.inc takes, the producer's warpgroup gave back
-    local start = 65536 // lay.threads // 8 * 8
-    assert((start - lay.minnreg) * 128 >= (lay.maxnreg - start) * (lay.threads - 128), "setmaxnreg over budget")
+  local l = M.layout(c)
+  if l.maxnreg then   -- what the consumers' setmaxnreg.inc takes, the producer's warpgroup gave back
+    local start = 65536 // l.threads // 8 * 8
+    assert((start - l.minnreg) * 128 >= (l.maxnreg - start) * (l.threads - 128), "setmaxnreg over budget")
   end
-  if (c.krec or 1) > 1 and M.layout(c).threads == 384 then
+  if (c.krec or 1) > 1 and l.threads == 384 then
     return false, "krec 1 with bn 256 on two warpgroups (more records a stage serialise wgmma: too few registers)"
   end
   if c.decode == "sp24" and c.ring ~= 36 then return false, "sp24 stages fixed records (ring at its default)" end
   if p and p.K % 8 ~= 0 then return false, "the copy engine reads X rows of a multiple of 16 bytes (K % 8 == 0)" end
-  local l = M.layout(c)
   if c.decode == "bitmap" and l.need_max > l.ring then
     return false, string.format("the ring holds the largest chunk (%d > %d bytes)", l.need_max, l.ring)
   end

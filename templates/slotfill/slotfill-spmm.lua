@@ -54,7 +54,7 @@ local params = {
    doc = "encoding: overflow nonzeros go into free 2:4 slots (1) or all to the residual (0)"},
   {name = "warps", values = {2, 4, 8, 16}, default = 4,
    doc = "warps per CTA (bitmap: consumer warps, plus one producer), a 16-row tile each (x tpw); sp24: "
-      .. "slices of K over the CTA's tiles (16: sp24 only)"},
+      .. "slices of K over the CTA's tiles (16: sp24 only; on wgmma, four consumer warpgroups)"},
   {name = "bn", values = {8, 16, 32, 64, 128, 256}, default = 8,
    doc = "block tile N: tokens per CTA (128 and 256: the wgmma kernel's)"},
   {name = "stages", values = {2, 3, 4, 6, 8}, default = 8,
@@ -77,7 +77,7 @@ local params = {
   {name = "mainloop", values = {"mma", "wgmma"}, default = "mma", added = true,
    doc = "the small-batch kernels on mma.sync (each warp its tiles against bn tokens), or the large-batch kernel "
       .. "(bitmap and sp24, sm_90a): a CTA's W tiles decoded once into wgmma's register operand and run against bn "
-      .. "tokens at a time, one or two warpgroups (warps 4 or 8), sp24 on the sparse tensor cores"},
+      .. "tokens at a time, one or two warpgroups (warps 4 or 8; sp24 also 16), sp24 on the sparse tensor cores"},
   {name = "expand", values = {0, 1}, default = 0, added = true,
    doc = "1: the image expanded into a dense W in the workspace, then a dense GEMM (bitmap and sp24, bf16): W decoded "
       .. "once a call instead of once per token tile, for large batches (lib/slotfill_expand.lua)"},
@@ -180,7 +180,7 @@ local constraints = {
    check = function(c)
      return c.decode ~= "sp24" or c.mainloop == "wgmma" or c.stages * (c.tpw + c.bn // 8) <= (c.warps == 16 and 8 or 16)
    end},
-  {why = "16 warps a CTA: the sp24 kernel's K slices only",
+  {why = "16 warps a CTA: the sp24 kernels' only (the small-batch one's K slices, the large-batch one's four warpgroups)",
    check = function(c) return c.warps ~= 16 or c.decode == "sp24" end},
   {why = "bitmap: bulk copies and mbarrier transactions, sm_90 or newer",
    check = function(c, gpu) return c.decode ~= "bitmap" or gpu.tma end},
@@ -198,8 +198,8 @@ local constraints = {
   -- the small-batch kernels re-read and re-decode W for every bn tokens: 0.1-0.5x dense from N = 64 on (H200)
   {why = "where wgmma exists, batches of 32 tokens or more run the large-batch kernel (mainloop=wgmma)",
    check = function(c, gpu, p) return p == nil or not gpu.wgmma or c.mainloop == "wgmma" or c.expand == 1 or p.N < 32 end},
-  {why = "the wgmma kernel (sm_90a): bitmap or sp24, one or two consumer warpgroups, bn >= 32, stages 2 to 4, "
-      .. "split up to 4, K % 8 == 0, its stages and output tile in shared memory",
+  {why = "the wgmma kernel (sm_90a): bitmap or sp24, one or two consumer warpgroups (sp24: up to four), bn >= 32, "
+      .. "stages 2 to 4 (sp24: to 8), split up to 4, K % 8 == 0, its stages and output tile in shared memory",
    check = function(c, gpu, p)   -- large.check's reason said (an `or` would drop it)
      if c.wsrc == "smem" then return true end
      return large.check(c, gpu, p)
