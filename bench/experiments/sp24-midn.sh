@@ -3,7 +3,7 @@
 # a build made elsewhere (scripts/build-static.sh):
 #   bash bench/experiments/sp24-midn.sh [build-static]
 # 1. Nsight Compute (clocks left alone) on the configurations named in PROFILE ("SHAPE|CONFIG;..."), and the SASS of
-#    the first one's main loop (cuobjdump over the kernel cache);
+#    the first one (rendered by `sptune gen`, compiled with nvcc, cuobjdump);
 # 2. a sweep: each shape of SHAPES against each configuration of CONFIGS (`sptune check`, verified, cuBLAS in the
 #    same run, not recorded). The table last.
 set -uo pipefail
@@ -22,9 +22,13 @@ for pc in "${profs[@]}"; do
   echo "== ncu $shape $cfg"
   grep -E "Duration|DRAM Throughput|L2 Cache Throughput|L1/TEX Cache Throughput|Memory Throughput|Compute \(SM\)|Warp Cycles Per Issued|Issue Slots Busy|Registers Per|No Eligible|Active Warps Per|Eligible Warps|Stall|Executed Instructions  " "$f" | head -30
 done
-if [ -n "${PROFILE:-}" ] && command -v cuobjdump > /dev/null; then
-  c=$(ls -t "$SPTUNE_CACHE_DIR"/*/*.cubin 2>/dev/null | head -1)
-  [ -n "$c" ] && cuobjdump -sass "$c" > "$out/sass.txt" 2>&1 && echo "SASS: $(grep -c '^ */\*[0-9a-f]*\*/' "$out/sass.txt") instructions, $out/sass.txt"
+# the SASS of the first profiled kernel: rendered and compiled again (the kernel cache's entries wrap the cubin)
+if [ ${#profs[@]} -gt 0 ] && command -v cuobjdump > /dev/null && command -v nvcc > /dev/null; then
+  pc=${profs[0]}
+  "$bin" gen slotfill-spmm --gpu auto --shape "${pc%%|*}" --config "$lay,${pc#*|}" > "$out/k.cu" &&
+    nvcc -cubin -gencode=arch=compute_90a,code=sm_90a -o "$out/k.cubin" -x cu "$out/k.cu" &&
+    cuobjdump -sass "$out/k.cubin" > "$out/sass.txt" &&
+    echo "SASS: $(grep -cE '^\s+/\*[0-9a-f]+\*/' "$out/sass.txt") instructions, $out/sass.txt"
 fi
 : > "$out/rows.txt"
 for shape in ${SHAPES:-}; do

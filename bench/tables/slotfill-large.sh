@@ -55,11 +55,11 @@ sp24_cands() {
   done
   echo "$list"
 }
-# The candidates for a batch of n tokens and an M x K matrix: one or two warpgroups, the token tile that covers n
+# The candidates for a batch of n tokens and an M x K matrix (2:4 weights: sp24_cands): one or two warpgroups, the token tile that covers n
 # (at most 256; from n = 256 on also 128), split-K where the tiles alone leave SMs idle; stages as deep as shared
 # memory allows (from 32 tokens on sm_90a serves the large-batch kernel alone).
 cands() {
-  local n=$1 m=$2 d=$3 bn=32 s w b list="" lay=""
+  local n=$1 m=$2 d=$3 bn=32 s w b list=""
   while [ "$bn" -lt "$n" ] && [ "$bn" -lt 256 ]; do bn=$((bn * 2)); done
   if [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ]; then   # W decoded into shared memory (bitmap)
     for b in $([ "$d" = 3 ] || echo $bn $([ "$bn" = 256 ] && echo 128)); do
@@ -82,12 +82,12 @@ cands() {
   if [ "$d" = 3 ]; then sp24_cands "$n" "$m" "$bn" "$list"; return; fi
   for b in $bn $([ "$bn" = 256 ] && echo 128); do
     local st=4
-    if [ "$d" = 3 ]; then st=6; [ "$b" = 256 ] && st=4; else [ "$b" = 256 ] && st=2; fi
+    [ "$b" = 256 ] && st=2
     for w in 8 4; do
       for s in 1 2 4; do
         local ctas=$(( (m + 16 * w - 1) / (16 * w) * ((n + b - 1) / b) ))
         [ "$s" -gt 1 ] && [ $((ctas * s / 2)) -ge 132 ] && continue   # half the split already fills the SMs
-        list="${list:+$list;}${lay}mainloop=wgmma,warps=$w,bn=$b,stages=$st,split=$s"
+        list="${list:+$list;}mainloop=wgmma,warps=$w,bn=$b,stages=$st,split=$s"
       done
     done
   done

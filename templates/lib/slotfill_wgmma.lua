@@ -27,22 +27,26 @@ local M = {}
 M.REC = 1152       -- sp24: a tile's record of 64 columns (two k32 steps and their metadata)
 M.GROUP = 4        -- bitmap: 16-column steps decoded ahead of each commit group (their decode chains interleave)
 
+-- setmaxnreg's budgets by block size: {producer's warpgroup, consumers} after the dec and the inc. 384 threads cap a
+-- thread at 168 registers (the accumulators and the decode need more); 544 would leave four consumer warpgroups ~96
+-- (ptxas then serialises wgmma; 104 still does). An inc only takes what the CTA's own decs gave back (more waits
+-- forever): checked here once for each.
+local REGS = {[384] = {40, 232}, [640] = {24, 112}}
+for threads, r in pairs(REGS) do
+  local start = 65536 // threads // 8 * 8
+  assert((start - r[1]) * 128 >= (r[2] - start) * (threads - 128), "setmaxnreg over budget")
+end
+
 -- Shared memory (bytes from a 1024-aligned base): the X stages, the W stages (bitmap: a ring and a guard its worst
 -- reads stay inside; sp24: fixed records), the bitmap's per-slot block offsets, the mbarriers and the ring's books.
 function M.layout(c)
   local l = {}
   l.nt = c.warps
   l.bm = 16 * c.warps
-  -- two consumer warpgroups of 128 accumulators (bn 256): the producer a warpgroup of its own (one warp working), so
-  -- that setmaxnreg can move registers from it to the consumers (384 threads cap a thread at 168 registers; the
-  -- accumulators and the decode need more); else a producer warp
-  -- sp24's four consumer warpgroups (warps 16) with bn 128 likewise: 544 threads leave them ~96 registers (ptxas then
-  -- serialises wgmma). setmaxnreg.inc only takes what the CTA's own decs gave back (a larger one waits forever): 640
-  -- threads start at 96, the producer's 128 go down to 24 (72 each), so the consumers get 96 + 72 / 4 = 114, 112 in
-  -- steps of 8 (104 still serialises)
+  -- two consumer warpgroups of 128 accumulators (bn 256), and sp24's four (warps 16) at bn 128: the producer a
+  -- warpgroup of its own (one warp working), so that setmaxnreg moves registers from it to the consumers (REGS)
   l.threads = (c.warps == 8 and c.bn == 256) and 384 or (c.warps == 16 and c.bn == 128) and 640 or 32 * (c.warps + 1)
-  l.maxnreg = l.threads == 384 and 232 or l.threads == 640 and 112 or nil
-  l.minnreg = l.threads == 640 and 24 or 40
+  l.regs = REGS[l.threads]
   l.box = c.bn * 128
   if c.decode == "bitmap" then   -- stages of 128 columns (a block's width): two X boxes
     l.xstage = 2 * l.box
@@ -50,8 +54,8 @@ function M.layout(c)
     l.need_max = l.nt * bitmap.BLOCK_MAX
     l.warea = l.ring + bitmap.BLOCK_MAX + 512
   else                           -- stages of krec x 64 columns (records): krec X boxes, krec records a tile
-    l.xstage = (c.krec or 1) * l.box
-    l.wstage = l.nt * M.REC * (c.krec or 1)
+    l.xstage = c.krec * l.box
+    l.wstage = l.nt * M.REC * c.krec
     l.warea = c.stages * l.wstage
   end
   l.xarea = c.stages * l.xstage
@@ -76,10 +80,10 @@ function M.check(c, gpu, p)
   end
   -- two warpgroups at bn 128 with 4 records a stage measured wrong on the H200 (docs/journal/2026-12-04.md), every
   -- shape; the cause is not found, so the tiles' records a stage stay within what measured exact
-  if c.warps // 4 * c.bn * (c.krec or 1) > 512 then
+  if c.warps // 4 * c.bn * c.krec > 512 then
     return false, "warpgroups x bn x krec <= 512 (more measured wrong)"
   end
-  if c.warps == 16 and c.bn * (c.krec or 1) > 128 then
+  if c.warps == 16 and c.bn * c.krec > 128 then
     return false, "four consumer warpgroups take bn x krec <= 128 (their registers)"
   end
   if c.tpw ~= 1 or c.bn < 32 or c.stages > (c.decode == "sp24" and 8 or 4) then
@@ -87,11 +91,7 @@ function M.check(c, gpu, p)
   end
   if c.split > 4 then return false, "split up to 4" end
   local l = M.layout(c)
-  if l.maxnreg then   -- what the consumers' setmaxnreg.inc takes, the producer's warpgroup gave back
-    local start = 65536 // l.threads // 8 * 8
-    assert((start - l.minnreg) * 128 >= (l.maxnreg - start) * (l.threads - 128), "setmaxnreg over budget")
-  end
-  if (c.krec or 1) > 1 and l.threads == 384 then
+  if c.krec > 1 and l.threads == 384 then
     return false, "krec 1 with bn 256 on two warpgroups (more records a stage serialise wgmma: too few registers)"
   end
   if c.decode == "sp24" and c.ring ~= 36 then return false, "sp24 stages fixed records (ring at its default)" end
@@ -102,6 +102,16 @@ function M.check(c, gpu, p)
   if l.ystage > l.xarea + l.warea or l.red > l.xarea + l.warea then return false, "the output tile fits the stages' space" end
   if l.total > gpu.smem_per_block then return false, string.format("%d bytes > %d", l.total, gpu.smem_per_block) end
   return true
+end
+
+-- The deepest pipeline (stages 8, 6, 4, 3, 2) this configuration takes on this GPU and problem, or nil.
+function M.deepest_stages(c, gpu, p)
+  local t = {}
+  for k, v in pairs(c) do t[k] = v end
+  for _, s in ipairs({8, 6, 4, 3, 2}) do
+    t.stages = s
+    if M.check(t, gpu, p) then return s end
+  end
 end
 
 -- d[64 x n] += A(64 x 16 (sparse: 64 x 32, 2:4), registers) * B(n x 16 (32), smem)^T: the register-source forms.
@@ -415,7 +425,7 @@ end
 -- ignores its 40 registers, C7507, and then serialises wgmma for want of registers); the bitmap kernel's text stays
 -- as its shipped results were measured.
 function M.producer_exits(c)
-  return c.decode == "sp24" and M.layout(c).maxnreg ~= nil
+  return c.decode == "sp24" and M.layout(c).regs ~= nil
 end
 
 -- The output tile: staged in shared memory and stored 16 bytes at a time, or the cluster's partial tiles added.
@@ -428,7 +438,7 @@ end
 function M.emit(c, name, params, f16)
   local l = M.layout(c)
   local sp24 = c.decode == "sp24"
-  local kr = c.krec or 1
+  local kr = c.krec
   local header = sp24
     and "h[5] == 64u && h[36] == 3u && (h[22] | h[23] | h[24] | h[25]) == 0u"
     or "h[5] == 128u && h[36] == 2u"
@@ -513,10 +523,10 @@ ${epilogue}
      ring_decl = sp24 and "" or RING_DECL, decode_decl = sp24 and "" or DECODE_DECL,
      exit = not M.producer_exits(c) and "        if (SP_SPLIT == 1) return;" or c.split == 1 and "        return;"
             or PRODUCER_CLUSTER_EXIT,
-     dec = l.maxnreg and string.format('        asm volatile("setmaxnreg.dec.sync.aligned.u32 %d;\\n" ::: "memory");',
-                                       l.minnreg) or "",
-     inc = l.maxnreg and string.format(' else {\n        asm volatile("setmaxnreg.inc.sync.aligned.u32 %d;\\n" ::: "memory");\n    }',
-                                       l.maxnreg) or "",
+     dec = l.regs and string.format('        asm volatile("setmaxnreg.dec.sync.aligned.u32 %d;\\n" ::: "memory");',
+                                    l.regs[1]) or "",
+     inc = l.regs and string.format(' else {\n        asm volatile("setmaxnreg.inc.sync.aligned.u32 %d;\\n" ::: "memory");\n    }',
+                                    l.regs[2]) or "",
      kr_def = kr > 1 and "\n#define SP_KR " .. kr or "",
      fill = text.fill(sp24 and (kr > 1 and FILL_SP24_KR or FILL_SP24) or FILL_BITMAP,
                       {xload = XLOAD, offsets = bitmap.block_offsets("        "),

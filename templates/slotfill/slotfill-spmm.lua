@@ -545,8 +545,8 @@ return {
     while split < 4 and ctas * split < gpu.sm_count and (p.K + 127) // 128 >= 2 * split do split = split * 2 end
     if p.dist == 3 then   -- up to bn 128, stages of 2 or 4 records (fewer, larger copies), as many as fit
       local krec = bn == 256 and 1 or (warps == 4 and bn <= 64) and 4 or 2
-      local stages = bn == 256 and 4 or math.min(8, (226 * 1024) // (krec * (warps * large.REC + bn * 128)))
-      stages = stages == 7 and 6 or stages == 5 and 4 or stages
+      local stages = bn == 256 and 4 or large.deepest_stages({mainloop = "wgmma", decode = "sp24", warps = warps, bn = bn,
+                                                               split = split, krec = krec, tpw = 1, ring = 36}, gpu, p)
       return string.format("mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=%d,bn=%d,stages=%d,split=%d,krec=%d",
                            warps, bn, stages, split, krec)
     end
