@@ -159,6 +159,19 @@ static void test_unlisted_space(void)
        7, p3 5 or 8 (the sum stays divisible by 3) */
     CHECK_MSG(found_seed == 1 && neighbours == 16, "seed %d, neighbours %d of %lld candidates", found_seed, neighbours, cs.n);
     sp_configs_free(&cs);
+    /* a sample where valid configurations are too rare to draw from the product (1 in 3 M): from subtrees, never a
+       listing; valid, distinct, in space order */
+    const double t0 = sp_now_s();
+    CHECK_ST(sp_space_draw(t, &g, NULL, 12, 9, &cs), SPTUNE_OK);
+    CHECK_MSG(cs.n == 12, "%lld drawn, not 12", cs.n);
+    for (long long i = 0; i < cs.n; i++) {
+        int ok = 0;
+        CHECK_ST(sp_template_check(t, &cs.v[i], &g, NULL, &ok, NULL), SPTUNE_OK);
+        CHECK(ok);
+        CHECK(i == 0 || sp_config_cmp(&cs.v[i - 1], &cs.v[i]) < 0);
+    }
+    printf("test_template_space: 12 drawn from 1e10 combinations in %.1f s\n", sp_now_s() - t0);
+    sp_configs_free(&cs);
     sp_template_free(t);
 }
 

@@ -112,11 +112,13 @@ sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_
         for (int k = 0; k < c.nparams; k++) c.idx[k] = (int)sp_rng_below(&s, (uint64_t)sp_template_param(t, k)->nvalues);
         st = draw_keep(t, gpu, p, &c, out);
     }
+    if (st == SPTUNE_OK && out->n < n && sp_space_raw(t) > SP_SPACE_LIST_MAX) /* rare, and too many to list */
+        st = sp_space_draw_subtrees(t, gpu, p, n, seed, out);
     if (st != SPTUNE_OK) {
         sp_configs_free(out);
         return st;
     }
-    if (out->n < n) { /* valid configurations are rare, or fewer than n: list them and sample */
+    if (out->n < n && sp_space_raw(t) <= SP_SPACE_LIST_MAX) { /* rare, or fewer than n: list them and sample */
         sp_configs_free(out);
         st = sp_space_collect(t, gpu, p, out);
         return st == SPTUNE_OK ? sp_space_sample(out, t, n, seed) : st;

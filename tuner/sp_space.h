@@ -16,7 +16,8 @@ sptune_status sp_space_collect(sp_template *t, const sp_gpu_profile *gpu, const 
 sptune_status sp_space_sample(sp_configs *cs, const sp_template *t, long long n, unsigned long long seed);
 /* n configurations of the valid space drawn without listing it: the default for gpu (when valid), then
  * seeded uniform draws over the parameters' product kept when valid and new, in space order. Where valid
- * configurations are too rare to draw that way (or fewer than n), the space is listed and sampled. */
+ * configurations are too rare to draw that way (or fewer than n), the space is listed and sampled, or where it is
+ * too large to list (SP_SPACE_LIST_MAX) the rest drawn from random subtrees (sp_space_draw_subtrees). */
 sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, long long n,
                             unsigned long long seed, sp_configs *out);
 /* Spaces too large to list (tuner/sp_space_large.c). A space whose parameters' product passes SP_SPACE_LIST_MAX
@@ -34,6 +35,11 @@ typedef struct sp_space_count {
 } sp_space_count;
 sptune_status sp_space_count_valid(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, double seconds,
                                    unsigned long long seed, sp_space_count *out);
+/* Appends to out, each once, one valid configuration (uniform within it) from each of random subtrees of the walk
+ * until out holds n or 30 + 16 n subtrees were walked: sp_space_draw's way where valid configurations are too rare
+ * to draw from the product and the space too large to list (then it may return fewer than n). */
+sptune_status sp_space_draw_subtrees(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, long long n,
+                                    unsigned long long seed, sp_configs *out);
 /* What to search where the space is too large to list: each valid seed, every valid configuration one or two
  * parameters away from a seed, and one configuration from each of the random subtrees walked for `seconds` (30
  * at least); in space order, each once. */

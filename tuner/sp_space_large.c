@@ -105,6 +105,26 @@ static sptune_status neighbours(sp_template *t, const sp_gpu_profile *gpu, const
     return st;
 }
 
+sptune_status sp_space_draw_subtrees(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, long long n,
+                                    unsigned long long seed, sp_configs *out)
+{
+    double prefixes;
+    const int j = prefix_len(t, &prefixes);
+    uint64_t rng = seed ^ 0x6a09e667f3bcc909ull;
+    sptune_status st = SPTUNE_OK;
+    for (long long tries = 0; st == SPTUNE_OK && out->n < n && tries < MIN_SAMPLES + 16 * n; tries++) {
+        int prefix[SP_MAX_PARAMS];
+        random_prefix(t, j, &rng, prefix);
+        pick k = {.rng = &rng};
+        long long count = 0, i = 0;
+        st = sp_template_subspace(t, gpu, p, prefix, j, pick_cb, &k, &count);
+        if (st != SPTUNE_OK || k.seen == 0) continue;
+        while (i < out->n && sp_config_cmp(&out->v[i], &k.c) != 0) i++;
+        if (i == out->n && sp_configs_push(out, &k.c)) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+    }
+    return st;
+}
+
 sptune_status sp_space_candidates(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
                                   const sp_config *seeds, int nseeds, double seconds, unsigned long long seed,
                                   sp_configs *out)
