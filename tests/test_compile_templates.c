@@ -249,8 +249,8 @@ static void check_named_paths(void)
 
 /* slotfill-spmm's large-batch kernels (mainloop=wgmma, W decoded into registers or shared memory): both layouts
  * compile for sm_90a (the widest token tile, 128 accumulators a thread beside the decode; split-K through clusters;
- * fp16; sp24 in pairs of CTAs sharing X, launched as such, and refused beside split-K); a GPU without wgmma (sm_120)
- * and a K the copy engine cannot read (K % 8 != 0) refuse it. */
+ * fp16); a GPU without wgmma (sm_120) and a K the
+ * copy engine cannot read (K % 8 != 0) refuse it. */
 static void check_slotfill_large(void)
 {
     static const struct { const char *shape, *config; } cases[] = {
@@ -260,9 +260,6 @@ static void check_slotfill_large(void)
          "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=256,stages=2,split=1"},
         {"M=1000,K=1032,N=600,sparsity=50,fp16=1,dist=3",
          "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=2,dtype=f16"},
-        /* sp24 in pairs of CTAs sharing the X boxes (mcast=2) */
-        {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=3",
-         "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=4,split=1,krec=2,mcast=2"},
         /* W decoded into shared memory (wsrc=smem): the widest tile, and split-K in fp16 */
         {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2", "mainloop=wgmma,wsrc=smem,warps=8,bn=256,stages=3,split=1"},
         {"M=1000,K=1032,N=600,sparsity=50,fp16=1,dist=2",
@@ -287,22 +284,6 @@ static void check_slotfill_large(void)
             CHECK_MSG(strstr(k.source, "wgmma.mma_async") != NULL, "%s: no wgmma in the source", cases[i].config);
             sp_kernel_src_free(&k);
             compile_one(t, &c, &gpu, &p);
-        }
-        if (ok == 1 && strstr(cases[i].config, "mcast=2")) {   /* pairs along M: the grid's x doubled, half boxes */
-            sp_kernel_src k;
-            CHECK_ST(sp_template_emit(t, &c, &gpu, &p, &k), SPTUNE_OK);
-            const sp_kernel_stage *st = &k.stage[0];
-            CHECK_MSG(st->cluster[0] == 2 && st->cluster[1] == 1 && st->cluster[2] == 1 && st->grid[0] == 2 * 5 &&
-                      st->grid[1] == 4 && st->tmaps.n == 1 && st->tmaps.v[0].box_rows == 64,
-                      "mcast=2: grid %u x %u, cluster %u x %u x %u", st->grid[0], st->grid[1], st->cluster[0],
-                      st->cluster[1], st->cluster[2]);
-            sp_kernel_src_free(&k);
-            sp_config split2;   /* its clusters are the pair's: no split-K beside them */
-            CHECK_ST(sp_config_parse(t, "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=4,split=2,"
-                                        "krec=2,mcast=2", &split2), SPTUNE_OK);
-            CHECK_ST(sp_template_check(t, &split2, &gpu, &p, &ok, NULL), SPTUNE_OK);
-            CHECK_MSG(ok == 0, "mcast=2 valid with split 2");
-            ok = 1;
         }
         odd = p;
         for (int d = 0; d < odd.n; d++)

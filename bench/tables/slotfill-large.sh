@@ -26,7 +26,6 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   grep -E "CHECK failed|checks" "$out/gpu_ops.log" | head -20
   mc="mainloop=wgmma,warps=8,bn=128,stages=3,split=2,ring=48;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=1"
   mc="$mc;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=64,stages=3,split=2,krec=2"
-  mc="$mc;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=4,split=1,krec=2,mcast=2"
   [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,decode=sp24,window=64,dbits=7"
   [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2"
   for d in 2 3; do
@@ -37,8 +36,7 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
 fi
 # 2:4 weights (sp24): one, two or four consumer warpgroups, the covering token tile and the one below it, stages of
 # 2 or 4 records (1 where more do not fit the registers: bn 256 on two warpgroups, bn 128 on four) as deep as shared
-# memory allows (at most 8), split-K where the tiles leave SMs idle, or pairs of CTAs sharing X (mcast=2); the
-# constraints drop what does not fit.
+# memory allows (at most 8), split-K where the tiles leave SMs idle; the constraints drop what does not fit.
 sp24_cands() {
   local n=$1 m=$2 bn=$3 list=$4 b w k s st ctas
   for b in $bn $([ "$bn" -ge 128 ] && echo $((bn / 2))); do
@@ -51,8 +49,6 @@ sp24_cands() {
         for s in 1 2 4; do
           [ "$s" -gt 1 ] && [ $((ctas * s / 2)) -ge 132 ] && continue
           list="${list:+$list;}decode=sp24,window=64,dbits=7,mainloop=wgmma,warps=$w,bn=$b,stages=$st,split=$s,krec=$k"
-          # without split-K also in pairs along M sharing the X boxes
-          [ "$s" = 1 ] && list="$list;decode=sp24,window=64,dbits=7,mainloop=wgmma,warps=$w,bn=$b,stages=$st,split=1,krec=$k,mcast=2"
         done
       done
     done

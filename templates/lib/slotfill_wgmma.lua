@@ -402,9 +402,8 @@ M.ACC = [[
         #pragma unroll
         for (int e = 0; e < 4; ++e) acc[j][e] = 0.0f;]]
 
--- Both large-batch kernels: the block's sizes, and the device helpers (mma_fn: the kernel's wgmma form; pair: the
--- cluster helpers of mcast = 2).
-function M.head(mma_fn, f16, pair)
+-- Both large-batch kernels: the block's sizes, and the device helpers (mma_fn: the kernel's wgmma form).
+function M.head(mma_fn, f16)
   return text.fill([[
 #define SP_HDR ${hdr}
 #define SP_MASKB ${masks}
@@ -415,39 +414,11 @@ ${device}
 ${step_counts}
 ${sync}
 ${tmap}
-${tma_load}${pair}
+${tma_load}
 ${mma_fn}
 ${out16}]], {hdr = bitmap.HEADER, masks = bitmap.MASKS, bmax = bitmap.BLOCK_MAX, device = bitmap.DEVICE,
               step_counts = bitmap.STEP_COUNTS, sync = wgmma.SYNC, tmap = wgmma.TMAP, tma_load = wgmma.TMA_LOAD,
-              pair = pair and "\n" .. wgmma.cluster_device or "", mma_fn = mma_fn, out16 = common.out16(f16)})
-end
-
--- mcast = 2: a pair of CTAs along M (cluster ranks 0 and 1, ranks of blockIdx.x) shares each X box, each copying half
--- its rows into both; a stage is free once both CTAs' consumers released it, and neither leaves while the other can
--- still reach its shared memory. Applied to the kernel's text, which stays as it was with mcast = 1.
-local function swap(s, old, new)
-  local i, j = s:find(old, 1, true)
-  assert(i, "slotfill_wgmma: pair edit not found: " .. old)
-  return s:sub(1, i - 1) .. new .. s:sub(j + 1)
-end
-local PAIR_EDITS = {
-  {"const int tiles_n = (int)gridDim.x, tiles_m = (int)gridDim.y;",
-   "const int rank = (int)(blockIdx.x & 1u), tiles_n = (int)gridDim.x >> 1, tiles_m = (int)gridDim.y;   /* y: pairs */"},
-  {"const int id = (int)(blockIdx.y * gridDim.x + blockIdx.x)", "const int id = (int)blockIdx.y * tiles_n + (int)(blockIdx.x >> 1)"},
-  {"m0 = (r / width) * SP_BM", "m0 = ((r / width) * 2 + rank) * SP_BM"},
-  {"sp_mbar_init(bars + 8 * (SP_S + s), SP_NT);", "sp_mbar_init(bars + 8 * (SP_S + s), 2 * SP_NT);"},
-  {"    __syncthreads();\n    if (warp >= SP_NT) {", "    sp_cluster_sync();   /* the pair's barriers ready */\n    if (warp >= SP_NT) {"},
-  -- the second CTA of a pair past M copies its half of X and no W
-  {"min(tiles - tile0, SP_NT)", "max(0, min(tiles - tile0, SP_NT))"},
-}
-local function pair_edits(s)
-  for _, e in ipairs(PAIR_EDITS) do s = swap(s, e[1], e[2]) end
-  s = s:gsub("sp_mbar_arrive%(bars %+ 8 %* %(SP_S %+", "sp_mbar_release2(bars + 8 * (SP_S +")
-  return s
-end
-local function pair_xloads(fill)
-  return (fill:gsub("sp_tma_load_2d%(([^,]+), &sp_tmX, ([^,]+), n0, full%)",
-                    "sp_tma_load_2d_mc(%1 + rank * (SP_BN / 2) * 128, &sp_tmX, %2, n0 + rank * (SP_BN / 2), full)"))
+              mma_fn = mma_fn, out16 = common.out16(f16)})
 end
 
 -- With setmaxnreg the producer's warpgroup leaves by a plain return: behind the constant split test ptxas ignores
@@ -468,24 +439,6 @@ function M.emit(c, name, params, f16)
   local l = M.layout(c)
   local sp24 = c.decode == "sp24"
   local kr = c.krec
-  local pair = c.mcast == 2
-  local fill = text.fill(sp24 and (kr > 1 and FILL_SP24_KR or FILL_SP24) or FILL_BITMAP,
-                         {xload = XLOAD, offsets = bitmap.block_offsets("        "),
-                          next_block = bitmap.block_next("            ", "it"),
-                          ring_alloc = bitmap.ring_alloc("const sp_u32 need = __shfl_sync(SP_FULL, pre, 31);",
-                                                         "2 * ", "   /* its blocks decoded */")})
-  local exit = not M.producer_exits(c) and "        if (SP_SPLIT == 1) return;" or c.split == 1 and "        return;"
-               or PRODUCER_CLUSTER_EXIT
-  if pair then
-    fill = pair_xloads(fill)
-    exit = "        sp_cluster_sync();   /* the pair done with each other's shared memory */\n        return;"
-  end
-  local src = M.emit_text(c, name, params, f16, l, sp24, kr, fill, exit)
-  return pair and pair_edits(src) or src
-end
-
--- The kernel's text around its producer's loop (fill) and the way the producer's warps leave (exit).
-function M.emit_text(c, name, params, f16, l, sp24, kr, fill, exit)
   local header = sp24
     and "h[5] == 64u && h[36] == 3u && (h[22] | h[23] | h[24] | h[25]) == 0u"
     or "h[5] == 128u && h[36] == 2u"
@@ -566,15 +519,19 @@ ${epilogue}
 ]], {nt = l.nt, bm = l.bm, bn = c.bn, nb = c.bn // 8, stages = c.stages, split = c.split, box = l.box,
      xstage = l.xstage, woff = l.xarea, slots = l.slots, bars = l.bars, book = l.book, ypitch = l.ypitch,
      rpitch = l.rpitch, ring = l.ring or 0, wstage = l.wstage or 0, rec = M.REC, group = M.GROUP,
-     head = M.head(rs_fn(c.bn, f16, sp24), f16, c.mcast == 2), acc = M.ACC, threads = l.threads, name = name, params = params, dtype = f16 and 1 or 0,
+     head = M.head(rs_fn(c.bn, f16, sp24), f16), acc = M.ACC, threads = l.threads, name = name, params = params, dtype = f16 and 1 or 0,
      ring_decl = sp24 and "" or RING_DECL, decode_decl = sp24 and "" or DECODE_DECL,
-     exit = exit,
+     exit = not M.producer_exits(c) and "        if (SP_SPLIT == 1) return;" or c.split == 1 and "        return;"
+            or PRODUCER_CLUSTER_EXIT,
      dec = l.regs and string.format('        asm volatile("setmaxnreg.dec.sync.aligned.u32 %d;\\n" ::: "memory");',
                                     l.regs[1]) or "",
      inc = l.regs and string.format(' else {\n        asm volatile("setmaxnreg.inc.sync.aligned.u32 %d;\\n" ::: "memory");\n    }',
                                     l.regs[2]) or "",
      kr_def = kr > 1 and "\n#define SP_KR " .. kr or "",
-     fill = fill,
+     fill = text.fill(sp24 and (kr > 1 and FILL_SP24_KR or FILL_SP24) or FILL_BITMAP,
+                      {xload = XLOAD, offsets = bitmap.block_offsets("        "),
+                       next_block = bitmap.block_next("            ", "it"), ring_alloc = bitmap.ring_alloc("const sp_u32 need = __shfl_sync(SP_FULL, pre, 31);",
+                                                                     "2 * ", "   /* its blocks decoded */")}),
      -- each step of a group keeps its own high halves (the decode's predicated loads read-modify-write them: one
      -- register set would chain the group's steps one after another)
      chunk = sp24 and (kr > 1 and CHUNK_SP24_KR or CHUNK_SP24) or text.fill(CHUNK_BITMAP, {prep = bitmap.PREP,
@@ -582,7 +539,7 @@ ${epilogue}
      prologue = text.fill(M.PROLOGUE, {header = header, chunks = sp24 and (kr > 1 and "(((K + 63) >> 6) + SP_KR - 1) / SP_KR"
                                                                         or "(K + 63) >> 6") or "(K + 127) >> 7",
                                        dtype = f16 and 1 or 0}),
-     epilogue = M.epilogue(c) .. (c.mcast == 2 and "\n    sp_cluster_sync();" or "")})
+     epilogue = M.epilogue(c)})
 end
 
 return M

@@ -88,9 +88,6 @@ local params = {
   {name = "krec", values = {1, 2, 4}, default = 1, added = true,
    doc = "the large-batch sp24 kernel: 64-column records a pipeline stage carries (each tile's in one bulk copy, and "
       .. "as many X boxes): fewer, larger copies and barrier rounds a call"},
-  {name = "mcast", values = {1, 2}, default = 1, added = true,
-   doc = "the large-batch sp24 kernel without split-K: 2, CTAs in clusters of two along M, each copying half of every "
-      .. "X box into both (the X tile read from L2 once for two W tiles)"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
@@ -209,11 +206,6 @@ local constraints = {
    end},
   {why = "krec is the large-batch sp24 kernel's (1 for every other)",
    check = function(c) return c.krec == 1 or (c.decode == "sp24" and c.mainloop == "wgmma" and c.expand == 0) end},
-  {why = "mcast = 2 is the large-batch sp24 kernel's without split-K (its clusters are the pair's), on a GPU with clusters",
-   check = function(c, gpu)
-     return c.mcast == 1 or (c.decode == "sp24" and c.mainloop == "wgmma" and c.expand == 0 and c.split == 1 and
-                             gpu.cluster and true or false)
-   end},
   {why = "wsrc=smem: the bitmap layout's wgmma kernel (sm_90a) with two consumer warpgroups (warps 8), tpw 1, ring at "
       .. "its default, bn >= 32, stages 2 to 4, split up to 4, K % 8 == 0, its stages in shared memory",
    check = wsmem.check},
@@ -479,11 +471,6 @@ local function fused_launch(c, p, gpu)
   if c.mainloop == "wgmma" then
     local bm = 16 * c.warps
     local l = (c.wsrc == "smem" and wsmem or large).layout(c)
-    if c.mcast == 2 then   -- pairs along M: grid x the token tiles twice over, y the pairs of W tiles
-      return {grid = {2 * ((p.N + c.bn - 1) // c.bn), ((p.M + bm - 1) // bm + 1) // 2, 1}, block = {l.threads, 1, 1},
-              smem = l.total, cluster = {2, 1, 1},
-              tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn // 2, box_cols = 64, swizzle = 128}}}
-    end
     return {grid = {(p.N + c.bn - 1) // c.bn, (p.M + bm - 1) // bm, c.split}, block = {l.threads, 1, 1},
             smem = l.total, cluster = {1, 1, c.split},
             tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn, box_cols = 64, swizzle = 128}}}
