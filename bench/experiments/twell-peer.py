@@ -18,15 +18,16 @@ against the fp32 reference (gate rounded to bf16 as the kernels store it): the r
 whole output and the outputs off by more than 2^-7 |ref| + 1e-3 rms(ref) + the bf16 rounding allowance of
 h (the tuner's check, tuner/sp_case_twell_ffn.c). --gen 1 makes the activations by the layer instead (the tuner's
 second generator: Gaussian tokens of log-normal gains, sigma --spread, through gate weights whose biases set the
-rates). sptune.twell_ffn(autotune=True) rows: autotuned on their first call (the check's), which prints what it
-chose, into a fresh database unless --db says otherwise (one run's records served to the next would measure the
-records, not the served kernels). Times: CUDA events, in three rounds that take the implementations in turn
-(each round starting one further along, at least 3 calls and 20 ms of unmeasured warm-up before each one's
-samples), so that none is timed only right after another's heavy run: per call (the median of 21 calls, each
-between its own events: the host's work before the first kernel counts) and back to back (the median of 6 groups
-of 7 calls between one pair of events: the kernels' own time). --profile adds, per implementation, its kernels'
-times under torch's profiler (their sum against the back-to-back time: what the gaps between kernels cost) and the
-SM clock it ran at (NVML).
+rates). --describe: sptune's kernels are those served for the layer described from its first 4096 tokens
+(sptune.describe_twell), the engine's path on data unlike the default's. sptune.twell_ffn(autotune=True) rows:
+autotuned on their first call (the check's), which prints what it chose, into a fresh database unless --db says
+otherwise (one run's records served to the next would measure the records, not the served kernels). Times: CUDA
+events, in three rounds that take the implementations in turn (each round starting one further along, at least 3
+calls and 20 ms of unmeasured warm-up before each one's samples), so that none is timed only right after another's
+heavy run: per call (the median of 21 calls, each between its own events: the host's work before the first kernel
+counts) and back to back (the median of 6 groups of 7 calls between one pair of events: the kernels' own time).
+--profile adds, per implementation, its kernels' times under torch's profiler (their sum against the back-to-back
+time: what the gaps between kernels cost) and the SM clock it ran at (NVML).
 Prints a markdown table last."""
 import argparse
 import importlib.util
@@ -258,6 +259,9 @@ def main():
                     help="how the activations are made: 0 each neuron fires at its rate (the recipe above), 1 by the "
                          "layer itself (Gaussian tokens of log-normal gains through biased gate weights)")
     ap.add_argument("--spread", type=float, default=0.5, help="--gen 1: sigma of the tokens' log-gain")
+    ap.add_argument("--describe", action="store_true",
+                    help="serve sptune the layer described from its first 4096 tokens (sptune.describe_twell), as an "
+                         "engine does, instead of nnz and the dense share alone")
     ap.add_argument("--db", default=None,
                     help="the tuning database sptune reads and autotune=True records into (default: a fresh one for "
                          "this run, so that one run's autotuned records are neither served to the next nor left in "
@@ -296,7 +300,14 @@ def main():
         # the kernel the runtime API serves for this problem, launched on preallocated buffers (what an
         # engine does; sptune.twell_ffn adds the Python op's allocation and dispatch)
         problem = f"M={sptune.token_bucket(M)},D={D},F={F},nnz={int(round(args.nnz))},dense={args.dense:g}"
-        ks = [sptune.kernel("twell-ffn", problem + f",order={o}") for o in (1, 0)]
+        probs = {o: problem + f",order={o}" for o in (1, 0)}
+        if args.describe:   # the engine's path: the layer described from its first 4096 tokens' gate
+            for o, w in ((1, pg), (0, wg)):
+                fired = torch.relu(x[:4096] @ w.T) > 0
+                probs[o] = sptune.describe_twell(fired.sum(1).tolist(), fired.sum(0).tolist(), M, D, order=o)
+                del fired
+            print(f"{shape}: described as {probs[1]}", flush=True)
+        ks = [sptune.kernel("twell-ffn", probs[o]) for o in (1, 0)]
         for o, k in zip((1, 0), ks):
             print(f"{shape}: sptune serves for order={o} {k.config} ({k.origin})", flush=True)
         fixed = [sptune.kernel("twell-ffn", problem + ",order=1", fixed=cfg) for cfg in args.config]
@@ -315,7 +326,10 @@ def main():
         for i, k in enumerate(fixed):
             print(f"  --config {i + 1}: {k.config}", flush=True)
             out[f"sptune twell-ffn (order=1), --config {i + 1}"] = lambda k=k: sptune_ffn(k, (pg, pu, pd))
-        if args.dense == 0.5:   # the Python op asks for the default distribution
+        if args.describe:
+            out["sptune.twell_ffn (Python op, described)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, calibrated=True,
+                                                                                      problem=probs[1])
+        elif args.dense == 0.5:   # the Python op asks for the default distribution
             out["sptune.twell_ffn (Python op)"] = lambda: sptune.twell_ffn(x, pg, pu, pd, nnz=int(round(args.nnz)),
                                                                            calibrated=True)
         # autotuned on its first call (here the correctness check's): the faster of sptune's fastest and cuBLAS
