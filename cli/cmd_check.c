@@ -7,8 +7,41 @@
 #include "sp_tune.h"
 
 #include <math.h>
+#include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+/* The watchdog: a kernel that never ends would block this process for good (variants run here, not in tune's
+ * worker), so each step runs under an alarm whose handler says which step and exits; what was recorded before it
+ * stays (each result is committed as it is measured). */
+#define CHECK_TIMED_OUT 4
+static char watchdog_msg[1024];
+static size_t watchdog_len;
+
+static void watchdog_fire(int sig)
+{
+    (void)sig;
+    if (write(STDERR_FILENO, watchdog_msg, watchdog_len) < 0) { /* nothing more can be said */ }
+    _exit(CHECK_TIMED_OUT);
+}
+
+static void watchdog_arm(unsigned seconds, const char *cmd, const char *problem, const char *what)
+{
+    snprintf(watchdog_msg, sizeof watchdog_msg, "\nsptune %s: %s at %s gave no result within %u s (a kernel that "
+             "never ends?): stopped; the results before it are recorded (--timeout sets the limit; sptune tune "
+             "measures in a worker it replaces)\n", cmd, what, problem, seconds);
+    watchdog_len = strlen(watchdog_msg);
+    fflush(stdout);   /* what was printed before the step survives the handler's _exit */
+    struct sigaction sa;
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = watchdog_fire;
+    sigaction(SIGALRM, &sa, NULL);
+    alarm(seconds);
+}
+
+static void watchdog_disarm(void) { alarm(0); }
 
 typedef struct problem_summary {
     const char *op;
@@ -21,7 +54,7 @@ typedef struct problem_summary {
 
 /* Measures configurations cs of t on one problem; records each in db (may be NULL). */
 static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const sp_problem *p,
-                           sp_configs *cs, sp_db *db, sp_cache *cache, int verbose, problem_summary *sum)
+                           sp_configs *cs, sp_db *db, sp_cache *cache, unsigned timeout, problem_summary *sum)
 {
     sp_case kase;
     sptune_status st;
@@ -33,7 +66,10 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
     if ((st = sp_case_create(b, sp_template_name(t), p, &kase)) != SPTUNE_OK) return cli_error(cmd, st);
     sum->flops = sp_case_flops(&kase);
     sp_timing base = {0};
-    if ((st = sp_case_time_baseline(&kase, &base)) != SPTUNE_OK) {
+    watchdog_arm(timeout, cmd, sum->problem, "the baseline");
+    st = sp_case_time_baseline(&kase, &base);
+    watchdog_disarm();
+    if (st != SPTUNE_OK) {
         sp_case_destroy(&kase);
         return cli_error(cmd, st);
     }
@@ -41,17 +77,19 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
     sum->base_energy_j = base.energy_j;
     char bj[32];
     cli_joules(base.energy_j, bj, sizeof bj);
-    if (verbose)
-        printf("%s %s on %s: baseline %s %.4f ms (%.1f TFLOP/s), %s J per call%s%s\n", sp_template_name(t), sum->problem,
-               b->gpu.info.name, kase.ops->baseline_name, base.median_ms, sum->flops / base.median_ms * 1e-9, bj,
-               b->nvml ? "" : ": ", b->nvml ? "" : b->energy_why);
+    printf("%s %s on %s: baseline %s %.4f ms (%.1f TFLOP/s), %s J per call%s%s\n", sp_template_name(t), sum->problem,
+           b->gpu.info.name, kase.ops->baseline_name, base.median_ms, sum->flops / base.median_ms * 1e-9, bj,
+           b->nvml ? "" : ": ", b->nvml ? "" : b->energy_why);
     sp_env env;
     sp_eval_env(&b->gpu, &env);
     int rc = CLI_OK;
     for (long long i = 0; i < cs->n; i++) {
         char *text = sp_config_format(t, &cs->v[i]);
         sp_eval e;
-        if ((st = sp_eval_variant(&kase, t, &cs->v[i], cache, &e)) != SPTUNE_OK) {
+        watchdog_arm(timeout, cmd, sum->problem, text ? text : "a variant");
+        st = sp_eval_variant(&kase, t, &cs->v[i], cache, &e);
+        watchdog_disarm();
+        if (st != SPTUNE_OK) {
             free(text);
             rc = cli_error(cmd, st);
             break;
@@ -70,20 +108,18 @@ static int measure_problem(const char *cmd, sp_bench *b, sp_template *t, const s
         } else {
             sum->failed[e.outcome]++;
         }
-        if (verbose) {
-            double bytes = sp_case_bytes(&kase);
-            char gbs[32] = "";
-            if (bytes > 0) snprintf(gbs, sizeof gbs, "%6.0f GB/s  ", bytes / e.timing.median_ms * 1e-6);
-            char ej[32];
-            cli_joules(e.timing.energy_j, ej, sizeof ej);
-            if (e.outcome == SP_OUTCOME_OK)
-                printf("  %3lld/%lld ok   %8.4f ms  %6.1f TFLOP/s  %s%5.2fx  %s J  err %.1e  regs %3d  %s\n", i + 1,
-                       cs->n, e.timing.median_ms, sum->flops / e.timing.median_ms * 1e-9, gbs,
-                       base.median_ms / e.timing.median_ms, ej, e.timing.rel_error, e.res.registers, text ? text : "?");
-            else
-                printf("  %3lld/%lld %s  %s\n      %s\n", i + 1, cs->n, sp_outcome_name(e.outcome), text ? text : "?", e.detail);
-            fflush(stdout);
-        }
+        double bytes = sp_case_bytes(&kase);
+        char gbs[32] = "";
+        if (bytes > 0) snprintf(gbs, sizeof gbs, "%6.0f GB/s  ", bytes / e.timing.median_ms * 1e-6);
+        char ej[32];
+        cli_joules(e.timing.energy_j, ej, sizeof ej);
+        if (e.outcome == SP_OUTCOME_OK)
+            printf("  %3lld/%lld ok   %8.4f ms  %6.1f TFLOP/s  %s%5.2fx  %s J  err %.1e  regs %3d  %s\n", i + 1,
+                   cs->n, e.timing.median_ms, sum->flops / e.timing.median_ms * 1e-9, gbs,
+                   base.median_ms / e.timing.median_ms, ej, e.timing.rel_error, e.res.registers, text ? text : "?");
+        else
+            printf("  %3lld/%lld %s  %s\n      %s\n", i + 1, cs->n, sp_outcome_name(e.outcome), text ? text : "?", e.detail);
+        fflush(stdout);
         if (db && text && (st = sp_tune_record(db, &env, t, sum->problem, text, &e, base.median_ms, b->method)) != SPTUNE_OK) {
             free(text);
             rc = cli_error(cmd, st);
@@ -171,7 +207,9 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
     (void)npos;
     /* Options first, so that a usage error reads as one with or without the GPU. */
     long long sample = cli_int(cmd, "sample", 16), seed = cli_int(cmd, "seed", 1), runs = cli_int(cmd, "runs", 0);
-    if (sample < 0 || seed < 0 || runs < 0) return CLI_USAGE;
+    long long timeout = cli_int(cmd, "timeout", 120);
+    if (sample < 0 || seed < 0 || runs < 0 || timeout < 0) return CLI_USAGE;
+    if (timeout < 1 || timeout > 86400) return cli_usage_error(cmd->name, "--timeout wants 1 to 86400 seconds");
     if (sample == 0) return cli_usage_error(cmd->name, "--sample wants at least 1");
     if (runs > 100000) return cli_usage_error(cmd->name, "--runs %lld is more than 100000", runs);
     if (cli_get(cmd, "config") && (cli_get(cmd, "sample") || cli_get(cmd, "all")))
@@ -206,7 +244,7 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
         if (rc == CLI_OK && !grown) rc = cli_error(cmd->name, sp_fail(SPTUNE_ERR_NOMEM, "out of memory"));
         if (rc == CLI_OK) {
             sums = grown;
-            rc = measure_problem(cmd->name, &b, t, &prob, &cs, db, cache, 1, &sums[nsum]);
+            rc = measure_problem(cmd->name, &b, t, &prob, &cs, db, cache, (unsigned)timeout, &sums[nsum]);
             sums[nsum++].op = sp_template_name(t);
         }
         sp_configs_free(&cs);

@@ -43,6 +43,8 @@ static cli_opt check_opts[] = {
     {"all", NULL, "check every valid configuration", NULL},
     {"seed", "S", "seed for --sample (default 1)", NULL},
     {"runs", "N", "timed runs per variant (default: 20..200, until 200 ms)", NULL},
+    {"timeout", "SECONDS", "longest the baseline or one variant may take (compile, verify, time) before the command "
+                           "stops, saying which (default 120)", NULL},
     {"db", "PATH", "record results here (default: $SPTUNE_DB or the XDG data folder)", NULL},
     {"no-db", NULL, "record nothing", NULL},
     {"cache-dir", "DIR", "kernel cache folder", NULL},
@@ -147,7 +149,10 @@ static cli_cmd commands[] = {
      1, 1, compile_opts, cmd_compile},
     {"check", "OP", "Verify configurations of OP against the reference on this machine's GPU, time them "
                     "against the baseline (cuBLAS) in the same run, and record them.",
-     "Exits 3 when the GPU is not present, 1 when any variant failed.", 1, 1, check_opts, cmd_check},
+     "Variants run in this process: one that never ends (--timeout) stops the command with a message naming it,\n"
+     "the results before it recorded (sptune tune runs them in a worker it replaces instead).\n"
+     "Exits 3 when the GPU is not present, 1 when any variant failed, 4 when one ran past --timeout.", 1, 1,
+     check_opts, cmd_check},
     {"tune", "OP", "Search the valid space of OP for one problem on this machine's GPU within a budget, "
                    "recording every result; rerunning the same command resumes.",
      "Every variant is verified before it is timed; failures are recorded with their outcome and never win.\n"

@@ -41,6 +41,17 @@ rc=$?
 j="$(cat "$tmp/run2.json")"
 check "the rerun finishes (exit $rc)" '[ $rc -eq 0 ]'
 check "the rerun measures nothing new" 'echo "$j" | grep -q "\"measured\":0,\"resumed\":12"'
+# sptune check runs variants in its own process: a kernel that never ends stops it under --timeout, saying which, with
+# the variant measured before it recorded.
+export SPTUNE_DB="$tmp/check.db"
+"$bin" check gemm --gpu auto --shape $shape --config "threads=64,fault=none;threads=64,fault=spin;threads=128,fault=none" \
+  --timeout 5 --runs 5 > "$tmp/check.out" 2> "$tmp/check.err"
+rc=$?
+check "check stops with exit 4 on the kernel that never ends (exit $rc)" '[ $rc -eq 4 ]'
+check "check names it" 'grep -q "threads=64,fault=spin at M=200,N=136,K=72 gave no result within 5 s" "$tmp/check.err"'
+check "check printed the variant before it" 'grep -q "1/3 ok" "$tmp/check.out"'
+"$bin" db export "$tmp/check.tsv" > /dev/null 2>&1
+check "check recorded the variant before it" '[ $(grep -c "fault=none" "$tmp/check.tsv") -eq 1 ]'
 echo "gpu_faults: $pass passed, $fail failed"
 [ $fail -eq 0 ] || { sed 's/^/    /' "$tmp/run1.err" | tail -20; exit 1; }
 rm -rf "$tmp"
