@@ -192,6 +192,10 @@ int cli_load_template(const char *cmd, const char *op, sp_template **t)
 int cli_collect_space(const char *cmd, sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p,
                       sp_configs *out)
 {
+    if (sp_space_raw(t) > SP_SPACE_LIST_MAX)   /* minutes of walking, then millions of variants */
+        return cli_usage_error(cmd, "--all: %s's parameters make %.3g combinations, too many to list (sptune space %s "
+                               "--count estimates the valid ones); --sample N draws from them, sptune tune searches "
+                               "them", sp_template_name(t), sp_space_raw(t), sp_template_name(t));
     sptune_status st = sp_space_collect(t, gpu, p, out);
     return st == SPTUNE_OK ? CLI_OK : cli_error(cmd, st);
 }

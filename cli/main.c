@@ -28,7 +28,7 @@ static cli_opt compile_opts[] = {
     {"gpu", "G", "target: auto, h100, h200, rtx-pro-6000 or sm_XX (required)", NULL},
     {"config", "K=V,...", "compile this configuration (default: the template's default)", NULL},
     {"sample", "N", "compile N configurations of the valid space (seeded random choice)", NULL},
-    {"all", NULL, "compile every valid configuration", NULL},
+    {"all", NULL, "compile every valid configuration (where the space is small enough to list)", NULL},
     {"seed", "S", "seed for --sample (default 1)", NULL},
     {"shape", "S", "problem, for problem-dependent constraints (optional)", NULL},
     {"cache-dir", "DIR", "kernel cache folder (default: $SPTUNE_CACHE_DIR or the XDG cache folder)", NULL},
@@ -40,7 +40,7 @@ static cli_opt check_opts[] = {
     {"shape", "S[;S...]", "problem, e.g. M=4096,N=4096,K=4096 (required); several, separated by ;, are measured in turn", NULL},
     {"config", "K=V,...[;...]", "check only these configurations (those not valid for a problem are skipped)", NULL},
     {"sample", "N", "check N configurations of the valid space (default 16)", NULL},
-    {"all", NULL, "check every valid configuration", NULL},
+    {"all", NULL, "check every valid configuration (where the space is small enough to list)", NULL},
     {"seed", "S", "seed for --sample (default 1)", NULL},
     {"runs", "N", "timed runs per variant (default: 20..200, until 200 ms)", NULL},
     {"timeout", "SECONDS", "longest the baseline or one variant may take (compile, verify, time) before the command "

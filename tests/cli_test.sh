@@ -156,6 +156,8 @@ expect 0 "compile sm_90a" "$bin" compile gemm --gpu h100 --sample 2 --no-cache; 
 # a generic pre-Hopper target: twell-ffn's default (the dense path) uses only what sm_80 has
 expect 0 "compile twell-ffn sm_80" "$bin" compile twell-ffn --gpu sm_80 --no-cache; has "sm_80 compiled" "1 compiled, 0 failed"
 expect 2 "compile conflicting options" "$bin" compile gemm --gpu h100 --all --sample 2
+expect 2 "compile --all on a space too large to list" "$bin" compile twell-ffn --gpu h100 --all
+has "compile --all on a space too large to list" "too many to list .*--sample N"
 
 if [ "$gpu" -eq 0 ]; then
   expect 0 "--gpu h100 without the GPU compiles only" "$bin" --gpu h100 --sample 2
