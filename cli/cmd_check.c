@@ -34,10 +34,6 @@ static void watchdog_arm(unsigned seconds, const char *cmd, const char *problem,
              "measures in a worker it replaces)\n", cmd, what, problem, seconds);
     watchdog_len = strlen(watchdog_msg);
     fflush(stdout);   /* what was printed before the step survives the handler's _exit */
-    struct sigaction sa;
-    memset(&sa, 0, sizeof sa);
-    sa.sa_handler = watchdog_fire;
-    sigaction(SIGALRM, &sa, NULL);
     alarm(seconds);
 }
 
@@ -216,6 +212,10 @@ int cmd_check(cli_cmd *cmd, int npos, char **pos)
         return cli_usage_error(cmd->name, "choose one of --config, --sample N, --all");
     const char *shapes = cli_get(cmd, "shape");
     if (!shapes) return cli_usage_error(cmd->name, "--shape is required (e.g. M=4096,N=4096,K=4096)");
+    struct sigaction sa;   /* the watchdog's handler, armed for each step */
+    memset(&sa, 0, sizeof sa);
+    sa.sa_handler = watchdog_fire;
+    sigaction(SIGALRM, &sa, NULL);
     if ((rc = cli_gpu_target(cmd->name, cli_get(cmd, "gpu"), 1, &gpu, &ordinal))) return rc;
     if ((rc = cli_load_template(cmd->name, pos[0], &t))) return rc;
     sp_db *db = NULL;

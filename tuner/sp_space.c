@@ -85,9 +85,8 @@ sptune_status sp_configs_push_valid(sp_template *t, const sp_gpu_profile *gpu, c
     return st;
 }
 
-/* Appends c when it is valid and not listed yet. */
-static sptune_status draw_keep(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
-                               sp_configs *out)
+sptune_status sp_configs_push_new(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
+                                  sp_configs *out)
 {
     for (long long i = 0; i < out->n; i++)
         if (sp_config_cmp(&out->v[i], c) == 0) return SPTUNE_OK;
@@ -101,7 +100,7 @@ sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_
     if (n < 0) return sp_fail(SPTUNE_ERR_INVALID, "negative sample size");
     sp_config c;
     sptune_status st = n > 0 ? sp_config_default_for(t, gpu, p, &c) : SPTUNE_OK;
-    if (st == SPTUNE_OK && n > 0) st = draw_keep(t, gpu, p, &c, out);
+    if (st == SPTUNE_OK && n > 0) st = sp_configs_push_new(t, gpu, p, &c, out);
     /* uniform draws over the parameters' product, kept when valid: uniform over the valid configurations. A try
      * costs tens of microseconds; listing twell-ffn's space (1.1 M valid in ~6e9) takes minutes, and a draw there
      * is valid once in ~5000 tries: enough tries that such spaces are sampled, not listed. */
@@ -110,15 +109,16 @@ sptune_status sp_space_draw(sp_template *t, const sp_gpu_profile *gpu, const sp_
     for (long long i = 0; st == SPTUNE_OK && out->n < n && i < tries; i++) {
         c.nparams = sp_template_nparams(t);
         for (int k = 0; k < c.nparams; k++) c.idx[k] = (int)sp_rng_below(&s, (uint64_t)sp_template_param(t, k)->nvalues);
-        st = draw_keep(t, gpu, p, &c, out);
+        st = sp_configs_push_new(t, gpu, p, &c, out);
     }
-    if (st == SPTUNE_OK && out->n < n && sp_space_raw(t) > SP_SPACE_LIST_MAX) /* rare, and too many to list */
+    const int listable = sp_space_raw(t) <= SP_SPACE_LIST_MAX;
+    if (st == SPTUNE_OK && out->n < n && !listable) /* rare, and too many to list */
         st = sp_space_draw_subtrees(t, gpu, p, n, seed, out);
     if (st != SPTUNE_OK) {
         sp_configs_free(out);
         return st;
     }
-    if (out->n < n && sp_space_raw(t) <= SP_SPACE_LIST_MAX) { /* rare, or fewer than n: list them and sample */
+    if (out->n < n && listable) { /* rare, or fewer than n: list them and sample */
         sp_configs_free(out);
         st = sp_space_collect(t, gpu, p, out);
         return st == SPTUNE_OK ? sp_space_sample(out, t, n, seed) : st;

@@ -50,6 +50,9 @@ sptune_status sp_space_candidates(sp_template *t, const sp_gpu_profile *gpu, con
 int sp_config_cmp(const void *a, const void *b);
 /* How many parameters a and b differ in (a descent's neighbours are 1 apart). */
 int sp_config_distance(const sp_config *a, const sp_config *b);
+/* Appends c when it is valid and not in out yet (a linear search: the draws' short lists). */
+sptune_status sp_configs_push_new(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
+                                  sp_configs *out);
 /* Appends c when it is valid for gpu and p (the template's constraints); SPTUNE_ERR_NOMEM out of memory. */
 sptune_status sp_configs_push_valid(sp_template *t, const sp_gpu_profile *gpu, const sp_problem *p, const sp_config *c,
                                     sp_configs *out);

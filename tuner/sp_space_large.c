@@ -116,11 +116,9 @@ sptune_status sp_space_draw_subtrees(sp_template *t, const sp_gpu_profile *gpu, 
         int prefix[SP_MAX_PARAMS];
         random_prefix(t, j, &rng, prefix);
         pick k = {.rng = &rng};
-        long long count = 0, i = 0;
+        long long count = 0;
         st = sp_template_subspace(t, gpu, p, prefix, j, pick_cb, &k, &count);
-        if (st != SPTUNE_OK || k.seen == 0) continue;
-        while (i < out->n && sp_config_cmp(&out->v[i], &k.c) != 0) i++;
-        if (i == out->n && sp_configs_push(out, &k.c)) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
+        if (st == SPTUNE_OK && k.seen > 0) st = sp_configs_push_new(t, gpu, p, &k.c, out);
     }
     return st;
 }
