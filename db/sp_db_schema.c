@@ -114,19 +114,30 @@ int sp_db_read_ids(sqlite3 *h, unsigned *app_id, int *version, long long *nobjec
         "SELECT count(*) FROM sqlite_schema",
     };
     long long v[3] = {0, 0, 0};
+    /* One read transaction for the three, or another process's creation committing between them
+     * reads as tables without an application_id (a foreign file). */
+    int own = sqlite3_get_autocommit(h);
+    if (own) {
+        int rc = sqlite3_exec(h, "BEGIN", NULL, NULL, NULL);
+        if (rc != SQLITE_OK) return rc;
+    }
     for (int i = 0; i < 3; i++) {
         sqlite3_stmt *s = NULL;
         int rc = sqlite3_prepare_v2(h, sql[i], -1, &s, NULL);
-        if (rc != SQLITE_OK) { sqlite3_finalize(s); return rc; }
-        rc = sqlite3_step(s);
-        if (rc == SQLITE_ROW) v[i] = sqlite3_column_int64(s, 0);
-        else if (rc == SQLITE_DONE) rc = SQLITE_ERROR; /* a pragma always answers one row */
+        if (rc == SQLITE_OK) {
+            rc = sqlite3_step(s);
+            if (rc == SQLITE_ROW) v[i] = sqlite3_column_int64(s, 0);
+            else if (rc == SQLITE_DONE) rc = SQLITE_ERROR; /* a pragma always answers one row */
+        }
         if (rc != SQLITE_ROW) {
-            sqlite3_finalize(s); /* keeps the step's error for sqlite3_errmsg */
+            /* keeps the step's error for sqlite3_errmsg (a ROLLBACK would clear it); every caller
+             * closes the connection on failure, which ends the read */
+            sqlite3_finalize(s);
             return rc;
         }
         sqlite3_finalize(s);
     }
+    if (own) sqlite3_exec(h, "COMMIT", NULL, NULL, NULL);
     *app_id = (unsigned)(uint32_t)v[0];
     *version = (int)v[1];
     *nobjects = v[2];
