@@ -78,9 +78,10 @@ static void print_launch(const char *what, const sp_kernel_stage *k)
     printf("/* %s %s: grid (%u, %u, %u), block (%u, %u, %u), %u bytes of dynamic shared memory */\n", what, k->kernel,
            k->grid[0], k->grid[1], k->grid[2], k->block[0], k->block[1], k->block[2], k->smem);
     for (int i = 0; i < tm->n; i++)
-        printf("/*   + tensor map %d (parameter %d): argument %d, %llu x %llu bf16, boxes of %u x %u, %u-byte swizzle */\n",
-               i, tm->nargs + i, tm->v[i].arg, tm->v[i].rows, tm->v[i].cols, tm->v[i].box_rows, tm->v[i].box_cols,
-               tm->v[i].swizzle);
+        printf("/*   + tensor map %d (parameter %d): argument %d, %llu x %llu bf16%s, boxes of %u x %u, %u-byte swizzle */\n",
+               i, tm->nargs + i, tm->v[i].arg, tm->v[i].rows, tm->v[i].cols,
+               tm->v[i].rows_arg >= 0 ? " (rows capped by a by-value argument)" : "", tm->v[i].box_rows,
+               tm->v[i].box_cols, tm->v[i].swizzle);
 }
 
 /* What space, gen and compile start with: the target, the template and the optional --shape

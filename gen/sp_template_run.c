@@ -491,7 +491,7 @@ static lua_Integer int_field(lua_State *L, const sp_template *t, int idx, const 
     return v;
 }
 
-/* launch's tmaps: {{arg = "X", rows =, cols =, box_rows =, box_cols =, swizzle =}, ...}
+/* launch's tmaps: {{arg = "X", rows =, cols =, box_rows =, box_cols =, swizzle =, rows_arg = (optional)}, ...}
  * (runtime/sp_kernel_src.h): each map describes the argument it names; the launcher passes the maps
  * after the template's declared arguments. The limits are the copy engine's. */
 static void read_tmaps(lua_State *L, const sp_template *t, int r, sp_tmaps *out)
@@ -525,7 +525,18 @@ static void read_tmaps(lua_State *L, const sp_template *t, int r, sp_tmaps *out)
         if (s->swizzle && s->box_cols * 2 > s->swizzle)
             sp_sandbox_error(L, "%s: launch returned tmaps[%d]: a box row of %u bytes is wider than its %u-byte swizzle",
                              t->where, i + 1, s->box_cols * 2, s->swizzle);
-        lua_pop(L, 1);
+        s->rows_arg = -1;
+        s->rows_arg_u64 = 0;
+        lua_pushliteral(L, "rows_arg");
+        if (lua_rawget(L, e) != LUA_TNIL) {
+            s->rows_arg = lua_type(L, -1) == LUA_TSTRING ? sp_template_arg_index(t, lua_tostring(L, -1)) : -1;
+            const sp_arg *a = s->rows_arg >= 0 ? &t->args[s->rows_arg] : NULL;
+            if (!a || sp_arg_is_pointer(a) || (a->type != SP_ARG_I32 && a->type != SP_ARG_U64))
+                sp_sandbox_error(L, "%s: launch returned tmaps[%d].rows_arg = %s, not the name of an i32 or u64 argument "
+                                 "passed by value", t->where, i + 1, describe(L, -1, buf, sizeof buf));
+            s->rows_arg_u64 = a->type == SP_ARG_U64;
+        }
+        lua_pop(L, 2);
     }
     lua_pop(L, 1);
 }

@@ -12,13 +12,15 @@
  * passes after its nargs ordinary arguments, in order, as 128-byte __grid_constant__ parameters:
  * each describes a row-major bf16 matrix (rows x cols, cols contiguous) whose device pointer is
  * ordinary argument `arg`, copied in boxes of box_rows x box_cols with the given shared-memory
- * swizzle (bytes: 0, 32, 64 or 128). Out-of-range box elements read as zeros. */
+ * swizzle (bytes: 0, 32, 64 or 128). Out-of-range box elements read as zeros. rows_arg (-1: none) names a
+ * by-value argument (i32 or u64) that caps rows at launch: a workspace the caller sizes by a capacity. */
 #define SP_MAX_TMAPS 4
 typedef struct sp_tmap_spec {
     int arg;
     unsigned long long rows, cols;
     unsigned box_rows, box_cols;
     unsigned swizzle;
+    int rows_arg, rows_arg_u64;
 } sp_tmap_spec;
 typedef struct sp_tmaps {
     int nargs;              /* ordinary arguments before the maps */

@@ -3,6 +3,7 @@
 #include "sp_status.h"
 #include "sp_str.h"
 
+#include <limits.h>
 #include <stdint.h>
 #include <stdlib.h>
 #include <stdio.h>
@@ -60,7 +61,21 @@ static sptune_status encode_tmap(const sp_cuda_api *cu, const sp_kernel_fn *k, c
         return sp_fail(SPTUNE_ERR_INVALID,
                        "%s: argument %d (%llu x %llu bf16) must start on 16 bytes and have rows of a multiple of 16 "
                        "bytes for the copy engine", k->at.kernel, s->arg, s->rows, s->cols);
-    cuuint64_t dims[2] = {s->cols, s->rows}, strides[1] = {s->cols * 2};
+    unsigned long long rows = s->rows;
+    if (s->rows_arg >= 0) {   /* a capacity the caller chose caps the rows: the map never reaches past its buffer */
+        long long cap;
+        if (s->rows_arg_u64) {
+            unsigned long long u;
+            memcpy(&u, args[s->rows_arg], sizeof u);
+            cap = u > (unsigned long long)LLONG_MAX ? LLONG_MAX : (long long)u;
+        } else {
+            int32_t v;
+            memcpy(&v, args[s->rows_arg], sizeof v);
+            cap = v;
+        }
+        rows = cap < 1 ? 1 : ((unsigned long long)cap < rows ? (unsigned long long)cap : rows);
+    }
+    cuuint64_t dims[2] = {s->cols, rows}, strides[1] = {s->cols * 2};
     cuuint32_t box[2] = {s->box_cols, s->box_rows}, estr[2] = {1, 1};
     CUtensorMapSwizzle sw = s->swizzle == 128 ? CU_TENSOR_MAP_SWIZZLE_128B
                             : s->swizzle == 64 ? CU_TENSOR_MAP_SWIZZLE_64B

@@ -419,7 +419,8 @@ done:
 static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense_nnz=500",
                                         "M=77,D=61,F=130,nnz=12,dense=5,dense_nnz=90,at=0",
                                         "M=1000,D=2048,F=5632,nnz=40",
-                                        "M=333,D=264,F=1000,nnz=60,dense=1,dense_nnz=400"};
+                                        "M=333,D=264,F=1000,nnz=60,dense=1,dense_nnz=400",
+                                        "M=1200,D=264,F=1000,nnz=200,dense=40,dense_nnz=400"};
 /* The hot/cold split (hot > 0; sm_90a): slices of 1/8 to all of the neurons, F % bn != 0 and D % 64 != 0
  * (partial hot tiles and k-tiles) in the last shape, with the row, register and tile consumers and without the
  * dense path; the register consumers with a partial 256-column chunk (D = 264) and lost tiles (regmma: without
@@ -432,7 +433,8 @@ static const char *const ws_shapes[] = {"M=300,D=256,F=1000,nnz=30,dense=2,dense
  * the served form, two consumer kernels and the dense path, the portable pipeline, the dense layer alone, with and
  * without the hot slice); hot_y's accumulators started from the cold part's Y and rounding remainder (staged: partial
  * row and column tiles at M = 300, 333, 1000 and D = 264, both tile widths, after the dense path's rows and the row
- * consumer's). */
+ * consumer's); the dense path on wgmma (dense = wgmma) with 480 heavy tokens of the last shape: its GEMMs where they
+ * are all routed and no tile is lost, the mma.sync kernels where the pool or the capacity falls short. */
 #define HOPPER "mainloop=wgmma,bm=128,bk=64,stages=3,wgs=2,epi=overlap,slots=15,"
 #define REGS "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs,slots=15,"
 #define REGS2 "mainloop=wgmma,bm=128,bk=64,stages=4,wgs=2,epi=regs2,slots=15,"
@@ -466,7 +468,9 @@ static const char *const ws_configs[] = {
     REGS "bn=256,route=512,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2,pdl=2",
     REGS "bn=256,route=512,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,hotloop=staged,pdl=2",
     REGS "bn=128,route=-1,consumer=reg,warps=8,split=1,dots=2,dunroll=1,hot=2,hotloop=staged",
-    HOPPER "bn=256,route=256,warps=16,split=1,dots=8,dunroll=2,hot=4,hotloop=staged"};
+    HOPPER "bn=256,route=256,warps=16,split=1,dots=8,dunroll=2,hot=4,hotloop=staged",
+    REGS "bn=256,route=256,consumer=regmma,warps=4,split=1,dots=1,dunroll=1,hot=0,passes=2,dense=wgmma",
+    REGS "bn=128,route=256,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,hot=1,hotloop=pingpong,pdl=2,dense=wgmma"};
 /* dense capacities: none, one row, the typical size, every token (the harness caps it at M: routed rows
  * then span several of the dense path's 64-row tiles) */
 static const long long ws_pools[] = {0, 1, 64, -2, -1}, ws_dense[] = {0, 1, -1, 1000000};

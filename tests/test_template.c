@@ -289,6 +289,8 @@ static void test_bad_render(void)
                "'x'", "nil", "swizzle = 48 (0, 32, 64 or 128)");
     bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 'A', rows = 8, cols = 8, box_rows = 8, box_cols = 128, swizzle = 128}}}",
                "'x'", "nil", "a box row of 256 bytes is wider than its 128-byte swizzle");
+    bad_render("'k'", "{grid = {1}, block = {32}, tmaps = {{arg = 'A', rows = 8, cols = 8, box_rows = 8, box_cols = 8, swizzle = 0, rows_arg = 'A'}}}",
+               "'x'", "nil", "tmaps[1].rows_arg = 'A', not the name of an i32 or u64 argument passed by value");
     bad_render("'k'", L, "42", "nil", "emit returned 42, not a string");
     bad_render("'k'", L, "nil", "nil", "emit returned a nil, not a string");
     bad_render("function() return 'not an ident' end", L, "'x'", "nil", "kernel returned 'not an ident'");
@@ -320,7 +322,7 @@ static void test_args(void)
         "          {name = 'R', type = 'u32', role = 'input', shape = {'?'}},\n"
         "          {name = 'cap', type = 'u64', role = 'scalar'}, {name = 'M', type = 'i32', role = 'dim'}},\n"
         "  kernel = 'k', launch = function(c, p) return {grid = {1}, block = {32}, tmaps = {{arg = 'X', rows = p.M,\n"
-        "    cols = p.F, box_rows = 8, box_cols = 8, swizzle = 0}}} end, emit = function() return 'x' end}\n";
+        "    cols = p.F, box_rows = 8, box_cols = 8, swizzle = 0, rows_arg = 'cap'}}} end, emit = function() return 'x' end}\n";
     sp_template *t = NULL;
     CHECK_ST(sp_template_load_source("templates/test/ar.lua", src, NULL, &t), SPTUNE_OK);
     if (!t) return;
@@ -349,6 +351,7 @@ static void test_args(void)
     sp_kernel_src k;
     CHECK_ST(sp_template_emit(t, &c, &h100_profile, &p, &k), SPTUNE_OK);
     CHECK(k.stage[0].tmaps.n == 1 && k.stage[0].tmaps.nargs == 6 && k.stage[0].tmaps.v[0].arg == 0);
+    CHECK(k.stage[0].tmaps.v[0].rows_arg == 4 && k.stage[0].tmaps.v[0].rows_arg_u64); /* capped by cap at launch */
     /* every generated source opens with where it comes from */
     CHECK(k.source && sp_test_has(k.source, "/* sptune " SPTUNE_VERSION_STRING " ar: k") && sp_test_has(k.source, "configuration bn=64,s=x") &&
           sp_test_has(k.source, "problem M=5,F=7") && sp_test_has(k.source, sp_template_hash(t)));

@@ -120,7 +120,8 @@ function M.persistent_threads(c, drainers) return 32 * (4 * c.wgs + 1 + drainers
 -- x.drainers warps ("packers" in the code: TwELL packs, gemm stores) then run x.drain on the staged
 -- tile (in scope: sC, m0, pid_n, lane, pw = the drain warp's index) while the main loop goes on, then x.drain_post
 -- (optional) after the last.
--- x.staging: bytes of the staging tile; x.b_mn: B is MN-major (K x N, lib/wgmma.lua); x.pre and x.post (optional):
+-- x.staging: bytes of the staging tile; x.b_mn: B is MN-major (K x N, lib/wgmma.lua); x.b_off (optional): B's first
+-- row in its map (lib/wgmma.lua's tma_issue); x.pre and x.post (optional):
 -- what the warpgroups run before their first tile and after their last; x.init(d) (optional): what sets a tile's
 -- accumulators before its main loop (else zeros; in scope: acc, t, n0, lane, warp). With ping-pong warpgroups (wgmma.pingpong(c),
 -- no drain warps) each warpgroup takes every other tile of the CTA's sequence whole, x.stage then being its epilogue.
@@ -226,7 +227,7 @@ ${issue}
      -- peer may still write into its shared memory or arrive on its barriers
      cluster_sync = cl == 2 and "\n    sp_cluster_sync();" or "",
      issue = wgmma.tma_issue(c, d, "it", "kt", (cl == 2 and "min(pid_m, tiles_m - 1) * " or "pid_m * ") .. c.bm,
-                             "pid_n * " .. c.bn, x.b_mn),
+                             "pid_n * " .. c.bn, x.b_mn, x.b_off),
      acc = wgmma.acc_decl(d),
      -- ping-pong: the CTA's first tile starts at once, every later one when the other warpgroup has waited for all of
      -- its stages (lib/wgmma.lua)

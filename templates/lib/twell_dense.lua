@@ -74,19 +74,21 @@ function M.launches(gpu)
 end
 
 -- The zero kernel (every pipeline's first). sig(name) gives a kernel's signature and opening brace (the
--- op's argument list, T and S as constants).
-function M.zero_kernel(names, sig)
+-- op's argument list, T and S as constants). wide (lib/twell_dense_wgmma.lua): dense_g clears the rows of dense_acc
+-- that the mma.sync kernels use, once it knows how many (the wgmma regime keeps the gathered rows of X there).
+function M.zero_kernel(names, sig, wide)
   return text.fill([[
 extern "C" __global__ void __launch_bounds__(256)
 ${zsig}
     const size_t tid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
     (void)T; (void)S;
     if (tid == 0) *pool_counter = 0ull;
-    for (size_t i = tid; i < (size_t)M + 1; i += step) row_info[i] = 0u;
-    const size_t acc = (size_t)max(dense_capacity, 0) * (size_t)D;
-    for (size_t i = tid; i < acc; i += step) dense_acc[i] = 0.0f;
+    for (size_t i = tid; i < (size_t)M + 1; i += step) row_info[i] = 0u;${acc}
 }
-]], {zsig = sig(names.zero)})
+]], {zsig = sig(names.zero), acc = wide and "" or [[
+
+    const size_t acc = (size_t)max(dense_capacity, 0) * (size_t)D;
+    for (size_t i = tid; i < acc; i += step) dense_acc[i] = 0.0f;]]})
 end
 
 -- The head of a cp.async pipeline over k-steps 0 .. n - 1 (n: a C expression) with `stages` stages, at
@@ -107,9 +109,33 @@ ${i}    sp_cp_async_commit();
 ${i}    const int st = kt % ${s};]], {i = ind, s = stages, n = n, why = why and ("   /* " .. why .. " */") or ""})
 end
 
+-- dense_g's first step beside the wgmma GEMMs: their regime gathers the routed rows of X into Xg (bf16 rows of D,
+-- in dense_acc), the other clears the rows of dense_acc the mma.sync kernels add to.
+local GATHER = [[
+
+    {
+        const size_t gtid = blockIdx.x * (size_t)blockDim.x + threadIdx.x, step = (size_t)gridDim.x * blockDim.x;
+        if (sp_dense_wide(routed, pool_counter, pool_capacity)) {
+            sp_bf16 *const Xg = (sp_bf16 *)dense_acc;
+            const sp_u32 *list = row_info + M + 1;
+            if (((((unsigned long long)X) | ((unsigned long long)Xg)) & 15ull) == 0 && D % 8 == 0) {
+                const size_t per = (size_t)D / 8, n = (size_t)routed * per;
+                for (size_t i = gtid; i < n; i += step)
+                    ((sp_u32x4 *)Xg)[i] = ((const sp_u32x4 *)(X + (size_t)list[i / per] * D))[i % per];
+            } else {
+                const size_t n = (size_t)routed * D;
+                for (size_t i = gtid; i < n; i += step) Xg[i] = X[(size_t)list[i / D] * D + i % D];
+            }
+        } else {
+            const size_t n = (size_t)routed * D;
+            for (size_t i = gtid; i < n; i += step) dense_acc[i] = 0.0f;
+        }
+    }]]
+
 -- The dense path's kernels: dense_g, dense_h, dense_y and finalize (sig as for zero_kernel; gpu: the
--- target, for the reductions it has; ylo: with twell-ffn's hot slice, the remainder's pointer, lib/twell_row.lua).
-function M.kernels(gpu, names, sig, ylo)
+-- target, for the reductions it has; ylo: with twell-ffn's hot slice, the remainder's pointer, lib/twell_row.lua;
+-- wide: beside lib/twell_dense_wgmma.lua's GEMMs, whose regime (sp_dense_wide) the last three leave to them).
+function M.kernels(gpu, names, sig, ylo, wide)
   return text.fill([[
 /* Elements k .. k + 7 of a tile row (row[0 .. lim - 1] valid, zeros past it) to shared memory at dst:
  * one asynchronous 16-byte copy when vec (lim and k multiples of 8), else element by element. */
@@ -151,7 +177,7 @@ extern "C" __global__ void __launch_bounds__(256)
 ${gsig}
     const int routed = min((int)row_info[M], max(dense_capacity, 0));
     const int ptiles = (F + T - 1) / T, W = S + 1, lane = threadIdx.x & 31;
-    const int nwarps = (int)(gridDim.x * blockDim.x) >> 5;
+    const int nwarps = (int)(gridDim.x * blockDim.x) >> 5;${gather}
     for (int w = (int)(blockIdx.x * blockDim.x + threadIdx.x) >> 5; w < routed * ptiles; w += nwarps) {
         const int r = w / ptiles, j = w % ptiles, width = min(T, F - j * T);
         const sp_u32 *src;
@@ -172,7 +198,7 @@ ${dsig}
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
     const int g = lane >> 2, q = lane & 3, ch = tid & 3;
     const int routed = min((int)row_info[M], max(dense_capacity, 0));
-    const sp_u32 *list = row_info + M + 1;
+${leave}    const sp_u32 *list = row_info + M + 1;
     const int mtiles = (routed + ${bm} - 1) / ${bm}, ntiles = (F + ${hn} - 1) / ${hn}, KT = (D + ${bk} - 1) / ${bk};
     (void)T; (void)S;
     const bool vec = D % 8 == 0 && ((((unsigned long long)X) | ((unsigned long long)Wg) | ((unsigned long long)Wu))
@@ -292,7 +318,7 @@ ${ysig}
     const int tid = threadIdx.x, lane = tid & 31, warp = tid >> 5, wm = warp >> 1, wn = warp & 1;
     const int g = lane >> 2, q = lane & 3, ch = tid & 3, bch = tid & 15;
     const int routed = min((int)row_info[M], max(dense_capacity, 0));
-    const int mtiles = (routed + ${bm} - 1) / ${bm}, ntiles = (D + ${yn} - 1) / ${yn}, KT = (F + ${bk} - 1) / ${bk};
+${leave}    const int mtiles = (routed + ${bm} - 1) / ${bm}, ntiles = (D + ${yn} - 1) / ${yn}, KT = (F + ${bk} - 1) / ${bk};
     const int tiles = mtiles * ntiles;
     /* the neurons in parts: about one item per CTA of the grid, each part at least 8 k-steps (a part
        adds once to every output element of its tile: the reductions stay few) */
@@ -373,7 +399,7 @@ ${red2}
 extern "C" __global__ void __launch_bounds__(256)
 ${fsig}
     const int routed = min((int)row_info[M], max(dense_capacity, 0));
-    (void)T; (void)S;
+${leave}    (void)T; (void)S;
     const size_t n = (size_t)routed * D, step = (size_t)gridDim.x * blockDim.x;
     for (size_t i = blockIdx.x * (size_t)blockDim.x + threadIdx.x; i < n; i += step) {
         const size_t s = i / D, d = i % D;
@@ -390,6 +416,8 @@ ${fsig}
      hpipe = pipeline("            ", HSTAGES, "KT", "stage kt landed; every warp is done with the one the next load refills"),
      ypipe = pipeline("        ", YSTAGES, "nk"),
      yacc = "    " .. cuda.acc_decl(2, YN // 16):gsub("\n", "\n    "),
+     leave = wide and "    if (sp_dense_wide(routed, pool_counter, pool_capacity)) return;   /* dense_hw, dense_yw's */\n" or "",
+     gather = wide and GATHER or "",
      gsig = sig(names.dense_g), dsig = sig(names.dense_h), ysig = sig(names.dense_y), fsig = sig(names.finalize),
      put = ylo and string.format("sp_y_put(Y + (size_t)row_info[M + 1 + s] * D + d, %s + (size_t)row_info[M + 1 + s] * D + d,"
                                  .. " dense_acc[i]);", ylo)

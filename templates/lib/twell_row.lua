@@ -272,8 +272,8 @@ end
 -- producer fixes them and writes the packed gate the consumer only reads); consts.prologue (optional)
 -- follows them (twell-ffn's hot/cold split: the names of the cold part). writes: packed and pool stay
 -- writable (the register consumer's dot-product pass stores each entry's product where its gate was).
-function M.signature(name, ARGS, consts, writes)
-  local head = name .. "(" .. args.params(ARGS, nil, consts and not writes and {packed = true, pool = true} or nil)
+function M.signature(name, ARGS, consts, writes, extra)
+  local head = name .. "(" .. args.params(ARGS, extra, consts and not writes and {packed = true, pool = true} or nil)
     .. ")\n{"
   if consts then
     head = head .. "\n    const int T = " .. consts.T .. ", S = " .. consts.S

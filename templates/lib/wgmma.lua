@@ -276,27 +276,32 @@ end
 
 -- The producer warp's copies of k-tile kt (C expressions: it counts k-tiles over the kernel's
 -- life, for the stage and its phase; m0, n0: the tile's first row of A and of B, or with b_mn its
--- first column of B): wait until the stage is free, announce its bytes, start the boxes.
-function M.tma_issue(c, d, it, kt, m0, n0, b_mn)
+-- first column of B): wait until the stage is free, announce its bytes, start the boxes. b_off (optional, a C
+-- expression): B's rows start that many rows into its map (its N rows, or with b_mn its K rows): a slice of a matrix.
+function M.tma_issue(c, d, it, kt, m0, n0, b_mn, b_off)
+  local bk_at = kt .. " * " .. M.BK   -- B's coordinate along K
+  if b_off then
+    if b_mn then bk_at = "(" .. b_off .. ") + " .. bk_at else n0 = "(" .. b_off .. ") + " .. n0 end
+  end
   local b_load
   if M.cluster(c) == 2 then
     -- clusters of 2 (rank in scope: the CTA's in its cluster): each loads half of B's rows for both
     if b_mn then error("wgmma.tma_issue: clusters of 2 with B MN-major", 2) end
     b_load = text.fill([[
-                sp_tma_load_2d_mc(sB + (sp_u32)(s * ${b_stage} + rank * ${half} * ${bk}) * 2u, &sp_tmB, ${kt} * ${bk},
+                sp_tma_load_2d_mc(sB + (sp_u32)(s * ${b_stage} + rank * ${half} * ${bk}) * 2u, &sp_tmB, ${bk_at},
                                   ${n0} + rank * ${half}, full + s * 8);]],
-      {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0, half = c.bn // 2})
+      {b_stage = d.b_stage, bk_at = bk_at, bk = M.BK, n0 = n0, half = c.bn // 2})
   elseif not b_mn then
     b_load = text.fill([[
-                sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${kt} * ${bk}, ${n0}, full + s * 8);]],
-      {b_stage = d.b_stage, kt = kt, bk = M.BK, n0 = n0})
+                sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u, &sp_tmB, ${bk_at}, ${n0}, full + s * 8);]],
+      {b_stage = d.b_stage, bk_at = bk_at, n0 = n0})
   else
     b_load = text.fill([[
                 #pragma unroll
                 for (int bx = 0; bx < ${boxes}; ++bx)
-                    sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u + bx * ${box}, &sp_tmB, ${n0} + bx * ${bk}, ${kt} * ${bk},
+                    sp_tma_load_2d(sB + (sp_u32)(s * ${b_stage}) * 2u + bx * ${box}, &sp_tmB, ${n0} + bx * ${bk}, ${bk_at},
                                    full + s * 8);]],
-      {boxes = c.bn // M.BK, b_stage = d.b_stage, box = M.MN_BOX, n0 = n0, kt = kt, bk = M.BK})
+      {boxes = c.bn // M.BK, b_stage = d.b_stage, box = M.MN_BOX, n0 = n0, bk_at = bk_at, bk = M.BK})
   end
   return text.fill([[
                 const int s = ${it} % ${stages};

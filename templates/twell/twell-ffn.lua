@@ -34,6 +34,7 @@ local row = require("lib.twell_row")
 local tile = require("lib.twell_tile")
 local rowreg = require("lib.twell_rowreg")
 local dense = require("lib.twell_dense")
+local dense_wgmma = require("lib.twell_dense_wgmma")
 local epilogue = require("lib.epilogue")
 local mainloop = require("lib.mainloop")
 local wgmma = require("lib.wgmma")
@@ -78,7 +79,8 @@ local PDL = {{name = "pdl", values = {0, 2}, default = 0, added = true,
                 .. " sm_90 and later), once that kernel's CTAs have all exited, and waiting for its completion before"
                 .. " touching memory: the launch latency between kernels overlapped"}}
 local params = {}
-for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT, rowreg.params, HOT_LOOP, PDL}) do
+for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params, HOT, rowreg.params, HOT_LOOP, PDL,
+                      dense_wgmma.params}) do
   for _, p in ipairs(src) do
     local values, default = keep[p.name] or p.values, p.default
     local ok = false
@@ -89,7 +91,7 @@ for _, src in ipairs({produce.params, row.params, row.gated_params, dense.params
 end
 
 local constraints = {}
-for _, src in ipairs({produce.constraints, row.constraints, dense.constraints}) do
+for _, src in ipairs({produce.constraints, row.constraints, dense.constraints, dense_wgmma.constraints}) do
   for _, k in ipairs(src) do constraints[#constraints + 1] = k end
 end
 constraints[#constraints + 1] = row.smem_constraint("the consumer's rows fit in shared memory", true,
@@ -205,6 +207,7 @@ local function stages(c)
     l[#l + 1] = "consume"
     if c.route >= 0 then
       for _, k in ipairs({"dense_g", "dense_h", "dense_y", "finalize"}) do l[#l + 1] = k end
+      if dense_wgmma.is(c) then l[#l + 1] = "dense_hw"; l[#l + 1] = "dense_yw" end
     end
   end
   if c.hot > 0 then l[#l + 1] = "hot_y" end
@@ -232,13 +235,15 @@ local HOT_STORERS = 3
 -- The hot slice's GEMMs run the producer's tiles and pipeline, but stage their tiles for the store warps: with
 -- the producer's fourth stage (epi = regs) and the staging tile over the shared memory they take fewer stages.
 -- Their configuration, or nil where not even 3 stages fit.
+-- The ping-pong form (the hot slice's with hotloop = pingpong, and the dense path's with dense = wgmma).
 local PINGPONG_STAGES = 4   -- twell-d2t's ping-pong form: 4 stages of 128 x 128 ran faster than 5 (docs/journal/2026-12-02.md)
+local function pingpong_config(c, gpu)
+  local h = mainloop.with(mainloop.with(mainloop.with(c, "bm", 128), "bn", 128), "stages", PINGPONG_STAGES)
+  h = mainloop.with(mainloop.with(h, "wgs", 2), "pingpong", true)
+  return mainloop.persistent_smem(h, 0) <= gpu.smem_per_block and h or nil
+end
 local function hot_config(c, gpu)
-  if c.hotloop == "pingpong" then
-    local h = mainloop.with(mainloop.with(mainloop.with(c, "bm", 128), "bn", 128), "stages", PINGPONG_STAGES)
-    h = mainloop.with(mainloop.with(h, "wgs", 2), "pingpong", true)
-    return mainloop.persistent_smem(h, 0) <= gpu.smem_per_block and h or nil
-  end
+  if c.hotloop == "pingpong" then return pingpong_config(c, gpu) end
   for stages = c.stages, 3, -1 do
     local h = mainloop.with(c, "stages", stages)
     if mainloop.persistent_smem(h, epilogue.staging_bytes(h)) <= gpu.smem_per_block then return h end
@@ -248,6 +253,8 @@ end
 constraints[#constraints + 1] = {
   why = "the hot slice's GEMMs: 3 stages or more and their staging tile fit in shared memory",
   check = function(c, gpu) return c.hot == 0 or c.mainloop ~= "wgmma" or hot_config(c, gpu) ~= nil end}
+constraints[#constraints + 1] = {why = "dense=wgmma: the ping-pong GEMMs' pipeline fits in shared memory",
+  check = function(c, gpu) return not dense_wgmma.is(c) or pingpong_config(c, gpu) ~= nil end}
 constraints[#constraints + 1] = {why = "hotloop=pingpong: a hot slice (hot > 0) on the wgmma + TMA kernels",
   check = function(c) return c.hotloop ~= "pingpong" or (c.hot > 0 and c.mainloop == "wgmma" and c.load == "tma") end}
 -- The hot slice's two GEMMs (lib/mainloop.lua's persistent kernel with the producer's tiles):
@@ -323,6 +330,10 @@ return {
     if rowreg.is(c) then at.consume, at.consume_dot = rowreg.launch(c, p)
     else at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true) end
     for k, v in pairs(dense.launches(gpu)) do at[k] = v end
+    if dense_wgmma.is(c) and c.route >= 0 then
+      local H = c.hot > 0 and hot_cols(c, p.F) or 0
+      for k, v in pairs(dense_wgmma.launches(pingpong_config(c, gpu), p, gpu, H)) do at[k] = v end
+    end
     local l = {}
     for i, k in ipairs(stages(c)) do
       l[i] = at[k]
@@ -333,6 +344,8 @@ return {
 
   emit = function(c, p, gpu)
     local n = names(c)
+    local has = {}
+    for _, k in ipairs(stages(c)) do has[k] = true end
     local consts = {T = c.bn, S = c.slots}
     local kargs = ARGS
     if c.hot > 0 then
@@ -348,9 +361,8 @@ return {
         or ""})
       if c.hot < 8 then consts.ylo = "Ylo" end
     end
-    local function sig(name) return row.signature(name, kargs, consts) end
-    local has = {}
-    for _, k in ipairs(stages(c)) do has[k] = true end
+    local function sig(name, extra) return row.signature(name, kargs, consts, false, extra) end
+    local wide = has.dense_hw
     local sparse = ""
     if has.consume then
       local consume
@@ -366,11 +378,16 @@ ${route}
 ${pdevice}
 ${producer}${sparse}
 ${dense}
-${hot}]], {prelude = cuda.prelude, pdl = c.pdl > 0 and PDL_DEVICE or "",
+${hot}${wide}]], {prelude = cuda.prelude, pdl = c.pdl > 0 and PDL_DEVICE or "",
      route = c.route >= 0 and epilogue.twell_route_device or "",
      pdevice = produce.device(c), sparse = sparse,
      producer = produce.kernel(c, n.produce, ARGS, c.hot > 0 and {cols = hot_cols_c(c, "F")} or nil),
-     dense = dense.zero_kernel(n, sig) .. (has.dense_h and dense.kernels(gpu, n, sig, consts.ylo) or ""),
+     dense = dense.zero_kernel(n, sig, wide) .. (wide and dense_wgmma.device() or "")
+       .. (has.dense_h and dense.kernels(gpu, n, sig, consts.ylo, wide) or ""),
+     -- after the hot slice's GEMMs, whose ping-pong device code they share (without a slice: their own)
+     wide = wide and ((c.hot > 0 and "" or wgmma.device_more(produce.loop_config(c), pingpong_config(c, gpu))
+                                           .. wgmma.device_mn(pingpong_config(c, gpu)))
+                      .. dense_wgmma.kernels(pingpong_config(c, gpu), n, sig, c.hot > 0, consts.ylo)) or "",
      -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
      hot = has.hot_up and hot_kernels(hot_config(c, gpu), n, hot_cols_c(c, "F"), has.consume, c) or ""})
     return c.pdl == 0 and src or pdl_insert(src, ordered_names(c))

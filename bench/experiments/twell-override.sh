@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# The shipped best twell-ffn configurations re-measured with some parameters changed, on the GPU machine over a
+# build made elsewhere: each problem of db/data/h200.tsv whose text contains every word of MATCH (space-separated)
+# gets its fastest recorded configuration with SET (k=v,...) applied, verified and timed against cuBLAS in the same
+# run, and recorded in $OUT/tuning.db (export it with `sptune db export`, ship with scripts/maint/ship-results.py).
+#   SET=dense=wgmma MATCH="gen=1 order=1" PART=1/2 bash bench/experiments/twell-override.sh [build-static]
+# PART=i/n takes every n-th problem from the i-th (the list split over several calls); a configuration SET makes
+# invalid for its problem is reported and skipped by `sptune check`. Prints one table row a problem.
+set -uo pipefail
+source "$(dirname "$0")/../lib.sh"
+bench_setup "${1:-build-static}" twell-override
+: "${SET:?SET=k=v,... (the parameters to change)}"
+part="${PART:-1/1}"
+list=$(python3 - "$SET" "${MATCH:-}" "$part" <<'PY'
+import sys
+sets = dict(kv.split("=", 1) for kv in sys.argv[1].split(",") if kv)
+words, (i, n) = sys.argv[2].split(), map(int, sys.argv[3].split("/"))
+best = {}
+with open("db/data/h200.tsv") as f:
+    lines = [l.rstrip("\n").split("\t") for l in f if not l.startswith("#")]
+ix = {k: j for j, k in enumerate(lines[0])}
+for r in lines[1:]:
+    if r[ix["template"]] != "twell-ffn" or r[ix["outcome"]] != "ok": continue
+    p, ms = r[ix["problem"]], float(r[ix["median_ms"]])
+    if all(w in p.split(",") for w in words) and (p not in best or ms < best[p][0]):
+        best[p] = (ms, r[ix["config"]])
+for k, p in enumerate(sorted(best)):
+    if k % n != i - 1: continue
+    c = dict(kv.split("=", 1) for kv in best[p][1].split(","))
+    c.update(sets)
+    if c.get("hot", "0") != "0" and "dense" in sets: c["hotloop"] = "pingpong"   # the ping-pong device code is shared
+    print(p + "\t" + ",".join(f"{k}={v}" for k, v in c.items()))
+PY
+)
+echo "| problem | ms | cuBLAS ms | speed-up |"
+echo "|---|---|---|---|"
+while IFS=$'\t' read -r shape cfg; do
+  [ -n "$shape" ] || continue
+  line=$(bench_one twell-ffn "$shape" "$cfg" "${RUNS:-10}" "$out/override.log")
+  echo "| ${shape%%,dead=*},${shape#*,dense=} | ${line// / | } |"
+done <<< "$list"
