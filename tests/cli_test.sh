@@ -124,7 +124,7 @@ has "best prints the workspace to allocate" "workspace: .* MiB for activations l
 expect 0 "best, denser activations" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=1000,order=1 --no-db
 has "best serves the hot/cold split and says what it assumes" "hot=[1-7]: the first [1-7]/8 of the neurons run as a dense slice; .*sptune_twell_hot_order"
 expect 0 "best, denser activations as they come" "$bin" best twell-ffn --gpu h200 --shape M=16384,D=2048,F=5632,nnz=1000 --no-db
-has "best serves the dense layer for neurons as they come" "hot=8,pf=0,passes=1,hotloop=staged,pdl=0 \(exact"
+has "best serves the dense layer for neurons as they come" "hot=8,pf=0,passes=1,hotloop=staged,pdl=0,dense=mma \(exact"
 # dist numbers kinds of pruning: weights pruned another way are near (one step), whatever the numbers
 expect 0 "best, Slot-Filling of a kind not recorded" "$bin" best slotfill-spmm --gpu h200 --no-db --shape M=4096,K=4096,N=16,sparsity=50,fp16=0,dist=0
 has "another kind of pruning is the nearest, not nothing" "\(nearest: tuned for M=4096,K=4096,N=16,sparsity=50,fp16=0,dist=[12] on h200"

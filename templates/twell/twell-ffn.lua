@@ -309,9 +309,9 @@ return {
   params = params,
   constraints = constraints,
   -- on Hopper the producer's wgmma + TMA loop with overlapped packing and the row consumer that measured
-  -- fastest on realistic activations (docs/journal)
+  -- fastest on realistic activations (docs/journal), the dense path on wgmma where many tokens reach it
   defaults = function(gpu)
-    return produce.hopper_default(gpu, "warps=16,split=1,unroll=4,dots=8,dunroll=2,route=512")
+    return produce.hopper_default(gpu, "warps=16,split=1,unroll=4,dots=8,dunroll=2,route=512,dense=wgmma")
   end,
 
   kernel = function(c, gpu) return ordered_names(c) end,
