@@ -365,6 +365,51 @@ static void check_pdl(void)
     sp_template_free(t);
 }
 
+/* twell-ffn's dense path on wgmma (dense = wgmma): valid beside the wgmma + TMA producer with a dense path and a
+ * sparse part (with a hot slice, on its ping-pong GEMMs), nowhere else; its two GEMMs run after finalize, each with
+ * its A map capped at dense_capacity at launch and its B map over the whole of Wu or Wd (the cold rows found from H);
+ * the zero step leaves dense_acc to dense_g (which gathers X there in that regime); compiled for sm_90a. */
+static void check_dense_wgmma(void)
+{
+#define DW_BASE "mainloop=wgmma,bm=128,bn=256,bk=64,stages=4,wgs=2,epi=regs,consumer=regmma,warps=2,split=1,dots=1,dunroll=1,"
+    static const struct { const char *target, *config; int ok; } cases[] = {
+        {"h100", DW_BASE "route=256,hot=1,hotloop=pingpong,dense=wgmma", 1},
+        {"h100", DW_BASE "route=512,hot=0,dense=wgmma", 1},
+        {"h100", DW_BASE "route=256,hot=1,hotloop=staged,dense=wgmma", 0},
+        {"h100", DW_BASE "route=-1,hot=0,dense=wgmma", 0},
+        {"h100", "mainloop=mma,route=256,dense=wgmma", 0},
+        {"rtx-pro-6000", "consumer=regmma,warps=4,split=1,dots=1,dunroll=1,route=256,dense=wgmma", 0},
+    };
+#undef DW_BASE
+    sp_template *t = NULL;
+    CHECK_ST(sp_template_load("twell-ffn", &t), SPTUNE_OK);
+    if (!t) return;
+    const int cap = sp_template_arg_index(t, "dense_capacity");
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        sp_gpu_profile gpu;
+        sp_problem p;
+        sp_config c;
+        sp_kernel_src k;
+        if (!ffn_case(t, cases[i].target, cases[i].config, cases[i].ok, &gpu, &p, &c, &k)) continue;
+        int hw = -1;
+        for (int s = 0; s < k.nkernels; s++)
+            if (strstr(k.stage[s].kernel, "sp_twell_ffn_dense_hw_")) hw = s;
+        CHECK_MSG(hw > 0 && hw + 1 < k.nkernels && strstr(k.stage[hw - 1].kernel, "sp_twell_ffn_finalize_") &&
+                  strstr(k.stage[hw + 1].kernel, "sp_twell_ffn_dense_yw_"), "%s: dense_hw at %d", cases[i].config, hw);
+        for (int s = hw; hw > 0 && s <= hw + 1; s++) {
+            const sp_tmaps *m = &k.stage[s].tmaps;
+            CHECK_MSG(m->n == 2 && m->v[0].rows_arg == cap && m->v[1].rows_arg < 0 && m->v[1].rows == 1032,
+                      "%s: stage %d's maps", cases[i].config, s);
+        }
+        const char *zero = kernel_at(&k, 0), *next = zero ? strstr(zero + 1, "extern \"C\"") : NULL;
+        const char *clear = zero ? strstr(zero, "dense_acc[i] = 0.0f") : NULL;
+        CHECK_MSG(zero && clear && next && clear > next, "%s: the zero step clears dense_acc", cases[i].config);
+        sp_kernel_src_free(&k);
+        if (i == 0) compile_one(t, &c, &gpu, &p);
+    }
+    sp_template_free(t);
+}
+
 /* The hot slice beside a sparse part (0 < hot < 8) rounds Y once: every cold kernel that writes Y also writes what the
  * rounding left to Ylo (after hot_h's slice in its workspace, which the declared shape makes room for), and hot_y's
  * accumulators start from Y + Ylo (staged; ping-pong: added in the epilogue), its drain storing (not adding); with
@@ -438,7 +483,7 @@ int main(int argc, char **argv)
         /* each part's time in the log: NVRTC's compiles are most of this test's minutes */
 #define PART(f) {#f, f}
         static const struct { const char *name; void (*run)(void); } parts[] = {
-            PART(check_pdl), PART(check_hot_remainder), PART(check_hopper_paths), PART(check_named_paths),
+            PART(check_pdl), PART(check_dense_wgmma), PART(check_hot_remainder), PART(check_hopper_paths), PART(check_named_paths),
             PART(check_slotfill_large), PART(check_reg_consumer_limits), PART(check_tile_consumer)};
 #undef PART
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {

@@ -27,7 +27,7 @@ M.params = {
      .. " ping-pong wgmma GEMMs once " .. M.WIDE .. " or more tokens are routed to it, mma.sync below that"},
 }
 
--- wide(c): whether configuration c has the wgmma dense path.
+-- Whether configuration c has the wgmma dense path.
 function M.is(c) return c.dense == "wgmma" end
 
 M.constraints = {
