@@ -39,5 +39,5 @@ echo "|---|---|---|---|"
 while IFS=$'\t' read -r shape cfg; do
   [ -n "$shape" ] || continue
   line=$(bench_one twell-ffn "$shape" "$cfg" "${RUNS:-10}" "$out/override.log")
-  echo "| ${shape%%,dead=*},${shape#*,dense=} | ${line// / | } |"
+  echo "| $(sed -E 's/,dead=[^,]*,tail=[^,]*//; s/,dense_nnz=[^,]*,at=[^,]*//' <<< "$shape") | ${line// / | } |"
 done <<< "$list"
