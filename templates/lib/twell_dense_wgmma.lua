@@ -93,8 +93,8 @@ ${put}
               lo_addr = ylo and " | (unsigned long long)Ylo" or ""})
 end
 
--- The two kernels (hc: the ping-pong configuration, twell-ffn's; sig(name, extra): a kernel's signature with the
--- cold prologue, extra appended to its parameters; cold: whether the hot slice's split is on (H, the cold F, Wu_all
+-- The two kernels (hc: the ping-pong configuration, twell-ffn's; sig(name, extra): a kernel's signature, with the
+-- cold prologue where hot > 0, extra appended to its parameters; cold: whether the hot slice's split is on (H, the cold F, Wu_all
 -- and Ylo then in scope); ylo: the remainder's pointer or nil).
 function M.kernels(hc, names, sig, cold, ylo)
   local threads = mainloop.persistent_threads(hc, 0)

@@ -330,7 +330,7 @@ return {
     if rowreg.is(c) then at.consume, at.consume_dot = rowreg.launch(c, p)
     else at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true) end
     for k, v in pairs(dense.launches(gpu)) do at[k] = v end
-    if dense_wgmma.is(c) and c.route >= 0 then
+    if dense_wgmma.is(c) then   -- its constraint holds route >= 0
       local H = c.hot > 0 and hot_cols(c, p.F) or 0
       for k, v in pairs(dense_wgmma.launches(pingpong_config(c, gpu), p, gpu, H)) do at[k] = v end
     end
@@ -363,6 +363,7 @@ return {
     end
     local function sig(name, extra) return row.signature(name, kargs, consts, false, extra) end
     local wide = has.dense_hw
+    local pp = wide and pingpong_config(c, gpu)
     local sparse = ""
     if has.consume then
       local consume
@@ -385,9 +386,8 @@ ${hot}${wide}]], {prelude = cuda.prelude, pdl = c.pdl > 0 and PDL_DEVICE or "",
      dense = dense.zero_kernel(n, sig, wide) .. (wide and dense_wgmma.device() or "")
        .. (has.dense_h and dense.kernels(gpu, n, sig, consts.ylo, wide) or ""),
      -- after the hot slice's GEMMs, whose ping-pong device code they share (without a slice: their own)
-     wide = wide and ((c.hot > 0 and "" or wgmma.device_more(produce.loop_config(c), pingpong_config(c, gpu))
-                                           .. wgmma.device_mn(pingpong_config(c, gpu)))
-                      .. dense_wgmma.kernels(pingpong_config(c, gpu), n, sig, c.hot > 0, consts.ylo)) or "",
+     wide = wide and ((c.hot > 0 and "" or wgmma.device_more(produce.loop_config(c), pp) .. wgmma.device_mn(pp))
+                      .. dense_wgmma.kernels(pp, n, sig, c.hot > 0, consts.ylo)) or "",
      -- the hot slice adds to what the sparse part wrote, or (no sparse part) stores Y
      hot = has.hot_up and hot_kernels(hot_config(c, gpu), n, hot_cols_c(c, "F"), has.consume, c) or ""})
     return c.pdl == 0 and src or pdl_insert(src, ordered_names(c))
