@@ -5,7 +5,7 @@
 # 1. Nsight Compute (clocks left alone) on the configurations named in PROFILE ("SHAPE|CONFIG;..."), and the SASS of
 #    the first one (rendered by `sptune gen`, compiled with nvcc, cuobjdump);
 # 2. a sweep: each shape of SHAPES against each configuration of CONFIGS (`sptune check`, verified, cuBLAS in the
-#    same run, not recorded). The table last.
+#    same run; RECORD=1: recorded in $OUT/tuning.db, for scripts/maint/ship-results.py). The table last.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 bench_setup "${1:-build-static}" sp24-midn
@@ -34,7 +34,8 @@ fi
 for shape in ${SHAPES:-}; do
   cfgs=""
   for c in ${CONFIGS:-}; do cfgs="${cfgs:+$cfgs;}$lay,$c"; done
-  timeout 300 "$bin" check slotfill-spmm --gpu auto --shape "$shape" --config "$cfgs" --runs "${RUNS:-10}" --no-db \
+  timeout 300 "$bin" check slotfill-spmm --gpu auto --shape "$shape" --config "$cfgs" --runs "${RUNS:-10}" \
+    $([ "${RECORD:-0}" = 1 ] || echo --no-db) \
     > "$out/sweep.log" 2>&1 || echo "check $shape: exit $?"
   grep -E "^ +[0-9]+/[0-9]+ (wrong|launch|compile)" "$out/sweep.log" | head -3
   echo "$shape baseline $(grep -m1 -oE 'baseline [^ ]+ [0-9.]+ ms' "$out/sweep.log")" | tee -a "$out/rows.txt"
