@@ -297,46 +297,6 @@ static void check_slotfill_large(void)
     sp_template_free(t);
 }
 
-/* slotfill-spmm's sp24 kernel in clusters of two (mcast=2): valid with split 1 alone and for sp24 alone; the grid's
- * tile rows padded to pairs (M = 520 at 64 rows: 9 -> 10), clusters of (1, 2, 1), X boxes of half the token tile, each
- * CTA copying its half to both and releasing a stage to both; compiled for sm_90a. */
-static void check_slotfill_mcast(void)
-{
-#define MC_BASE "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=128,stages=4,krec=2,"
-    static const struct { const char *config; int ok; } cases[] = {
-        {MC_BASE "split=1,mcast=2", 1}, {MC_BASE "split=2,mcast=2", 0},
-        {"mainloop=wgmma,warps=4,bn=128,stages=4,split=1,mcast=2", 0}, {"decode=sp24,window=64,dbits=7,mcast=2", 0},
-    };
-#undef MC_BASE
-    sp_template *t = NULL;
-    CHECK_ST(sp_template_load("slotfill-spmm", &t), SPTUNE_OK);
-    if (!t) return;
-    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
-        sp_gpu_profile gpu;
-        sp_problem p;
-        sp_config c;
-        int ok = -1;
-        CHECK_ST(sp_gpu_profile_named("h100", &gpu), SPTUNE_OK);
-        CHECK_ST(sp_problem_parse(t, "M=520,K=1032,N=600,sparsity=50,fp16=0,dist=3", &p), SPTUNE_OK);
-        CHECK_ST(sp_config_parse(t, cases[i].config, &c), SPTUNE_OK);
-        CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
-        CHECK_MSG(ok == cases[i].ok, "slotfill-spmm %s: valid %d", cases[i].config, ok);
-        if (ok != 1) continue;
-        sp_kernel_src k;
-        CHECK_ST(sp_template_emit(t, &c, &gpu, &p, &k), SPTUNE_OK);
-        const sp_kernel_stage *st = &k.stage[0];
-        CHECK_MSG(k.nkernels == 1 && st->grid[1] == 10 && st->cluster[0] == 1 && st->cluster[1] == 2 &&
-                  st->cluster[2] == 1 && st->tmaps.n == 1 && st->tmaps.v[0].box_rows == 64,
-                  "%s: grid y %u, cluster (%u, %u, %u), box rows %u", cases[i].config, st->grid[1], st->cluster[0],
-                  st->cluster[1], st->cluster[2], st->tmaps.n ? st->tmaps.v[0].box_rows : 0);
-        CHECK_MSG(strstr(k.source, "sp_tma_load_2d_mc(") && strstr(k.source, "sp_mbar_release2(bars") &&
-                  strstr(k.source, "SP_NT * 2)"), "%s: the pair's copies and releases", cases[i].config);
-        sp_kernel_src_free(&k);
-        compile_one(t, &c, &gpu, &p);
-    }
-    sp_template_free(t);
-}
-
 /* One twell-ffn case of check_pdl and check_hot_remainder on a problem with a hot slice's order: configuration `config` on
  * `target` must be valid exactly when `ok`; a valid one is emitted into *k (1 returned, with *gpu, *p and *c filled
  * for compile_one), an invalid one is not (0). */
@@ -524,7 +484,7 @@ int main(int argc, char **argv)
 #define PART(f) {#f, f}
         static const struct { const char *name; void (*run)(void); } parts[] = {
             PART(check_pdl), PART(check_dense_wgmma), PART(check_hot_remainder), PART(check_hopper_paths), PART(check_named_paths),
-            PART(check_slotfill_large), PART(check_slotfill_mcast), PART(check_reg_consumer_limits), PART(check_tile_consumer)};
+            PART(check_slotfill_large), PART(check_reg_consumer_limits), PART(check_tile_consumer)};
 #undef PART
         for (size_t i = 0; i < sizeof parts / sizeof parts[0]; i++) {
             const double t0 = sp_now_s();

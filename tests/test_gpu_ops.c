@@ -101,13 +101,6 @@ static const char *const slotfill_configs[] = {
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=128,stages=4,split=2",
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=64,stages=3,split=1,krec=2",
     "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=256,stages=4,split=2",
-    /* sp24 in clusters of two sharing each X stage (mcast=2): one to four warpgroups, records of 1-4 a stage, fp16 with an
-     * odd count of tile rows (the last pair's second CTA past M) */
-    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=128,stages=4,split=1,krec=2,mcast=2",
-    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=256,stages=4,split=1,mcast=2",
-    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=64,stages=3,split=1,krec=2,mcast=2",
-    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=1,krec=4,mcast=2,dtype=f16",
-    "mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=8,bn=128,stages=3,split=1,krec=2,mcast=2,dtype=f16",
     /* W decoded into shared memory by the consumer warps (wsrc=smem): every token tile, split-K, fp16 */
     "mainloop=wgmma,wsrc=smem,warps=8,bn=256,stages=3,split=1", "mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2",
     "mainloop=wgmma,wsrc=smem,warps=8,bn=64,stages=4,split=4,dtype=f16", "mainloop=wgmma,wsrc=smem,warps=8,bn=32,stages=2,split=1",

@@ -6,13 +6,13 @@
 #   SET=dense=wgmma MATCH="gen=1 order=1" PART=1/2 bash bench/experiments/twell-override.sh [build-static]
 # PART=i/n takes every n-th problem from the i-th (the list split over several calls), the problems in order of their
 # recorded speed-up, lowest first; a configuration SET makes invalid for its problem is reported and skipped by
-# `sptune check`. Prints one table row a problem.
+# `sptune check`; FROM=k skips the first k of them (those a call cut short measured). Prints one table row a problem.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 bench_setup "${1:-build-static}" twell-override
 : "${SET:?SET=k=v,... (the parameters to change)}"
 part="${PART:-1/1}"
-list=$(python3 - "$SET" "${MATCH:-}" "$part" <<'PY'
+list=$(python3 - "$SET" "${MATCH:-}" "$part" "${FROM:-0}" <<'PY'
 import sys
 sets = dict(kv.split("=", 1) for kv in sys.argv[1].split(",") if kv)
 words, (i, n) = sys.argv[2].split(), map(int, sys.argv[3].split("/"))
@@ -27,7 +27,7 @@ for r in lines[1:]:
         best[p] = (ms, r[ix["config"]], base / ms)
 # the slowest against the baseline first: what a call cut short leaves out matters least
 for k, p in enumerate(sorted(best, key=lambda q: (best[q][2], q))):
-    if k % n != i - 1: continue
+    if k % n != i - 1 or k < int(sys.argv[4]): continue
     c = dict(kv.split("=", 1) for kv in best[p][1].split(","))
     c.update(sets)
     if c.get("hot", "0") != "0" and "dense" in sets: c["hotloop"] = "pingpong"   # the ping-pong device code is shared

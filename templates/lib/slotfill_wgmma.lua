@@ -90,9 +90,6 @@ function M.check(c, gpu, p)
     return false, "tpw 1, bn >= 32, stages 2 to 4 (sp24: to 8)"
   end
   if c.split > 4 then return false, "split up to 4" end
-  if c.mcast > 1 and (c.decode ~= "sp24" or c.split ~= 1 or not gpu.cluster) then
-    return false, "mcast 2: the sp24 kernel with split 1, in clusters (sm_90+)"
-  end
   local l = M.layout(c)
   if c.krec > 1 and l.threads == 384 then
     return false, "krec 1 with bn 256 on two warpgroups (more records a stage serialise wgmma: too few registers)"
@@ -180,12 +177,12 @@ local FILL_SP24 = [[
             if (it >= SP_S) sp_mbar_wait(bars + 8 * (SP_S + s), ((it / SP_S) - 1) & 1);
             const sp_u32 full = bars + 8 * s;
             /* the CTA's tiles inside M, a record each, and the X box */
-            if (lane == 0) sp_mbar_expect_tx(full, SP_XSTAGE + (sp_u32)${nlive} * SP_REC);
+            if (lane == 0) sp_mbar_expect_tx(full, SP_XSTAGE + (sp_u32)min(tiles - tile0, SP_NT) * SP_REC);
             __syncwarp();
             if (live) sp_bulk_load(base + SP_WOFF + s * SP_WSTAGE + lane * SP_REC, W + 256 + ((size_t)tile * chunks + c) * SP_REC,
                                    SP_REC, full);
             /* the X tile: bn tokens x 64 columns, zero past N and K */
-            if (lane == 0) ${tma}(base + s * SP_XSTAGE${xoff}, &sp_tmX, c * 64, n0${nrow}, full);
+            if (lane == 0) sp_tma_load_2d(base + s * SP_XSTAGE, &sp_tmX, c * 64, n0, full);
         }]]
 
 -- krec > 1 (a pipeline stage of krec records): a tile's records are contiguous in the image, so one bulk copy each;
@@ -199,13 +196,13 @@ local FILL_SP24_KR = [[
             const int s = it % SP_S, r0 = (c0 + it) * SP_KR, nrec = min(SP_KR, recs - r0);
             if (it >= SP_S) sp_mbar_wait(bars + 8 * (SP_S + s), ((it / SP_S) - 1) & 1);
             const sp_u32 full = bars + 8 * s;
-            if (lane == 0) sp_mbar_expect_tx(full, SP_XSTAGE + (sp_u32)(${nlive} * nrec) * SP_REC);
+            if (lane == 0) sp_mbar_expect_tx(full, SP_XSTAGE + (sp_u32)(min(tiles - tile0, SP_NT) * nrec) * SP_REC);
             __syncwarp();
             if (live) sp_bulk_load(base + SP_WOFF + s * SP_WSTAGE + lane * (SP_KR * SP_REC),
                                    W + 256 + ((size_t)tile * recs + r0) * SP_REC, (sp_u32)nrec * SP_REC, full);
             if (lane == 0)
                 for (int q = 0; q < SP_KR; ++q)
-                    ${tma}(base + s * SP_XSTAGE + q * SP_BOX${xoff}, &sp_tmX, (r0 + q) * 64, n0${nrow}, full);
+                    sp_tma_load_2d(base + s * SP_XSTAGE + q * SP_BOX, &sp_tmX, (r0 + q) * 64, n0, full);
         }]]
 
 local XLOAD = [[
@@ -290,7 +287,7 @@ local CHUNK_SP24 = [[
         sp_wgmma_sp<1>(acc, a1, sp_wgmma_desc(xs + 64), e);
         sp_wgmma_commit();
         sp_wgmma_wait<1>();
-        if (it > 0 && lane == 0) ${release}(bars + 8 * (SP_S + (it - 1) % SP_S));]]
+        if (it > 0 && lane == 0) sp_mbar_arrive(bars + 8 * (SP_S + (it - 1) % SP_S));]]
 
 -- krec > 1: the stage's records one after another in one group (a record past K's end or a tile past M: zeros,
 -- valid metadata).
@@ -316,11 +313,11 @@ local CHUNK_SP24_KR = [[
         }
         sp_wgmma_commit();
         sp_wgmma_wait<1>();
-        if (it > 0 && lane == 0) ${release}(bars + 8 * (SP_S + (it - 1) % SP_S));]]
+        if (it > 0 && lane == 0) sp_mbar_arrive(bars + 8 * (SP_S + (it - 1) % SP_S));]]
 
 -- Both large-batch kernels (this one and lib/slotfill_wsmem.lua): the image's header checked, the CTA's tiles in the
 -- grouped order, its share of the K range (header: the layout's fields; chunks: the count of its stages).
-local PROLOGUE = [[
+M.PROLOGUE = [[
     /* the image must be this kernel's (magic, version, bf16/fp16, the layout, M, K): else nothing past its header is
      * read and the outputs are NaN */
     const sp_u32 *h = (const sp_u32 *)W;
@@ -330,26 +327,15 @@ local PROLOGUE = [[
     /* grouped order: the token tiles in groups whose X rows take about 16 MB, the W tiles walked inside a group, so
      * that the CTAs running at once share a few X slabs and W tiles in L2 (at N = 16384 in launch order they
      * re-read X from HBM for every W tile: 0.70x) */
-    const int tiles_n = (int)gridDim.x, tiles_m = (int)gridDim.y${pairs};
+    const int tiles_n = (int)gridDim.x, tiles_m = (int)gridDim.y;
     const int gn = (int)max(1LL, min((long long)tiles_n, (16LL << 20) / ((long long)SP_BN * K * 2)));
-    const int id = (int)(${row} * gridDim.x + blockIdx.x), in_group = gn * tiles_m, grp = id / in_group;
+    const int id = (int)(blockIdx.y * gridDim.x + blockIdx.x), in_group = gn * tiles_m, grp = id / in_group;
     const int first = grp * gn, width = min(gn, tiles_n - first), r = id - grp * in_group;
-    const int n0 = (first + r % width) * SP_BN, m0 = (${mtile}) * SP_BM, tile0 = m0 >> 4;
+    const int n0 = (first + r % width) * SP_BN, m0 = (r / width) * SP_BM, tile0 = m0 >> 4;
     /* this CTA's share of the stages (bitmap: 128 columns, sp24: 64) */
     const int per = (chunks + SP_SPLIT - 1) / SP_SPLIT, c0 = blockIdx.z * per;
     const int nch = ok ? max(0, min(chunks, c0 + per) - c0) : 0;
 ]]
-
--- The prologue (vars: header, chunks, dtype). mcast = 2: the grid's rows go in pairs, one cluster each (grid.y
--- even); the pair walks the grouped order as one CTA would, its CTAs taking tile rows 2 i + rank of one token tile.
-function M.prologue(vars, mcast)
-  local v = {pairs = "", row = "blockIdx.y", mtile = "r / width"}
-  if mcast == 2 then
-    v = {pairs = " / 2, mrank = sp_cluster_rank()", row = "(blockIdx.y >> 1)", mtile = "(r / width) * 2 + mrank"}
-  end
-  for k, x in pairs(vars) do v[k] = x end
-  return text.fill(PROLOGUE, v)
-end
 
 local EPI_ONE = [[
     /* the tile through shared memory (the X stages, every chunk consumed), then 16-byte stores along M */
@@ -408,12 +394,6 @@ local PRODUCER_CLUSTER_EXIT = [[
             asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");
         return;]]
 
--- mcast = 2: the producer stays until both CTAs' warps released its last stages, so that no release from the peer
--- reaches this CTA's barriers after it left (its copies then have landed in both).
-local PRODUCER_PAIR_TAIL = [[
-
-        for (int it = max(nch, SP_S); it < nch + SP_S; ++it) sp_mbar_wait(bars + 8 * (SP_S + it % SP_S), ((it / SP_S) - 1) & 1);]]
-
 -- Both large-batch kernels: a consumer's accumulators (wgmma's m64 x bn fragment), zeroed.
 M.ACC = [[
     float acc[SP_NB][4];
@@ -458,8 +438,6 @@ end
 function M.emit(c, name, params, f16)
   local l = M.layout(c)
   local sp24 = c.decode == "sp24"
-  local mc = c.mcast
-  local release = mc == 2 and "sp_mbar_release2" or "sp_mbar_arrive"
   local kr = c.krec
   local header = sp24
     and "h[5] == 64u && h[36] == 3u && (h[22] | h[23] | h[24] | h[25]) == 0u"
@@ -509,12 +487,12 @@ ${ring_decl}
     if (threadIdx.x == 0) {
         for (int s = 0; s < SP_S; ++s) {
             sp_mbar_init(bars + 8 * s, 1);                 /* the producer's expect_tx; the copies' bytes */
-            sp_mbar_init(bars + 8 * (SP_S + s), SP_NT${peers});    /* every consumer warp: the stage's wgmma retired */
+            sp_mbar_init(bars + 8 * (SP_S + s), SP_NT);    /* every consumer warp: the stage's wgmma retired */
             sp_mbar_init(bars + 8 * (2 * SP_S + s), SP_NT);/* bitmap: the stage's blocks decoded */
         }
         asm volatile("fence.mbarrier_init.release.cluster;\n" ::: "memory");
     }
-    __syncthreads();${cluster_sync}
+    __syncthreads();
     if (warp >= SP_NT) {
 ${dec}
         if (warp == SP_NT) {
@@ -534,14 +512,14 @@ ${decode_decl}
 ${chunk}
         }
         sp_wgmma_wait<0>();
-        if (nch > 0 && lane == 0) ${release}(bars + 8 * (SP_S + (nch - 1) % SP_S));
+        if (nch > 0 && lane == 0) sp_mbar_arrive(bars + 8 * (SP_S + (nch - 1) % SP_S));
     }
 ${epilogue}
 }
 ]], {nt = l.nt, bm = l.bm, bn = c.bn, nb = c.bn // 8, stages = c.stages, split = c.split, box = l.box,
      xstage = l.xstage, woff = l.xarea, slots = l.slots, bars = l.bars, book = l.book, ypitch = l.ypitch,
      rpitch = l.rpitch, ring = l.ring or 0, wstage = l.wstage or 0, rec = M.REC, group = M.GROUP,
-     head = M.head(rs_fn(c.bn, f16, sp24), f16) .. (mc == 2 and "\n" .. wgmma.cluster_device or ""), acc = M.ACC, threads = l.threads, name = name, params = params, dtype = f16 and 1 or 0,
+     head = M.head(rs_fn(c.bn, f16, sp24), f16), acc = M.ACC, threads = l.threads, name = name, params = params, dtype = f16 and 1 or 0,
      ring_decl = sp24 and "" or RING_DECL, decode_decl = sp24 and "" or DECODE_DECL,
      exit = not M.producer_exits(c) and "        if (SP_SPLIT == 1) return;" or c.split == 1 and "        return;"
             or PRODUCER_CLUSTER_EXIT,
@@ -553,20 +531,14 @@ ${epilogue}
      fill = text.fill(sp24 and (kr > 1 and FILL_SP24_KR or FILL_SP24) or FILL_BITMAP,
                       {xload = XLOAD, offsets = bitmap.block_offsets("        "),
                        next_block = bitmap.block_next("            ", "it"), ring_alloc = bitmap.ring_alloc("const sp_u32 need = __shfl_sync(SP_FULL, pre, 31);",
-                                                                     "2 * ", "   /* its blocks decoded */"),
-                       nlive = mc == 2 and "max(0, min(tiles - tile0, SP_NT))" or "min(tiles - tile0, SP_NT)",
-                       tma = mc == 2 and "sp_tma_load_2d_mc" or "sp_tma_load_2d",
-                       xoff = mc == 2 and " + mrank * (SP_BOX / 2)" or "", nrow = mc == 2 and " + mrank * (SP_BN / 2)" or ""})
-            .. (mc == 2 and PRODUCER_PAIR_TAIL or ""),
+                                                                     "2 * ", "   /* its blocks decoded */")}),
      -- each step of a group keeps its own high halves (the decode's predicated loads read-modify-write them: one
      -- register set would chain the group's steps one after another)
-     chunk = sp24 and text.fill(kr > 1 and CHUNK_SP24_KR or CHUNK_SP24, {release = release}) or text.fill(CHUNK_BITMAP, {prep = bitmap.PREP,
+     chunk = sp24 and (kr > 1 and CHUNK_SP24_KR or CHUNK_SP24) or text.fill(CHUNK_BITMAP, {prep = bitmap.PREP,
                                                             decode = (bitmap.DECODE:gsub("hi%[t%]%[i%]", "hi[q][i]"))}),
-     prologue = M.prologue({header = header, chunks = sp24 and (kr > 1 and "(((K + 63) >> 6) + SP_KR - 1) / SP_KR"
-                                                             or "(K + 63) >> 6") or "(K + 127) >> 7",
-                            dtype = f16 and 1 or 0}, mc),
-     peers = mc == 2 and " * 2" or "", release = release,
-     cluster_sync = mc == 2 and "\n    sp_cluster_sync();   /* the pair's barriers initialised before either CTA's copies or releases */" or "",
+     prologue = text.fill(M.PROLOGUE, {header = header, chunks = sp24 and (kr > 1 and "(((K + 63) >> 6) + SP_KR - 1) / SP_KR"
+                                                                        or "(K + 63) >> 6") or "(K + 127) >> 7",
+                                       dtype = f16 and 1 or 0}),
      epilogue = M.epilogue(c)})
 end
 

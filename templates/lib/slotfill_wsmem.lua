@@ -240,8 +240,8 @@ function M.emit(c, name, params, f16)
     rpitch = l.rpitch, name = name, params = params, acc = large.ACC,
     head = large.head(wgmma.wgmma_fn(c.bn, "", 0, "d[64 x " .. c.bn .. "] += A(64 x 16, smem) * B(" .. c.bn ..
                                      " x 16, smem)^T", f16 and "f16.f16" or "bf16.bf16"), f16),
-    prologue = large.prologue({header = "h[5] == 128u && h[36] == 2u", chunks = "(K + 127) >> 7",
-                               dtype = f16 and 1 or 0}, 1),
+    prologue = text.fill(large.PROLOGUE, {header = "h[5] == 128u && h[36] == 2u", chunks = "(K + 127) >> 7",
+                                          dtype = f16 and 1 or 0}),
     decode = item_decode(), epilogue = large.epilogue(c), offsets = bitmap.block_offsets("        "),
     next_block = bitmap.block_next("                ", "c")})
 end

@@ -88,9 +88,6 @@ local params = {
   {name = "krec", values = {1, 2, 4}, default = 1, added = true,
    doc = "the large-batch sp24 kernel: 64-column records a pipeline stage carries (each tile's in one bulk copy, and "
       .. "as many X boxes): fewer, larger copies and barrier rounds a call"},
-  {name = "mcast", values = {1, 2}, default = 1, added = true,
-   doc = "the large-batch sp24 kernel: 2 runs CTAs in clusters of two on neighbouring W tiles of one token tile, each "
-      .. "copying half of every X stage to both (the L2 reads of X halved)"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
@@ -207,8 +204,6 @@ local constraints = {
      if c.wsrc == "smem" then return true end
      return large.check(c, gpu, p)
    end},
-  {why = "mcast is the large-batch sp24 kernel's (1 for every other)",
-   check = function(c) return c.mcast == 1 or (c.decode == "sp24" and c.mainloop == "wgmma" and c.expand == 0) end},
   {why = "krec is the large-batch sp24 kernel's (1 for every other)",
    check = function(c) return c.krec == 1 or (c.decode == "sp24" and c.mainloop == "wgmma" and c.expand == 0) end},
   {why = "wsrc=smem: the bitmap layout's wgmma kernel (sm_90a) with two consumer warpgroups (warps 8), tpw 1, ring at "
@@ -476,11 +471,9 @@ local function fused_launch(c, p, gpu)
   if c.mainloop == "wgmma" then
     local bm = 16 * c.warps
     local l = (c.wsrc == "smem" and wsmem or large).layout(c)
-    local mc = c.mcast   -- 2: the tile rows in pairs (grid.y even), each CTA copying half of the X box's rows
-    local rows = (p.M + bm - 1) // bm
-    return {grid = {(p.N + c.bn - 1) // c.bn, (rows + mc - 1) // mc * mc, c.split}, block = {l.threads, 1, 1},
-            smem = l.total, cluster = {1, mc, c.split},
-            tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn // mc, box_cols = 64, swizzle = 128}}}
+    return {grid = {(p.N + c.bn - 1) // c.bn, (p.M + bm - 1) // bm, c.split}, block = {l.threads, 1, 1},
+            smem = l.total, cluster = {1, 1, c.split},
+            tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn, box_cols = 64, swizzle = 128}}}
   end
   if c.decode == "bitmap" then
     local nt = c.warps * c.tpw
