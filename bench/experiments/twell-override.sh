@@ -14,13 +14,14 @@ bench_setup "${1:-build-static}" twell-override
 part="${PART:-1/1}"
 list=$(python3 - "$SET" "${MATCH:-}" "$part" "${FROM:-0}" <<'PY'
 import sys
+sys.path.insert(0, "scripts/maint")
+from results_table import read
 sets = dict(kv.split("=", 1) for kv in sys.argv[1].split(",") if kv)
 words, (i, n) = sys.argv[2].split(), map(int, sys.argv[3].split("/"))
 best = {}
-with open("db/data/h200.tsv") as f:
-    lines = [l.rstrip("\n").split("\t") for l in f if not l.startswith("#")]
-ix = {k: j for j, k in enumerate(lines[0])}
-for r in lines[1:]:
+_, head, rows = read("db/data/h200.tsv", need=("template", "problem", "config", "outcome", "median_ms", "baseline_ms"))
+ix = {k: j for j, k in enumerate(head)}
+for r in rows:
     if r[ix["template"]] != "twell-ffn" or r[ix["outcome"]] != "ok": continue
     p, ms, base = r[ix["problem"]], float(r[ix["median_ms"]]), float(r[ix["baseline_ms"]])
     if all(w in p.split(",") for w in words) and (p not in best or ms < best[p][0]):

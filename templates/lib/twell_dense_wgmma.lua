@@ -94,8 +94,8 @@ ${put}
 end
 
 -- The two kernels (hc: the ping-pong configuration, twell-ffn's; sig(name, extra): a kernel's signature, with the
--- cold prologue where hot > 0, extra appended to its parameters; cold: whether the hot slice's split is on (H, the cold F, Wu_all
--- and Ylo then in scope); ylo: the remainder's pointer or nil).
+-- cold prologue where hot > 0, extra appended to its parameters; cold: whether the hot slice's split is on (H, the
+-- cold F, Wu_all and Ylo then in scope); ylo: the remainder's pointer or nil).
 function M.kernels(hc, names, sig, cold, ylo)
   local threads = mainloop.persistent_threads(hc, 0)
   local maps = wgmma.kernel_params(hc)
@@ -125,7 +125,8 @@ ${body}
 end
 
 -- Their launches (persistent, one CTA an SM; the tensor maps over the gathered rows and the gates capped at the
--- caller's dense_capacity, over the whole of Wu and Wd with the cold rows found through b_off).
+-- caller's dense_capacity, over the whole of Wu and Wd with the cold rows found through b_off; H: the hot slice's
+-- neurons, 0 without one).
 function M.launches(hc, p, gpu, H)
   local pp = {drainers = 0, staging = 0}
   local Fc = p.F - H

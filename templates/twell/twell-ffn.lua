@@ -331,8 +331,7 @@ return {
     else at.consume = c.consumer == "tile" and tile.launch(p, c.bn) or row.launch(c, p, true) end
     for k, v in pairs(dense.launches(gpu)) do at[k] = v end
     if dense_wgmma.is(c) then   -- its constraint holds route >= 0
-      local H = c.hot > 0 and hot_cols(c, p.F) or 0
-      for k, v in pairs(dense_wgmma.launches(pingpong_config(c, gpu), p, gpu, H)) do at[k] = v end
+      for k, v in pairs(dense_wgmma.launches(pingpong_config(c, gpu), p, gpu, hot_cols(c, p.F))) do at[k] = v end
     end
     local l = {}
     for i, k in ipairs(stages(c)) do
