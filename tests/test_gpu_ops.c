@@ -104,6 +104,13 @@ static const char *const slotfill_configs[] = {
     /* W decoded into shared memory by the consumer warps (wsrc=smem): every token tile, split-K, fp16 */
     "mainloop=wgmma,wsrc=smem,warps=8,bn=256,stages=3,split=1", "mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2",
     "mainloop=wgmma,wsrc=smem,warps=8,bn=64,stages=4,split=4,dtype=f16", "mainloop=wgmma,wsrc=smem,warps=8,bn=32,stages=2,split=1",
+    /* W decoded by decoder warps of their own (wsrc=dec): one and two consumer warpgroups, every token tile,
+     * split-K, fp16, decoders taking turns by stage, 128 rows */
+    "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=1", "mainloop=wgmma,wsrc=dec,warps=8,bn=64,stages=3,split=2",
+    "mainloop=wgmma,wsrc=dec,warps=4,bn=256,stages=4,split=4", "mainloop=wgmma,wsrc=dec,warps=8,bn=32,stages=2,split=1,dtype=f16",
+    "mainloop=wgmma,wsrc=dec,warps=4,bn=32,stages=4,split=2", "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=3,split=2,dwarps=8",
+    "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=1,dwarps=8,wrows=128",
+    "mainloop=wgmma,wsrc=dec,warps=8,bn=64,stages=3,split=4,dwarps=8,wrows=128",
     /* W expanded into the workspace, then the dense GEMM (bf16, K % 8 == 0): both layouts, tails in M, K and N */
     "expand=1", "expand=1,decode=sp24,window=64,dbits=7", NULL};
 

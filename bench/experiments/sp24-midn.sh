@@ -10,7 +10,7 @@ set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 bench_setup "${1:-build-static}" sp24-midn
 export SPTUNE_ENERGY_MS=0
-lay="decode=sp24,window=64,dbits=7,mainloop=wgmma"
+lay="${LAY:-decode=sp24,window=64,dbits=7,mainloop=wgmma}"   # LAY=mainloop=wgmma: the bitmap layout
 IFS=';' read -ra profs <<< "${PROFILE:-}"
 for pc in "${profs[@]}"; do
   shape=${pc%%|*} cfg=${pc#*|}

@@ -423,9 +423,9 @@ end
 
 -- With setmaxnreg the producer's warpgroup leaves by a plain return: behind the constant split test ptxas ignores
 -- its 40 registers (C7507) and then serialises wgmma for want of registers (C7512; the bitmap kernel at split 1 is
--- not, and keeps the text its results were measured with). The wsrc=smem kernel keeps its own.
+-- not, and keeps the text its results were measured with). The wsrc=smem and dec kernels keep their own.
 function M.producer_exits(c)
-  return c.wsrc ~= "smem" and M.layout(c).regs ~= nil and (c.decode == "sp24" or c.split > 1)
+  return c.wsrc ~= "smem" and c.wsrc ~= "dec" and M.layout(c).regs ~= nil and (c.decode == "sp24" or c.split > 1)
 end
 
 -- The output tile: staged in shared memory and stored 16 bytes at a time, or the cluster's partial tiles added.

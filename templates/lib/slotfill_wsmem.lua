@@ -60,7 +60,15 @@ end
 
 -- The small-batch kernel's step decode for one (stage, tile) item: its bitmap word (iw), the lanes' first values
 -- (iex) and the header's two words of the stage (hlo, hhi) instead of the whole block's.
-local function item_decode()
+-- The item's text for a ring of `slots` chunk slots (two: wsmem's own expressions, its kernels unchanged).
+function M.item(slots)
+  local two = slots == 2
+  return text.fill(M.ITEM, {decode = M.item_decode(), slot = two and "c & 1" or "c % SP_WS",
+                            phase = two and "(c >> 1) & 1" or "(c / SP_WS) & 1",
+                            free = two and "4 * SP_S + 2" or "4 * SP_S + SP_WS"})
+end
+
+function M.item_decode()
   local d = bitmap.DECODE
   local function swap(old, new)
     local i, j = d:find(old, 1, true)
@@ -74,23 +82,9 @@ local function item_decode()
   return (d:gsub("hi%[t%]%[i%]", "hv[i]"))
 end
 
-local KERNEL = [[
-#define SP_NT 8
-#define SP_THREADS 288
-#define SP_BM 128
-#define SP_BN ${bn}
-#define SP_NB ${nb}
-#define SP_S ${stages}
-#define SP_SPLIT ${split}
-#define SP_ASTAGE ${astage}
-#define SP_XOFF ${xoff}
-#define SP_XSTAGE ${xstage}
-#define SP_WOFF ${woff}
-#define SP_WSLOT ${wslot}
-#define SP_BARS ${bars}
-#define SP_YP ${ypitch}
-#define SP_RP ${rpitch}
-${head}
+-- The item's device functions (the wsrc=dec kernel, lib/slotfill_wdec.lua, takes them too): its bars are laid out
+-- as here, warpgroup 0's A barriers serving its one 64-row A tile.
+M.ITEM = [[
 __device__ __forceinline__ void sp_sts32(sp_u32 addr, sp_u32 v)
 {
     asm volatile("st.shared.b32 [%0], %1;" :: "r"(addr), "r"(v) : "memory");
@@ -101,8 +95,8 @@ __device__ __forceinline__ void sp_sts32(sp_u32 addr, sp_u32 v)
 __device__ __forceinline__ void sp_item(const unsigned char *sp_smem, sp_u32 base, sp_u32 bars, int j, int t, bool live,
                                         int lane, sp_u32 t0, sp_u32 t1)
 {
-    const int c = j >> 1, h = j & 1, s = j % SP_S, w = c & 1, g = lane >> 2, tq = lane & 3;
-    sp_mbar_wait(bars + 8 * (4 * SP_S + w), (c >> 1) & 1);
+    const int c = j >> 1, h = j & 1, s = j % SP_S, w = ${slot}, g = lane >> 2, tq = lane & 3;
+    sp_mbar_wait(bars + 8 * (4 * SP_S + w), ${phase});
     if (j >= SP_S) sp_mbar_wait(bars + 8 * (3 * SP_S + s), ((j / SP_S) - 1) & 1);
     if (live) {
         const sp_u32 bo = SP_WOFF + w * SP_WSLOT + t * SP_BMAX;
@@ -135,11 +129,30 @@ ${decode}
     __syncwarp();
     if (lane == 0) {
         sp_mbar_arrive(bars + 8 * (SP_S + 2 * s + (t >> 2)));
-        sp_mbar_arrive(bars + 8 * (4 * SP_S + 2 + w));
+        sp_mbar_arrive(bars + 8 * (${free} + w));
     }
 }
 
-extern "C" __global__ void __launch_bounds__(288, 1)
+]]
+
+local KERNEL = [[
+#define SP_NT 8
+#define SP_THREADS 288
+#define SP_BM 128
+#define SP_BN ${bn}
+#define SP_NB ${nb}
+#define SP_S ${stages}
+#define SP_SPLIT ${split}
+#define SP_ASTAGE ${astage}
+#define SP_XOFF ${xoff}
+#define SP_XSTAGE ${xstage}
+#define SP_WOFF ${woff}
+#define SP_WSLOT ${wslot}
+#define SP_BARS ${bars}
+#define SP_YP ${ypitch}
+#define SP_RP ${rpitch}
+${head}
+${item}extern "C" __global__ void __launch_bounds__(288, 1)
 ${name}(${params}, const __grid_constant__ sp_tmap sp_tmX)
 {
     extern __shared__ __align__(1024) unsigned char sp_smem_raw[];
@@ -242,7 +255,7 @@ function M.emit(c, name, params, f16)
                                      " x 16, smem)^T", f16 and "f16.f16" or "bf16.bf16"), f16),
     prologue = text.fill(large.PROLOGUE, {header = "h[5] == 128u && h[36] == 2u", chunks = "(K + 127) >> 7",
                                           dtype = f16 and 1 or 0}),
-    decode = item_decode(), epilogue = large.epilogue(c), offsets = bitmap.block_offsets("        "),
+    item = M.item(2), epilogue = large.epilogue(c), offsets = bitmap.block_offsets("        "),
     next_block = bitmap.block_next("                ", "c")})
 end
 

@@ -40,6 +40,7 @@ local common = require("lib.slotfill_common")
 local large = require("lib.slotfill_wgmma")
 local expand = require("lib.slotfill_expand")
 local wsmem = require("lib.slotfill_wsmem")
+local wdec = require("lib.slotfill_wdec")
 
 -- Defaults: the best measured on an H200 at decode sizes (docs/journal/2026-12-01.md, the slotfill table).
 local params = {
@@ -81,13 +82,18 @@ local params = {
   {name = "expand", values = {0, 1}, default = 0, added = true,
    doc = "1: the image expanded into a dense W in the workspace, then a dense GEMM (bitmap and sp24, bf16): W decoded "
       .. "once a call instead of once per token tile, for large batches (lib/slotfill_expand.lua)"},
-  {name = "wsrc", values = {"regs", "smem"}, default = "regs", added = true,
+  {name = "wsrc", values = {"regs", "smem", "dec"}, default = "regs", added = true,
    doc = "the large-batch bitmap kernel: W decoded by the consumer warps into wgmma's register operand (regs), or "
       .. "ahead of the tensor cores into shared memory that both of wgmma's operands come from (smem, "
-      .. "lib/slotfill_wsmem.lua)"},
+      .. "lib/slotfill_wsmem.lua), or so by a decoder warpgroup of its own for consumers that only multiply, "
+      .. "their token tiles sharing each decoded tile (dec, lib/slotfill_wdec.lua)"},
   {name = "krec", values = {1, 2, 4}, default = 1, added = true,
    doc = "the large-batch sp24 kernel: 64-column records a pipeline stage carries (each tile's in one bulk copy, and "
       .. "as many X boxes): fewer, larger copies and barrier rounds a call"},
+  {name = "dwarps", values = {4, 8}, default = 4, added = true,
+   doc = "wsrc=dec: decoder warps (a tile each, or with 64 rows 8: two a tile, taking turns by stage)"},
+  {name = "wrows", values = {64, 128}, default = 64, added = true,
+   doc = "wsrc=dec: rows of W a CTA (64: its consumer warpgroups split the tokens; 128: the rows, X read half as often)"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
@@ -201,7 +207,7 @@ local constraints = {
   {why = "the wgmma kernel (sm_90a): bitmap or sp24, one or two consumer warpgroups (sp24: up to four), bn >= 32, "
       .. "stages 2 to 4 (sp24: to 8), split up to 4, K % 8 == 0, its stages and output tile in shared memory",
    check = function(c, gpu, p)   -- large.check's reason said (an `or` would drop it)
-     if c.wsrc == "smem" then return true end
+     if c.wsrc ~= "regs" then return true end
      return large.check(c, gpu, p)
    end},
   {why = "krec is the large-batch sp24 kernel's (1 for every other)",
@@ -209,6 +215,12 @@ local constraints = {
   {why = "wsrc=smem: the bitmap layout's wgmma kernel (sm_90a) with two consumer warpgroups (warps 8), tpw 1, ring at "
       .. "its default, bn >= 32, stages 2 to 4, split up to 4, K % 8 == 0, its stages in shared memory",
    check = wsmem.check},
+  {why = "dwarps and wrows are the wsrc=dec kernel's (4 and 64 for every other)",
+   check = function(c) return (c.dwarps == 4 and c.wrows == 64) or c.wsrc == "dec" end},
+  {why = "wsrc=dec: the bitmap layout's wgmma kernel (sm_90a), one or two consumer warpgroups (warps 4 or 8; two: bn "
+      .. "<= 128 and, on 64 rows, tokens for both; bn 256 with 4 decoder warps; 128 rows: warps 8, dwarps 8), tpw 1, ring at its default, bn >= 32, stages 2 to 4, split up to 4, K % 8 == 0, "
+      .. "its stages in shared memory",
+   check = wdec.check},
   {why = "expand = 1: the bitmap or sp24 image in bf16, K % 8 == 0, the fused kernels' parameters at their defaults",
    check = expand.check},
   {why = "shared memory fits",
@@ -469,9 +481,9 @@ end
 local function fused_launch(c, p, gpu)
   local tiles = (p.M + 15) // 16
   if c.mainloop == "wgmma" then
-    local bm = 16 * c.warps
-    local l = (c.wsrc == "smem" and wsmem or large).layout(c)
-    return {grid = {(p.N + c.bn - 1) // c.bn, (p.M + bm - 1) // bm, c.split}, block = {l.threads, 1, 1},
+    local l = (c.wsrc == "smem" and wsmem or c.wsrc == "dec" and wdec or large).layout(c, gpu.smem_per_block)
+    local tn = l.tn or c.bn
+    return {grid = {(p.N + tn - 1) // tn, (p.M + l.bm - 1) // l.bm, c.split}, block = {l.threads, 1, 1},
             smem = l.total, cluster = {1, 1, c.split},
             tmaps = {{arg = "X", rows = p.N, cols = p.K, box_rows = c.bn, box_cols = 64, swizzle = 128}}}
   end
@@ -491,8 +503,8 @@ end
 
 local function fused_emit(c, p, gpu)
   if c.mainloop == "wgmma" then
-    return cuda.prelude .. "\n" .. (c.wsrc == "smem" and wsmem or large).emit(c, kernel_name(c), args.params(FUSED_ARGS),
-                                                                             c.dtype == "f16")
+    local mod = c.wsrc == "smem" and wsmem or c.wsrc == "dec" and wdec or large
+    return cuda.prelude .. "\n" .. mod.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16", gpu)
   end
   if c.decode == "bitmap" then
     return cuda.prelude .. "\n" .. bitmap.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16")
