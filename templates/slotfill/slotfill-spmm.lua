@@ -85,7 +85,7 @@ local params = {
   {name = "wsrc", values = {"regs", "smem", "dec"}, default = "regs", added = true,
    doc = "the large-batch bitmap kernel: W decoded by the consumer warps into wgmma's register operand (regs), or "
       .. "ahead of the tensor cores into shared memory that both of wgmma's operands come from (smem, "
-      .. "lib/slotfill_wsmem.lua), or so by a decoder warpgroup of its own for consumers that only multiply, "
+      .. "lib/slotfill_wsmem.lua), or so by decoder warps of their own for consumers that only multiply, "
       .. "their token tiles sharing each decoded tile (dec, lib/slotfill_wdec.lua)"},
   {name = "krec", values = {1, 2, 4}, default = 1, added = true,
    doc = "the large-batch sp24 kernel: 64-column records a pipeline stage carries (each tile's in one bulk copy, and "
@@ -218,8 +218,8 @@ local constraints = {
   {why = "dwarps and wrows are the wsrc=dec kernel's (4 and 64 for every other)",
    check = function(c) return (c.dwarps == 4 and c.wrows == 64) or c.wsrc == "dec" end},
   {why = "wsrc=dec: the bitmap layout's wgmma kernel (sm_90a), one or two consumer warpgroups (warps 4 or 8; two: bn "
-      .. "<= 128 and, on 64 rows, tokens for both; bn 256 with 4 decoder warps; 128 rows: warps 8, dwarps 8), tpw 1, ring at its default, bn >= 32, stages 2 to 4, split up to 4, K % 8 == 0, "
-      .. "its stages in shared memory",
+      .. "<= 128 and, on 64 rows, tokens for both; bn 256 with 4 decoder warps; 128 rows: warps 8, dwarps 8), tpw 1, "
+      .. "ring at its default, bn >= 32, stages 2 to 4, split up to 4, K % 8 == 0, its stages in shared memory",
    check = wdec.check},
   {why = "expand = 1: the bitmap or sp24 image in bf16, K % 8 == 0, the fused kernels' parameters at their defaults",
    check = expand.check},
@@ -478,10 +478,13 @@ ${epilogue}
     asm volatile("barrier.cluster.arrive.release.aligned;\nbarrier.cluster.wait.acquire.aligned;\n" ::: "memory");]]})
 end
 
+-- The large-batch kernel's module for where its W is decoded.
+local function large_module(c) return c.wsrc == "smem" and wsmem or c.wsrc == "dec" and wdec or large end
+
 local function fused_launch(c, p, gpu)
   local tiles = (p.M + 15) // 16
   if c.mainloop == "wgmma" then
-    local l = (c.wsrc == "smem" and wsmem or c.wsrc == "dec" and wdec or large).layout(c, gpu.smem_per_block)
+    local l = large_module(c).layout(c, gpu.smem_per_block)
     local tn = l.tn or c.bn
     return {grid = {(p.N + tn - 1) // tn, (p.M + l.bm - 1) // l.bm, c.split}, block = {l.threads, 1, 1},
             smem = l.total, cluster = {1, 1, c.split},
@@ -503,8 +506,7 @@ end
 
 local function fused_emit(c, p, gpu)
   if c.mainloop == "wgmma" then
-    local mod = c.wsrc == "smem" and wsmem or c.wsrc == "dec" and wdec or large
-    return cuda.prelude .. "\n" .. mod.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16", gpu)
+    return cuda.prelude .. "\n" .. large_module(c).emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16", gpu)
   end
   if c.decode == "bitmap" then
     return cuda.prelude .. "\n" .. bitmap.emit(c, kernel_name(c), args.params(FUSED_ARGS), c.dtype == "f16")
