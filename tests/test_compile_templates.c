@@ -265,7 +265,7 @@ static void check_slotfill_large(void)
         {"M=1000,K=1032,N=600,sparsity=50,fp16=1,dist=2",
          "mainloop=wgmma,wsrc=smem,warps=8,bn=64,stages=4,split=2,dtype=f16"},
         /* decoder warps of their own (wsrc=dec): two consumer warpgroups, one at the widest
-         * tile with split-K, 8 decoders, 128 rows */
+         * tile with split-K, 8 decoders, 128 rows, 16 decoders with 6 stages */
         {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2", "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=1"},
         {"M=1000,K=1032,N=600,sparsity=50,fp16=1,dist=2",
          "mainloop=wgmma,wsrc=dec,warps=4,bn=256,stages=3,split=2,dtype=f16"},
@@ -273,6 +273,8 @@ static void check_slotfill_large(void)
          "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=2,dwarps=8"},
         {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2",
          "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=2,dwarps=8,wrows=128"},
+        {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2",
+         "mainloop=wgmma,wsrc=dec,warps=8,bn=64,stages=6,split=2,dwarps=16"},
     };
     sp_template *t = NULL;
     CHECK_ST(sp_template_load("slotfill-spmm", &t), SPTUNE_OK);

@@ -111,6 +111,9 @@ static const char *const slotfill_configs[] = {
     "mainloop=wgmma,wsrc=dec,warps=4,bn=32,stages=4,split=2", "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=3,split=2,dwarps=8",
     "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=1,dwarps=8,wrows=128",
     "mainloop=wgmma,wsrc=dec,warps=8,bn=64,stages=3,split=4,dwarps=8,wrows=128",
+    /* 16 decoders (four a tile), stage rings deeper than 4 */
+    "mainloop=wgmma,wsrc=dec,warps=4,bn=64,stages=8,split=2,dwarps=16",
+    "mainloop=wgmma,wsrc=dec,warps=8,bn=32,stages=6,split=1,dwarps=16,dtype=f16",
     /* W expanded into the workspace, then the dense GEMM (bf16, K % 8 == 0): both layouts, tails in M, K and N */
     "expand=1", "expand=1,decode=sp24,window=64,dbits=7", NULL};
 

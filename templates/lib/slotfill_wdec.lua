@@ -57,14 +57,15 @@ function M.check(c, gpu, p)
   if c.mainloop ~= "wgmma" or c.decode ~= "bitmap" or not gpu.wgmma then
     return false, "the bitmap layout's wgmma kernel (sm_90a)"
   end
-  if (c.warps ~= 4 and c.warps ~= 8) or c.tpw ~= 1 or c.ring ~= 36 or c.bn < 32 or c.stages > 4 or c.split > 4 then
-    return false, "one or two consumer warpgroups (warps 4 or 8), tpw 1, ring at its default, bn >= 32, stages 2 to 4, "
-                  .. "split up to 4"
+  if (c.warps ~= 4 and c.warps ~= 8) or c.tpw ~= 1 or c.ring ~= 36 or c.bn < 32 or c.split > 4 then
+    return false, "one or two consumer warpgroups (warps 4 or 8), tpw 1, ring at its default, bn >= 32, split up to 4"
   end
   -- 13 warps or more leave a thread 152 registers: m64n256's accumulators and descriptors need more
   if c.warps + c.dwarps > 8 and c.bn > 128 then
     return false, "bn 256 with one consumer warpgroup and 4 decoder warps (their registers)"
   end
+  -- 22 warps or more leave a thread 80 registers or fewer: bn 128's accumulators need 90
+  if c.dwarps == 16 and c.bn > 64 then return false, "16 decoder warps with bn <= 64 (their registers)" end
   local l = M.layout(c, gpu.smem_per_block)
   if c.wrows == 128 and (c.warps ~= 8 or c.dwarps ~= 8) then
     return false, "128 rows: two consumer warpgroups and a decoder warp a tile (warps 8, dwarps 8)"

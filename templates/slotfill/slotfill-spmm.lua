@@ -90,8 +90,8 @@ local params = {
   {name = "krec", values = {1, 2, 4}, default = 1, added = true,
    doc = "the large-batch sp24 kernel: 64-column records a pipeline stage carries (each tile's in one bulk copy, and "
       .. "as many X boxes): fewer, larger copies and barrier rounds a call"},
-  {name = "dwarps", values = {4, 8}, default = 4, added = true,
-   doc = "wsrc=dec: decoder warps (a tile each, or with 64 rows 8: two a tile, taking turns by stage)"},
+  {name = "dwarps", values = {4, 8, 16}, default = 4, added = true,
+   doc = "wsrc=dec: decoder warps (a tile each, or with 64 rows 8 or 16: two or four a tile, taking turns by stage)"},
   {name = "wrows", values = {64, 128}, default = 64, added = true,
    doc = "wsrc=dec: rows of W a CTA (64: its consumer warpgroups split the tokens; 128: the rows, X read half as often)"},
 }
@@ -218,8 +218,9 @@ local constraints = {
   {why = "dwarps and wrows are the wsrc=dec kernel's (4 and 64 for every other)",
    check = function(c) return (c.dwarps == 4 and c.wrows == 64) or c.wsrc == "dec" end},
   {why = "wsrc=dec: the bitmap layout's wgmma kernel (sm_90a), one or two consumer warpgroups (warps 4 or 8; two: bn "
-      .. "<= 128 and, on 64 rows, tokens for both; bn 256 with 4 decoder warps; 128 rows: warps 8, dwarps 8), tpw 1, "
-      .. "ring at its default, bn >= 32, stages 2 to 4, split up to 4, K % 8 == 0, its stages in shared memory",
+      .. "<= 128 and, on 64 rows, tokens for both; bn 256 with 4 decoder warps, 16 with bn <= 64; 128 rows: warps 8, "
+      .. "dwarps 8), tpw 1, ring at its default, bn >= 32, stages 2 to 8, split up to 4, K % 8 == 0, its stages in "
+      .. "shared memory",
    check = wdec.check},
   {why = "expand = 1: the bitmap or sp24 image in bf16, K % 8 == 0, the fused kernels' parameters at their defaults",
    check = expand.check},
