@@ -20,7 +20,6 @@
 -- K % 8 == 0; X 16-byte aligned.
 local text = require("lib.text")
 local bitmap = require("lib.slotfill_bitmap")
-local wgmma = require("lib.wgmma")
 local large = require("lib.slotfill_wgmma")
 local wsmem = require("lib.slotfill_wsmem")
 
@@ -73,10 +72,7 @@ function M.check(c, gpu, p)
   if p and l.share and c.warps == 8 and p.N <= c.bn then
     return false, "the second consumer warpgroup has tokens (N > bn)"
   end
-  if p and p.K % 8 ~= 0 then return false, "the copy engine reads X rows of a multiple of 16 bytes (K % 8 == 0)" end
-  if l.ystage > l.bars or l.red > l.bars then return false, "the output tile fits the stages' space" end
-  if l.total > gpu.smem_per_block then return false, string.format("%d bytes > %d", l.total, gpu.smem_per_block) end
-  return true
+  return wsmem.fits(l, gpu, p)
 end
 
 local KERNEL = [[
@@ -105,14 +101,7 @@ ${head}
 ${item}extern "C" __global__ void __launch_bounds__(${threads}, 1)
 ${name}(${params}, const __grid_constant__ sp_tmap sp_tmX)
 {
-    extern __shared__ __align__(1024) unsigned char sp_smem_raw[];
-    unsigned char *const sp_smem = sp_smem_raw + ((1024u - (sp_smem_u32(sp_smem_raw) & 1023u)) & 1023u);
-    const sp_u32 base = sp_smem_u32(sp_smem);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-${prologue}    const int halves = 2 * nch;                            /* stages of 64 columns */
-    const sp_u32 *offs = (const sp_u32 *)(W + 256);
-    const unsigned char *blocks = W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255);
-    /* as lib/slotfill_wsmem.lua lays them out: xfull[s] at + 8 s; the A tile's afull[s][r] at + 8 (S + 2 s + r);
+${opening}    /* as lib/slotfill_wsmem.lua lays them out: xfull[s] at + 8 s; the A tile's afull[s][r] at + 8 (S + 2 s + r);
      * empty[s] at + 8 (3 S + s); a chunk slot's wfull[w] at + 8 (4 S + w), its release wfree[w] at
      * + 8 (4 S + WS + w) */
     const sp_u32 bars = base + SP_BARS;
@@ -274,11 +263,8 @@ function M.emit(c, name, params, f16, gpu)
     xstage = l.xstage,
     woff = l.woff, wslot = l.wslot, bars = l.bars, ypitch = l.ypitch, rpitch = l.rpitch, name = name,
     params = params, acc = large.ACC,
-    head = large.head(wgmma.wgmma_fn(c.bn, "", 0, "d[64 x " .. c.bn .. "] += A(64 x 16, smem) * B(" .. c.bn ..
-                                     " x 16, smem)^T", f16 and "f16.f16" or "bf16.bf16"), f16),
-    item = wsmem.item(l.wslots),
-    prologue = text.fill(large.PROLOGUE, {header = "h[5] == 128u && h[36] == 2u", chunks = "(K + 127) >> 7",
-                                          dtype = f16 and 1 or 0}),
+    head = wsmem.head(c.bn, f16),
+    item = wsmem.item(l.wslots), opening = wsmem.opening(f16),
     epilogue = epilogue(c), offsets = bitmap.block_offsets("        "),
     next_block = bitmap.block_next("            ", "c")})
 end

@@ -51,8 +51,12 @@ function M.check(c, gpu, p)
   if c.warps ~= 8 or c.tpw ~= 1 or c.ring ~= 36 or c.bn < 32 or c.stages > 4 or c.split > 4 then
     return false, "two consumer warpgroups (warps 8), tpw 1, ring at its default, bn >= 32, stages 2 to 4, split up to 4"
   end
+  return M.fits(M.layout(c), gpu, p)
+end
+
+-- The last checks of both shared-memory decode kernels (this one and lib/slotfill_wdec.lua), on their layout l.
+function M.fits(l, gpu, p)
   if p and p.K % 8 ~= 0 then return false, "the copy engine reads X rows of a multiple of 16 bytes (K % 8 == 0)" end
-  local l = M.layout(c)
   if l.ystage > l.bars or l.red > l.bars then return false, "the output tile fits the stages' space" end
   if l.total > gpu.smem_per_block then return false, string.format("%d bytes > %d", l.total, gpu.smem_per_block) end
   return true
@@ -135,6 +139,27 @@ ${decode}
 
 ]]
 
+-- The opening of both shared-memory decode kernels (this one and lib/slotfill_wdec.lua): the 1024-aligned base, the
+-- thread's place, the image's header checked (lib/slotfill_wgmma.lua's prologue), the stages and the blocks' offsets.
+local OPENING = [[
+    extern __shared__ __align__(1024) unsigned char sp_smem_raw[];
+    unsigned char *const sp_smem = sp_smem_raw + ((1024u - (sp_smem_u32(sp_smem_raw) & 1023u)) & 1023u);
+    const sp_u32 base = sp_smem_u32(sp_smem);
+    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
+${prologue}    const int halves = 2 * nch;                            /* stages of 64 columns */
+    const sp_u32 *offs = (const sp_u32 *)(W + 256);
+    const unsigned char *blocks = W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255);
+]]
+-- Their device helpers, with wgmma's SS form of width n.
+function M.head(n, f16)
+  return large.head(wgmma.wgmma_fn(n, "", 0, "d[64 x " .. n .. "] += A(64 x 16, smem) * B(" .. n .. " x 16, smem)^T",
+                                   f16 and "f16.f16" or "bf16.bf16"), f16)
+end
+function M.opening(f16)
+  return text.fill(OPENING, {prologue = text.fill(large.PROLOGUE, {header = "h[5] == 128u && h[36] == 2u",
+                                                                    chunks = "(K + 127) >> 7", dtype = f16 and 1 or 0})})
+end
+
 local KERNEL = [[
 #define SP_NT 8
 #define SP_THREADS 288
@@ -155,14 +180,7 @@ ${head}
 ${item}extern "C" __global__ void __launch_bounds__(288, 1)
 ${name}(${params}, const __grid_constant__ sp_tmap sp_tmX)
 {
-    extern __shared__ __align__(1024) unsigned char sp_smem_raw[];
-    unsigned char *const sp_smem = sp_smem_raw + ((1024u - (sp_smem_u32(sp_smem_raw) & 1023u)) & 1023u);
-    const sp_u32 base = sp_smem_u32(sp_smem);
-    const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, tq = lane & 3;
-${prologue}    const int halves = 2 * nch;                            /* stages of 64 columns */
-    const sp_u32 *offs = (const sp_u32 *)(W + 256);
-    const unsigned char *blocks = W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255);
-    /* xfull[s] at + 8 s; warpgroup r's A rows afull[s][r] at + 8 (S + 2 s + r); empty[s] at + 8 (3 S + s); a chunk
+${opening}    /* xfull[s] at + 8 s; warpgroup r's A rows afull[s][r] at + 8 (S + 2 s + r); empty[s] at + 8 (3 S + s); a chunk
      * slot's wfull[w] at + 8 (4 S + w), its release wfree[w] at + 8 (4 S + 2 + w) */
     const sp_u32 bars = base + SP_BARS;
     if (threadIdx.x == 0) {
@@ -251,11 +269,9 @@ function M.emit(c, name, params, f16)
     bn = c.bn, nb = c.bn // 8, stages = c.stages, split = c.split, astage = M.ASTAGE,
     xoff = l.xoff, xstage = l.xstage, woff = l.woff, wslot = l.wslot, bars = l.bars, ypitch = l.ypitch,
     rpitch = l.rpitch, name = name, params = params, acc = large.ACC,
-    head = large.head(wgmma.wgmma_fn(c.bn, "", 0, "d[64 x " .. c.bn .. "] += A(64 x 16, smem) * B(" .. c.bn ..
-                                     " x 16, smem)^T", f16 and "f16.f16" or "bf16.bf16"), f16),
-    prologue = text.fill(large.PROLOGUE, {header = "h[5] == 128u && h[36] == 2u", chunks = "(K + 127) >> 7",
-                                          dtype = f16 and 1 or 0}),
-    item = M.item(2), epilogue = large.epilogue(c), offsets = bitmap.block_offsets("        "),
+    head = M.head(c.bn, f16),
+    item = M.item(2), opening = M.opening(f16), epilogue = large.epilogue(c),
+    offsets = bitmap.block_offsets("        "),
     next_block = bitmap.block_next("                ", "c")})
 end
 
