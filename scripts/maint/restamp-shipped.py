@@ -10,7 +10,9 @@ the others explain the code and cannot change what NVRTC makes of it).
 Rows whose kernels changed keep their old hash: they must be re-measured.
 
 The old templates come from git: every commit that touched templates/ is unpacked (under --work) and
-the op's hash there found; a row whose hash no commit produces is kept as it is.
+the op's hash there found; a row whose hash no commit produces is kept as it is, and the script then exits 1
+(such a row was stamped from templates never committed). It refuses to start when the binary's embedded templates
+are not templates/ (rebuild it after a template edit, then restamp).
 
 usage: scripts/maint/restamp-shipped.py [--sptune build/sptune] [--work /tmp/sptune-restamp] [--dry-run]
 """
@@ -71,10 +73,16 @@ def main():
         lines = open(path).read().split("\n")
         tables[path] = (lines, {c: i for i, c in enumerate(lines[1].split("\t"))})
     ops = {line.split("\t")[ci["template"]] for lines, ci in tables.values() for line in lines[2:] if line}
-    trees = history(a.sptune, a.work, sorted(ops))
     # the hash covers the templates only: a row already at its op's current hash stays without rendering
     current = {op: render(a.sptune, None, op, "h200", "", "")[0] for op in ops}
+    # a binary built before the last template edit would stamp rows with a hash no commit produces
+    tree = {op: render(a.sptune, os.path.abspath("templates"), op, "h200", "", "")[0] for op in ops}
+    stale = sorted(op for op in ops if tree[op] != current[op])
+    if stale:
+        sys.exit(f"{a.sptune} embeds templates other than templates/ ({', '.join(stale)}): rebuild it first")
+    trees = history(a.sptune, a.work, sorted(ops))
     moved = kept = 0
+    unknown = {}   # op -> rows whose hash neither the current templates nor any commit produces
     for path, (lines, ci) in tables.items():
         memo = {}
         for n, line in enumerate(lines[2:], start=2):
@@ -96,9 +104,15 @@ def main():
                 moved += 1
             else:
                 kept += 1
+                if h != current[op] and (op, h) not in trees:
+                    unknown[op] = unknown.get(op, 0) + 1
         if not a.dry_run:
             open(path, "w").write("\n".join(lines))
     print(f"{moved} rows moved to the current template hash, {kept} kept", file=sys.stderr)
+    if unknown:
+        # such rows stay stale for good: they were stamped from templates that were never committed
+        sys.exit("rows whose template hash no commit of templates/ produces (stamped from an uncommitted tree?): " +
+                 ", ".join(f"{op} {n}" for op, n in sorted(unknown.items())))
 
 
 if __name__ == "__main__":
