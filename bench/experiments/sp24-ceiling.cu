@@ -7,6 +7,13 @@
 //
 //   nvcc -O3 -std=c++17 -arch=sm_90a -o sp24-ceiling bench/experiments/sp24-ceiling.cu -lcublas
 //   ./sp24-ceiling [runs [M K]]  (prints one line per shape and N, a summary last; M K: that shape alone)
+//   SPARSITY=50,60,70 DIST=0,1,2 ./sp24-ceiling ...: unstructured weights instead (the split of issue 44 in its
+//   leanest form): each group of 4 keeps 2 values in the 2:4 layer above, the rest (the 3rd and 4th) go to a
+//   residual kept per row (CSR: value << 16 | column, a row start and a 16-bit offset every 128 columns), added
+//   by the same kernel on the CUDA cores batch by batch beside its mma.sp, X of the batch from shared memory (lane
+//   l: row l % 16, tokens 4 (l / 16) .. + 3 of each 8). DIST: 0 independent elements, 1 magnitude-pruned over rows
+//   and outlier columns of different scales (rows unevenly dense), 2 per row (every row exactly as sparse, Wanda's
+//   kind). Measured in docs/journal/2026-12-06.md.
 //
 // Kernel: a CTA is S warps over TT 16-row tiles; warp w takes the w-th of S slices of K and every tile,
 // loading U k32 steps at a time (TT x U x 16 bytes of values per lane in flight, the X fragments
@@ -58,16 +65,42 @@ __device__ __forceinline__ uint4 ldg_stream(const uint4 *p)
 }
 
 // vals: [tile][kstep][lane] uint4; meta: [tile][kstep/2][lane]; X: [N][K]; Y: [N][M]. K % 64 == 0, M % 16 == 0.
-template <int TT, int NB, int S, int U>
+// One residual entry w (value << 16 | column) times a lane's 4 tokens of each 8, X from shared memory (xb: the
+// window's address less its first column's)
+template <int NB> __device__ __forceinline__ void res_fma(float (&r)[NB][4], u32 w, u32 xb)
+{
+    const u32 a = xb + (w & 0xffffu) * (NB * 16);
+    const float v = __uint_as_float(w & 0xffff0000u);
+#pragma unroll
+    for (int j = 0; j < NB; ++j) {
+        u32 x0, x1;
+        asm volatile("ld.shared.v2.u32 {%0, %1}, [%2];" : "=r"(x0), "=r"(x1) : "r"(a + 16 * j));
+        r[j][0] = fmaf(v, __uint_as_float(x0 << 16), r[j][0]);
+        r[j][1] = fmaf(v, __uint_as_float(x0 & 0xffff0000u), r[j][1]);
+        r[j][2] = fmaf(v, __uint_as_float(x1 << 16), r[j][2]);
+        r[j][3] = fmaf(v, __uint_as_float(x1 & 0xffff0000u), r[j][3]);
+    }
+}
+
+// The residual (RES): per row, entries value << 16 | column in column order from rstart[row]; soff[row][s] the
+// entries of that row before column 128 s (s = 0 .. K / 128).
+struct residual { const u32 *rstart, *ent; const unsigned short *soff; };
+template <int TT, int NB, int S, int U, bool RES, bool SPLIT>
 __global__ void __launch_bounds__(32 * S) sp24_kernel(const uint4 *__restrict__ vals, const u32 *__restrict__ meta,
                                                       const __nv_bfloat16 *__restrict__ X, __nv_bfloat16 *__restrict__ Y,
-                                                      int M, int N, int K)
+                                                      int M, int N, int K, residual R)
 {
     __shared__ float red[S][TT * 16][NB * 8];
+    // RES: the batch's X column-major (a column's NB * 8 tokens side by side: one 8-byte load gives a lane its 4)
+    constexpr int XB = U * 32 * NB * 16;   // bytes a warp
+    constexpr bool XFIT = RES && S * XB <= 40 * 1024;   // static shared memory: the host skips the rest
+    __shared__ __align__(16) unsigned char xw[XFIT ? S : 1][XFIT ? XB : 16];
+    if (RES && !XFIT) return;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
-    const int KS = K / 32, pairs = KS / 2;
+    // slices of whole 64-column pairs of steps (with the residual, of 128 columns: its offsets' grain)
+    const int KS = K / 32, G = RES ? 4 : 2, pairs = KS / G;
     const int p0 = (int)((long long)pairs * warp / S), p1 = (int)((long long)pairs * (warp + 1) / S);
-    const int k0 = 2 * p0, k1 = 2 * p1;
+    const int k0 = G * p0, k1 = G * p1;
     const int tile0 = blockIdx.x * TT;
     float acc[TT][NB][4];
 #pragma unroll
@@ -107,7 +140,34 @@ __global__ void __launch_bounds__(32 * S) sp24_kernel(const uint4 *__restrict__ 
                 }
         }
     };
-    auto compute = [&](const batch &B) {
+    // RES: lane l's row rr = l % 16 and tokens 4 h .. + 3 of each 8 (h = l / 16; SPLIT, N <= 4: tokens 0-3 and every
+    // other entry); rows past N read row 0 (never written out): no predicate in the loops. cur[i]: its next residual
+    // entry of tile i.
+    const int rr = lane & 15, h = lane >> 4, segs = K / 128 + 1;
+    float r[TT][NB][4] = {};
+    u32 cur[TT], rs[TT];
+    if (RES) {
+#pragma unroll
+        for (int i = 0; i < TT; ++i) {
+            const size_t row = (size_t)(tile0 + i) * 16 + rr;
+            rs[i] = __ldg(R.rstart + row);
+            cur[i] = rs[i] + __ldg(R.soff + row * segs + k0 / 4);
+        }
+    }
+    auto compute = [&](const batch &B, int bi) {
+        if (RES) { // the batch's X into shared memory, for the residual below (column c = 32 u + 8 q + 2 t and c + 1)
+            unsigned short *xc = (unsigned short *)&xw[warp][0];
+#pragma unroll
+            for (int u = 0; u < U; ++u)
+#pragma unroll
+                for (int j = 0; j < NB; ++j)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) {
+                        const u32 x = B.b[u][j][q], c = 32 * u + 8 * q + 2 * t;
+                        xc[c * NB * 8 + j * 8 + g] = (unsigned short)x;
+                        xc[(c + 1) * NB * 8 + j * 8 + g] = (unsigned short)(x >> 16);
+                    }
+        }
 #pragma unroll
         for (int u = 0; u < U; ++u)
 #pragma unroll
@@ -116,16 +176,41 @@ __global__ void __launch_bounds__(32 * S) sp24_kernel(const uint4 *__restrict__ 
 #pragma unroll
                 for (int j = 0; j < NB; ++j) mma_sp(acc[i][j], av, B.b[u][j], B.e[i][u / 2], u & 1);
             }
+        if (RES) { // the residual entries of the batch's columns (U * 32, a multiple of 128: their offsets' grain)
+            __syncwarp();
+            const int cb = (k0 + bi * U) * 32;
+            // shared address of column 0 of the batch's window less cb columns: a column's tokens at xb + 16 NB col
+            const u32 xb = (u32)__cvta_generic_to_shared(&xw[warp][SPLIT ? 0 : 8 * h]) - (u32)cb * NB * 16;
+#pragma unroll
+            for (int i = 0; i < TT; ++i) {
+                const size_t row = (size_t)(tile0 + i) * 16 + rr;
+                const u32 end = rs[i] + __ldg(R.soff + row * segs + (cb + U * 32) / 128);
+                // this lane's share (with N <= 4, lanes h = 0 and 1 take every other entry: both hold tokens 0-3),
+                // four loads at a time before any is used
+                const u32 *ep = R.ent + cur[i] + (SPLIT ? h : 0);
+                constexpr int step = SPLIT ? 2 : 1;
+                for (int n = (int)(end - cur[i]) - (SPLIT ? h : 0); n > 0; n -= 4 * step, ep += 4 * step) {
+                    u32 w[4];
+#pragma unroll
+                    for (int m = 0; m < 4; ++m) w[m] = m * step < n ? __ldg(ep + m * step) : 0u;
+#pragma unroll
+                    for (int m = 0; m < 4; ++m)
+                        if (m * step < n) res_fma<NB>(r[i], w[m], xb);
+                }
+                cur[i] = end;
+            }
+            __syncwarp();
+        }
     };
     const int nbat = (k1 - k0) / U;
     batch P, Q;
     if (nbat > 0) load(P, 0);
     for (int bi = 0; bi < nbat; bi += 2) {
         if (bi + 1 < nbat) load(Q, bi + 1);
-        compute(P);
+        compute(P, bi);
         if (bi + 1 >= nbat) break;
         if (bi + 2 < nbat) load(P, bi + 2);
-        compute(Q);
+        compute(Q, bi + 1);
     }
     int ks = k0 + nbat * U;
     vp += nbat * U * 32;
@@ -163,6 +248,41 @@ __global__ void __launch_bounds__(32 * S) sp24_kernel(const uint4 *__restrict__ 
         for (int j = 0; j < NB; ++j)
 #pragma unroll
             for (int e = 0; e < 4; ++e) red[warp][i * 16 + g + 8 * (e >> 1)][j * 8 + 2 * t + (e & 1)] = acc[i][j][e];
+    if (RES) {
+        // the slice's last steps (past the batches): their residual entries with X from L1
+        const unsigned short *xs[NB][4];
+#pragma unroll
+        for (int j = 0; j < NB; ++j)
+#pragma unroll
+            for (int q = 0; q < 4; ++q) {
+                const int n = j * 8 + (SPLIT ? 0 : 4 * h) + q;
+                xs[j][q] = (const unsigned short *)X + (size_t)(n < N ? n : 0) * K;
+            }
+        __syncwarp();
+#pragma unroll
+        for (int i = 0; i < TT; ++i) {
+            const size_t row = (size_t)(tile0 + i) * 16 + rr;
+            const u32 end = rs[i] + __ldg(R.soff + row * segs + k1 / 4);
+            for (u32 e = cur[i] + (SPLIT ? h : 0); e < end; e += SPLIT ? 2 : 1) {
+                const u32 w = __ldg(R.ent + e), col = w & 0xffffu;
+                const float v = __uint_as_float(w & 0xffff0000u);
+#pragma unroll
+                for (int j = 0; j < NB; ++j)
+#pragma unroll
+                    for (int q = 0; q < 4; ++q) r[i][j][q] = fmaf(v, __uint_as_float((u32)__ldg(xs[j][q] + col) << 16), r[i][j][q]);
+            }
+            // SPLIT: both halves add into tokens 0-3, one after the other
+#pragma unroll
+            for (int hh = 0; hh < (SPLIT ? 2 : 1); ++hh) {
+                if (!SPLIT || h == hh)
+#pragma unroll
+                    for (int j = 0; j < NB; ++j)
+#pragma unroll
+                        for (int q = 0; q < 4; ++q) red[warp][i * 16 + rr][j * 8 + (SPLIT ? 0 : 4 * h) + q] += r[i][j][q];
+                __syncwarp();
+            }
+        }
+    }
     __syncthreads();
     for (int idx = threadIdx.x; idx < TT * 16 * NB * 8; idx += 32 * S) {
         const int r = idx / (NB * 8), n = idx % (NB * 8);
@@ -174,11 +294,15 @@ __global__ void __launch_bounds__(32 * S) sp24_kernel(const uint4 *__restrict__ 
     }
 }
 
-typedef void (*launch_fn)(const uint4 *, const u32 *, const __nv_bfloat16 *, __nv_bfloat16 *, int, int, int, cudaStream_t);
+typedef void (*launch_fn)(const uint4 *, const u32 *, const __nv_bfloat16 *, __nv_bfloat16 *, int, int, int, residual,
+                          cudaStream_t);
 template <int TT, int NB, int S, int U>
-static void launch(const uint4 *v, const u32 *m, const __nv_bfloat16 *x, __nv_bfloat16 *y, int M, int N, int K, cudaStream_t st)
+static void launch(const uint4 *v, const u32 *m, const __nv_bfloat16 *x, __nv_bfloat16 *y, int M, int N, int K, residual R,
+                   cudaStream_t st)
 {
-    sp24_kernel<TT, NB, S, U><<<M / 16 / TT, 32 * S, 0, st>>>(v, m, x, y, M, N, K);
+    if (R.ent && N <= 4) sp24_kernel<TT, NB, S, U, true, true><<<M / 16 / TT, 32 * S, 0, st>>>(v, m, x, y, M, N, K, R);
+    else if (R.ent) sp24_kernel<TT, NB, S, U, true, false><<<M / 16 / TT, 32 * S, 0, st>>>(v, m, x, y, M, N, K, R);
+    else sp24_kernel<TT, NB, S, U, false, false><<<M / 16 / TT, 32 * S, 0, st>>>(v, m, x, y, M, N, K, R);
 }
 struct cfg { int tt, nb, s, u; launch_fn f; };
 #define CFG(TT, NB, S, U) {TT, NB, S, U, launch<TT, NB, S, U>}
@@ -194,6 +318,52 @@ static uint16_t bf16_bits(float f)
     return (uint16_t)((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
 }
 
+// W (M x K) for one data mode: sparsity < 0 exactly 2:4 (each group of 4 one of the six pairs); else unstructured
+// at that sparsity by dist (see the top)
+static void draw(int M, int K, double sparsity, int dist, std::mt19937_64 &rng, std::vector<uint16_t> &wd)
+{
+    std::normal_distribution<float> nd(0.f, 1.f);
+    std::uniform_real_distribution<float> ud(0.f, 1.f);
+    wd.assign((size_t)M * K, 0);
+    auto val = [&]() { float v = nd(rng) * 0.05f; return bf16_bits(fabsf(v) < 1e-4f ? 1e-3f : v); };
+    if (sparsity < 0) {
+        static const int pairs6[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
+        for (size_t r = 0; r < (size_t)M; ++r)
+            for (int q = 0; q < K / 4; ++q) {
+                const int p = (int)(rng() % 6);
+                for (int h2 = 0; h2 < 2; ++h2) wd[r * K + 4 * q + pairs6[p][h2]] = val();
+            }
+        return;
+    }
+    const double keep = 1.0 - sparsity;
+    if (dist == 0) {
+        for (auto &w : wd) if (ud(rng) < keep) w = val();
+    } else if (dist == 2) {   // every row exactly keep * K values at random columns
+        std::vector<float> sc(K), tmp(K);
+        const int kk = (int)(keep * K + 0.5);
+        for (size_t r = 0; r < (size_t)M; ++r) {
+            for (int c = 0; c < K; ++c) sc[c] = ud(rng);
+            tmp = sc;
+            std::nth_element(tmp.begin(), tmp.begin() + kk, tmp.end());
+            const float th = tmp[kk];
+            for (int c = 0; c < K; ++c) if (sc[c] < th) wd[r * K + c] = val();
+        }
+    } else {                  // |normal| x row scale (lognormal) x column scale (1 % outlier columns x 4), pruned globally
+        std::vector<float> rs(M), cs(K), mag((size_t)M * K);
+        std::lognormal_distribution<float> ln(0.f, 0.35f);
+        for (auto &x : rs) x = ln(rng);
+        for (auto &x : cs) x = ud(rng) < 0.01f ? 4.f : 1.f;
+        for (size_t r = 0; r < (size_t)M; ++r)
+            for (int c = 0; c < K; ++c) mag[r * K + c] = fabsf(nd(rng)) * rs[r] * cs[c];
+        std::vector<float> tmp(mag);
+        const size_t kth = (size_t)(sparsity * (double)tmp.size());
+        std::nth_element(tmp.begin(), tmp.begin() + kth, tmp.end());
+        const float th = tmp[kth];
+        for (size_t i = 0; i < mag.size(); ++i)
+            if (mag[i] >= th) wd[i] = bf16_bits((rng() & 1 ? 0.05f : -0.05f) * std::max(mag[i], 2e-2f));
+    }
+}
+
 int main(int argc, char **argv)
 {
     const int runs = argc > 1 ? atoi(argv[1]) : 20;
@@ -201,6 +371,23 @@ int main(int argc, char **argv)
                              {18944, 3584}, {3584, 18944}, {13824, 5120}, {28672, 8192}, {8192, 28672},
                              {3584, 8192},  {8192, 3584},  {1792, 4096},  {4096, 1792}};
     const int Ns[] = {1, 8, 16};
+    // data modes: (sparsity, dist); none given: exactly 2:4
+    std::vector<std::pair<double, int>> modes;
+    {
+        const char *sp = getenv("SPARSITY"), *ds = getenv("DIST");
+        std::vector<int> dl;
+        for (const char *q = ds ? ds : "2"; *q; ++q) if (*q >= '0' && *q <= '2') dl.push_back(*q - '0');
+        if (sp) {
+            for (const char *q = sp; *q;) {
+                const int v = atoi(q);
+                for (int d : dl) modes.push_back({v / 100.0, d});
+                while (*q && *q != ',') ++q;
+                if (*q) ++q;
+            }
+        } else {
+            modes.push_back({-1.0, -1});
+        }
+    }
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("GPU %s, %d SMs\n", prop.name, prop.multiProcessorCount);
@@ -212,27 +399,42 @@ int main(int argc, char **argv)
     bench_timer tm(st);
     std::mt19937_64 rng(7);
     std::normal_distribution<float> nd(0.f, 1.f);
-    double lg_sum[3] = {0, 0, 0};
-    int lg_n[3] = {0, 0, 0};
+    std::vector<double> lg_sum(3 * modes.size(), 0.0);
+    std::vector<int> lg_n(3 * modes.size(), 0);
     int failed = 0;
-    printf("%-12s %3s %10s %10s %7s %9s %9s  %s\n", "W (MxK)", "N", "sp24 ms", "cuBLAS ms", "ratio", "sp24 TB/s", "dense TB/s", "best config");
+    printf("%-12s %-8s %3s %10s %10s %7s %6s %9s %9s  %s\n", "W (MxK)", "data", "N", "sp24 ms", "cuBLAS ms", "ratio",
+           "bytes", "sp24 TB/s", "dense TB/s", "best config");
     for (auto &sh : shapes) {
         if (argc > 3 && (sh[0] != atoi(argv[2]) || sh[1] != atoi(argv[3]))) continue;
-        const int M = sh[0], K = sh[1], KS = K / 32, tiles = M / 16;
-        // W: each group of 4 along K keeps exactly two values (one of the six pairs), nonzero
-        std::vector<uint16_t> wd((size_t)M * K, 0);
+        const int M = sh[0], K = sh[1], KS = K / 32, tiles = M / 16, segs = K / 128 + 1;
+        if (!modes.empty() && modes[0].first >= 0 && K % 128) { printf("%dx%d: K %% 128 != 0\n", M, K); continue; }
+        for (size_t mi = 0; mi < modes.size(); ++mi) {
+        const double sparsity = modes[mi].first;
+        std::vector<uint16_t> wd;
+        draw(M, K, sparsity, modes[mi].second, rng, wd);
+        // the 2:4 layer: each group's first two values (its pair: their columns, or any pair holding its one value);
+        // the rest to the residual, row by row in column order
         std::vector<uint8_t> idx((size_t)M * (K / 4) * 2);
-        static const int pairs6[6][2] = {{0, 1}, {0, 2}, {0, 3}, {1, 2}, {1, 3}, {2, 3}};
-        for (size_t r = 0; r < (size_t)M; ++r)
+        std::vector<uint32_t> ent, rstart(M + 1);
+        std::vector<uint16_t> soff((size_t)M * segs);
+        for (size_t r = 0; r < (size_t)M; ++r) {
+            rstart[r] = (uint32_t)ent.size();
             for (int q = 0; q < K / 4; ++q) {
-                const int p = (int)(rng() % 6);
-                for (int h2 = 0; h2 < 2; ++h2) {
-                    float v = nd(rng) * 0.05f;
-                    if (fabsf(v) < 1e-4f) v = 1e-3f;
-                    wd[r * K + 4 * q + pairs6[p][h2]] = bf16_bits(v);
-                    idx[(r * (K / 4) + q) * 2 + h2] = (uint8_t)pairs6[p][h2];
-                }
+                if ((4 * q) % 128 == 0) soff[r * segs + 4 * q / 128] = (uint16_t)(ent.size() - rstart[r]);
+                int at[4], n = 0;
+                for (int c = 0; c < 4; ++c) if (wd[r * K + 4 * q + c] & 0x7fffu) at[n++] = c;
+                int i0, i1;
+                if (n >= 2) { i0 = at[0]; i1 = at[1]; }
+                else if (n == 1) { i0 = at[0] == 3 ? 2 : at[0]; i1 = at[0] == 3 ? 3 : at[0] + 1; }
+                else { i0 = 0; i1 = 1; }
+                idx[(r * (K / 4) + q) * 2] = (uint8_t)i0;
+                idx[(r * (K / 4) + q) * 2 + 1] = (uint8_t)i1;
+                for (int k = 2; k < n; ++k) ent.push_back((uint32_t)wd[r * K + 4 * q + at[k]] << 16 | (uint32_t)(4 * q + at[k]));
             }
+            soff[r * segs + segs - 1] = (uint16_t)(ent.size() - rstart[r]);
+        }
+        rstart[M] = (uint32_t)ent.size();
+        if (ent.size() && K > 65535) { printf("%dx%d: columns past 16 bits\n", M, K); continue; }
         std::vector<uint32_t> hv((size_t)tiles * KS * 32 * 4), hm((size_t)tiles * (KS / 2) * 32);
         for (int i = 0; i < tiles; ++i) {
             for (int s = 0; s < KS; ++s)
@@ -277,7 +479,24 @@ int main(int argc, char **argv)
         CK(cudaMemcpy(dm, hm.data(), hm.size() * 4, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(dw, wd.data(), wd.size() * 2, cudaMemcpyHostToDevice));
         CK(cudaMemcpy(dx, hx.data(), hx.size() * 2, cudaMemcpyHostToDevice));
-        const double sp_bytes = (double)hv.size() * 4 + (double)hm.size() * 4, dense_bytes = (double)M * K * 2;
+        residual R = {nullptr, nullptr, nullptr};
+        u32 *drs = nullptr, *dent = nullptr;
+        unsigned short *dso = nullptr;
+        if (sparsity >= 0) {
+            CK(cudaMalloc(&drs, rstart.size() * 4));
+            CK(cudaMalloc(&dent, (ent.size() + 1) * 4));
+            CK(cudaMalloc(&dso, soff.size() * 2));
+            CK(cudaMemcpy(drs, rstart.data(), rstart.size() * 4, cudaMemcpyHostToDevice));
+            if (ent.size()) CK(cudaMemcpy(dent, ent.data(), ent.size() * 4, cudaMemcpyHostToDevice));
+            CK(cudaMemcpy(dso, soff.data(), soff.size() * 2, cudaMemcpyHostToDevice));
+            R = {drs, dent, dso};
+        }
+        const double sp_bytes = (double)hv.size() * 4 + (double)hm.size() * 4 +
+                                (sparsity >= 0 ? 4.0 * (double)(ent.size() + rstart.size()) + 2.0 * (double)soff.size() : 0.0),
+                     dense_bytes = (double)M * K * 2;
+        char data[16];
+        if (sparsity < 0) snprintf(data, sizeof data, "2:4");
+        else snprintf(data, sizeof data, "%.0f%% d%d", 100 * sparsity, modes[mi].second);
         for (int ni = 0; ni < 3; ++ni) {
             const int N = Ns[ni];
             auto timed = [&](auto &&fn) { return tm.median_ms(runs, fn); };
@@ -294,35 +513,46 @@ int main(int argc, char **argv)
             for (int c = 0; c < (int)(sizeof CFGS / sizeof CFGS[0]); ++c) {
                 const cfg &C = CFGS[c];
                 if (C.nb * 8 < N || (C.nb == 2 && N <= 8) || tiles % C.tt) continue;
+                if (sparsity >= 0 && C.s * C.u * 32 * C.nb * 16 > 40 * 1024) continue;   // its X window
                 CK(cudaMemsetAsync(dy, 0xff, (size_t)Nmax * M * 2, st)); // poison: NaN
-                C.f(dv, dm, dx, dy, M, N, K, st);
+                C.f(dv, dm, dx, dy, M, N, K, R, st);
                 CK(cudaGetLastError());
                 const float err = tm.rel_err(dy, dref, (size_t)N * M);
                 if (!(err <= 2e-2f)) {
-                    printf("WRONG %dx%d N=%d config tt=%d nb=%d s=%d u=%d: max err %g of max |y|\n", M, K, N, C.tt, C.nb,
-                           C.s, C.u, err);
+                    printf("WRONG %dx%d %s N=%d config tt=%d nb=%d s=%d u=%d: max err %g of max |y|\n", M, K, data, N,
+                           C.tt, C.nb, C.s, C.u, err);
                     ++failed;
                     continue;
                 }
-                const float t = timed([&]() { C.f(dv, dm, dx, dy, M, N, K, st); });
+                const float t = timed([&]() { C.f(dv, dm, dx, dy, M, N, K, R, st); });
                 if (t < best) { best = t; bestc = c; }
             }
             if (bestc < 0) continue;
             const cfg &B = CFGS[bestc];
-            printf("%5dx%-6d %3d %10.4f %10.4f %6.2fx %9.2f %9.2f  tt=%d nb=%d s=%d u=%d\n", M, K, N, best, tdense, tdense / best,
-                   sp_bytes / best / 1e9, dense_bytes / tdense / 1e9, B.tt, B.nb, B.s, B.u);
-            lg_sum[ni] += log(tdense / best);
-            lg_n[ni]++;
+            printf("%5dx%-6d %-8s %3d %10.4f %10.4f %6.2fx %6.3f %9.2f %9.2f  tt=%d nb=%d s=%d u=%d\n", M, K, data, N, best,
+                   tdense, tdense / best, sp_bytes / dense_bytes, sp_bytes / best / 1e9, dense_bytes / tdense / 1e9, B.tt,
+                   B.nb, B.s, B.u);
+            lg_sum[3 * mi + ni] += log(tdense / best);
+            lg_n[3 * mi + ni]++;
         }
         CK(cudaFree(dv)); CK(cudaFree(dm)); CK(cudaFree(dw)); CK(cudaFree(dx)); CK(cudaFree(dy)); CK(cudaFree(dref));
+        if (drs) { CK(cudaFree(drs)); CK(cudaFree(dent)); CK(cudaFree(dso)); }
+        }
     }
-    double all = 0;
-    int alln = 0;
-    for (int ni = 0; ni < 3; ++ni) {
-        printf("geomean N=%d: %.3fx over %d shapes\n", Ns[ni], lg_n[ni] ? exp(lg_sum[ni] / lg_n[ni]) : 0.0, lg_n[ni]);
-        all += lg_sum[ni];
-        alln += lg_n[ni];
+    for (size_t mi = 0; mi < modes.size(); ++mi) {
+        double all = 0;
+        int alln = 0;
+        printf("data %s:", modes[mi].first < 0 ? "2:4" : "unstructured");
+        if (modes[mi].first >= 0) printf(" %.0f %% dist %d:", 100 * modes[mi].first, modes[mi].second);
+        for (int ni = 0; ni < 3; ++ni) {
+            const double l = lg_sum[3 * mi + ni];
+            const int n = lg_n[3 * mi + ni];
+            printf(" N=%d %.3fx,", Ns[ni], n ? exp(l / n) : 0.0);
+            all += l;
+            alln += n;
+        }
+        printf(" geomean N=1-16 %.3fx (%d points)\n", alln ? exp(all / alln) : 0.0, alln);
     }
-    printf("geomean N=1-16: %.3fx (%d points), %d wrong configurations\n", alln ? exp(all / alln) : 0.0, alln, failed);
+    printf("%d wrong configurations\n", failed);
     return failed ? 1 : 0;
 }
