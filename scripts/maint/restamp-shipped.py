@@ -112,7 +112,8 @@ def main():
     if unknown:
         # such rows stay stale for good: they were stamped from templates that were never committed
         sys.exit("rows whose template hash no commit of templates/ produces (stamped from an uncommitted tree?): " +
-                 ", ".join(f"{op} {n}" for op, n in sorted(unknown.items())))
+                 ", ".join(f"{op} {n}" for op, n in sorted(unknown.items())) +
+                 "; take the tables back to their committed state (git checkout db/data) and restamp again")
 
 
 if __name__ == "__main__":
