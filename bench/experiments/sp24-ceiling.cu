@@ -85,16 +85,19 @@ template <int NB> __device__ __forceinline__ void res_fma(float (&r)[NB][4], u32
 // The residual (RES): per row, entries value << 16 | column in column order from rstart[row]; soff[row][s] the
 // entries of that row before column 128 s (s = 0 .. K / 128).
 struct residual { const u32 *rstart, *ent; const unsigned short *soff; };
+// RES: the X window of a CTA (a batch's columns, a column's NB * 8 tokens side by side, per warp), in static shared
+// memory: configurations past the bound are skipped by the host and compiled empty
+constexpr int XWIN_MAX = 40 * 1024;
+__host__ __device__ constexpr int xwin_bytes(int s, int u, int nb) { return s * u * 32 * nb * 16; }
 template <int TT, int NB, int S, int U, bool RES, bool SPLIT>
 __global__ void __launch_bounds__(32 * S) sp24_kernel(const uint4 *__restrict__ vals, const u32 *__restrict__ meta,
                                                       const __nv_bfloat16 *__restrict__ X, __nv_bfloat16 *__restrict__ Y,
                                                       int M, int N, int K, residual R)
 {
     __shared__ float red[S][TT * 16][NB * 8];
-    // RES: the batch's X column-major (a column's NB * 8 tokens side by side: one 8-byte load gives a lane its 4)
-    constexpr int XB = U * 32 * NB * 16;   // bytes a warp
-    constexpr bool XFIT = RES && S * XB <= 40 * 1024;   // static shared memory: the host skips the rest
-    __shared__ __align__(16) unsigned char xw[XFIT ? S : 1][XFIT ? XB : 16];
+    // RES: the batch's X column-major (one 8-byte load gives a lane its 4 tokens)
+    constexpr bool XFIT = RES && xwin_bytes(S, U, NB) <= XWIN_MAX;
+    __shared__ __align__(16) unsigned char xw[XFIT ? S : 1][XFIT ? xwin_bytes(1, U, NB) : 16];
     if (RES && !XFIT) return;
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31, g = lane >> 2, t = lane & 3;
     // slices of whole 64-column pairs of steps (with the residual, of 128 columns: its offsets' grain)
@@ -407,7 +410,8 @@ int main(int argc, char **argv)
     for (auto &sh : shapes) {
         if (argc > 3 && (sh[0] != atoi(argv[2]) || sh[1] != atoi(argv[3]))) continue;
         const int M = sh[0], K = sh[1], KS = K / 32, tiles = M / 16, segs = K / 128 + 1;
-        if (!modes.empty() && modes[0].first >= 0 && K % 128) { printf("%dx%d: K %% 128 != 0\n", M, K); continue; }
+        // the residual's offsets every 128 columns, its 16-bit columns
+        if (modes[0].first >= 0 && (K % 128 || K > 65536)) { printf("%dx%d: K %% 128 != 0 or K > 65536\n", M, K); continue; }
         for (size_t mi = 0; mi < modes.size(); ++mi) {
         const double sparsity = modes[mi].first;
         std::vector<uint16_t> wd;
@@ -434,7 +438,6 @@ int main(int argc, char **argv)
             soff[r * segs + segs - 1] = (uint16_t)(ent.size() - rstart[r]);
         }
         rstart[M] = (uint32_t)ent.size();
-        if (ent.size() && K > 65535) { printf("%dx%d: columns past 16 bits\n", M, K); continue; }
         std::vector<uint32_t> hv((size_t)tiles * KS * 32 * 4), hm((size_t)tiles * (KS / 2) * 32);
         for (int i = 0; i < tiles; ++i) {
             for (int s = 0; s < KS; ++s)
@@ -513,7 +516,7 @@ int main(int argc, char **argv)
             for (int c = 0; c < (int)(sizeof CFGS / sizeof CFGS[0]); ++c) {
                 const cfg &C = CFGS[c];
                 if (C.nb * 8 < N || (C.nb == 2 && N <= 8) || tiles % C.tt) continue;
-                if (sparsity >= 0 && C.s * C.u * 32 * C.nb * 16 > 40 * 1024) continue;   // its X window
+                if (sparsity >= 0 && xwin_bytes(C.s, C.u, C.nb) > XWIN_MAX) continue;
                 CK(cudaMemsetAsync(dy, 0xff, (size_t)Nmax * M * 2, st)); // poison: NaN
                 C.f(dv, dm, dx, dy, M, N, K, R, st);
                 CK(cudaGetLastError());
