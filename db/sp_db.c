@@ -69,11 +69,13 @@ static char *file_uri(const char *path, const char *query)
 typedef enum inspect_mode { INSPECT_CREATE, INSPECT_OPEN, INSPECT_READONLY } inspect_mode;
 
 /* Decides, without writing anything, whether path may be opened. *fresh=1 when the database is to
- * be initialised (no file, a zero-length file, or an empty SQLite database; only with create). */
-static sptune_status db_inspect(const char *path, inspect_mode mode, int *fresh)
+ * be initialised (no file, a zero-length file, or an empty SQLite database; only with create).
+ * *torn=1 when the refusal may be another process's creation seen half written (db_inspect retries). */
+static sptune_status db_inspect_once(const char *path, inspect_mode mode, int *fresh, int *torn)
 {
     struct stat sb;
     *fresh = 0;
+    *torn = 0;
     if (stat(path, &sb) != 0) {
         if (errno == ENOENT && mode == INSPECT_CREATE) { *fresh = 1; return SPTUNE_OK; }
         if (errno == ENOENT) return sp_fail(SPTUNE_ERR_NOT_FOUND, "%s: no such database", path);
@@ -146,9 +148,12 @@ static sptune_status db_inspect(const char *path, inspect_mode mode, int *fresh)
         if (!h) st = sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
         else if ((rc & 0xff) == SQLITE_BUSY || (rc & 0xff) == SQLITE_LOCKED)
             st = sp_db_sqlfail(h, path, "inspecting the database");
-        else
+        else {
+            /* a WAL-mode header gets no locked read (it would leave -wal/-shm): unreadable may be torn */
+            *torn = attempt == 0 && wal_mode;
             st = sp_fail(SPTUNE_ERR_DB, "%s is not a readable SQLite database (%s); left untouched",
                          path, sqlite3_errmsg(h));
+        }
         sqlite3_close(h);
         return st;
     }
@@ -184,6 +189,19 @@ static void sleep_ms(int ms)
     struct timespec ts = {ms / 1000, (long)(ms % 1000) * 1000000L};
     while (nanosleep(&ts, &ts) != 0 && errno == EINTR) {
     }
+}
+
+/* db_inspect_once, again for a while where what it saw may be a creation under way elsewhere (a file being
+ * written is whole within milliseconds; a damaged one is refused as before, ~0.3 s later). */
+static sptune_status db_inspect(const char *path, inspect_mode mode, int *fresh)
+{
+    int torn = 0;
+    sptune_status st = db_inspect_once(path, mode, fresh, &torn);
+    for (int tries = 0; st != SPTUNE_OK && torn && tries < 40; tries++) {
+        sleep_ms(5 + jitter_ms(5));
+        st = db_inspect_once(path, mode, fresh, &torn);
+    }
+    return st;
 }
 
 static sptune_status make_parent(const char *path)
