@@ -207,7 +207,7 @@ static void check_reg_consumer_limits(void)
 
 /* Paths a sample may miss that both targets must compile (sm_120 included: mma.sp and plain loads only):
  * slotfill-spmm's sp24 kernel (2:4 weights, dist=3) in both data types, one and two tiles per warp, and W expanded
- * before the dense GEMM (expand=1) in both layouts; twell-ffn's
+ * before the dense GEMM (expand=1) in both layouts, the bitmap's block staged whole too; twell-ffn's
  * register consumers at their widest row (D = 4096: 16 chunks; regmma's Wd rows then after the dot products, the
  * rows two steps ahead prefetched, no tail guards), and with two entries a step and a partial chunk (regmma:
  * guarded loads); regmma in two kernels (passes = 4) with whole column slices and with a partial one (D = 3584). */
@@ -219,6 +219,7 @@ static void check_named_paths(void)
          "decode=sp24,window=64,dbits=7,split=1,stages=2,tpw=2,bn=32,dtype=f16"},
         /* W expanded, then the dense GEMM (wgmma on sm_90a, mma.sync on sm_120), both layouts */
         {"slotfill-spmm", "M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2", "expand=1"},
+        {"slotfill-spmm", "M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2", "expand=1,xload=staged"},
         {"slotfill-spmm", "M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=3", "expand=1,decode=sp24,window=64,dbits=7"},
         {"twell-ffn", "M=1000,D=4096,F=1037,nnz=40", "consumer=reg,warps=2,split=1,dots=1,dunroll=1"},
         {"twell-ffn", "M=1000,D=1032,F=1037,nnz=40,order=1", "consumer=reg,warps=8,split=1,dots=2,dunroll=1,bn=256,slots=31"},

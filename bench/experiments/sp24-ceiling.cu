@@ -13,7 +13,7 @@
 //   by the same kernel on the CUDA cores batch by batch beside its mma.sp, X of the batch from shared memory (lane
 //   l: row l % 16, tokens 4 (l / 16) .. + 3 of each 8). DIST: 0 independent elements, 1 magnitude-pruned over rows
 //   and outlier columns of different scales (rows unevenly dense), 2 per row (every row exactly as sparse, Wanda's
-//   kind). Measured in docs/journal/2026-12-06.md.
+//   kind). Measured in docs/journal/2026-12-06.md. CFG=tt,nb,s,u: that configuration alone (for Nsight Compute).
 //
 // Kernel: a CTA is S warps over TT 16-row tiles; warp w takes the w-th of S slices of K and every tile,
 // loading U k32 steps at a time (TT x U x 16 bytes of values per lane in flight, the X fragments
@@ -391,6 +391,9 @@ int main(int argc, char **argv)
             modes.push_back({-1.0, -1});
         }
     }
+    // CFG=tt,nb,s,u: that configuration alone (for a profiler)
+    int only[4] = {0, 0, 0, 0};
+    if (const char *oc = getenv("CFG")) sscanf(oc, "%d,%d,%d,%d", &only[0], &only[1], &only[2], &only[3]);
     cudaDeviceProp prop;
     CK(cudaGetDeviceProperties(&prop, 0));
     printf("GPU %s, %d SMs\n", prop.name, prop.multiProcessorCount);
@@ -516,6 +519,7 @@ int main(int argc, char **argv)
             for (int c = 0; c < (int)(sizeof CFGS / sizeof CFGS[0]); ++c) {
                 const cfg &C = CFGS[c];
                 if (C.nb * 8 < N || (C.nb == 2 && N <= 8) || tiles % C.tt) continue;
+                if (only[0] && (C.tt != only[0] || C.nb != only[1] || C.s != only[2] || C.u != only[3])) continue;
                 if (sparsity >= 0 && xwin_bytes(C.s, C.u, C.nb) > XWIN_MAX) continue;
                 CK(cudaMemsetAsync(dy, 0xff, (size_t)Nmax * M * 2, st)); // poison: NaN
                 C.f(dv, dm, dx, dy, M, N, K, R, st);

@@ -38,6 +38,7 @@ for shape in ${SHAPES:-}; do
     $([ "${RECORD:-0}" = 1 ] || echo --no-db) \
     > "$out/sweep.log" 2>&1 || echo "check $shape: exit $?"
   grep -E "^ +[0-9]+/[0-9]+ (wrong|launch|compile)" "$out/sweep.log" | head -3
-  echo "$shape baseline $(grep -m1 -oE 'baseline [^ ]+ [0-9.]+ ms' "$out/sweep.log")" | tee -a "$out/rows.txt"
+  # the baseline's time: the number before "ms" on check's header line (its name has spaces)
+  echo "$shape baseline $(grep -m1 -oE 'baseline .* [0-9.]+ ms \(' "$out/sweep.log" | grep -oE '[0-9.]+ ms')" | tee -a "$out/rows.txt"
   grep -E "^ +[0-9]+/[0-9]+ ok " "$out/sweep.log" | awk '{x="?"; for (i = 4; i <= NF; i++) if ($i ~ /^[0-9.]+x$/) x = $i; print "  ", $3, x, $NF}' | sed -E 's/(dtype|window|dbits|fill|tpw|ring|ecap|vec|decode|expand|wsrc|mainloop)=[^,]*,?//g' | tee -a "$out/rows.txt"
 done

@@ -5,7 +5,8 @@
 -- the batch, and the GEMM runs at dense speed: what is left over dense is streaming the image and writing Wd.
 --
 -- The expansion: a warp a block (bitmap: 16 x 128, its header, bitmap and values; sp24: a 16 x 64 record, its 2:4
--- values and metadata), decoded into a 16-row tile in shared memory and written out 16 bytes a lane. Every thread
+-- values and metadata), decoded into a 16-row tile in shared memory and written out 16 bytes a lane (xload = staged:
+-- the bitmap block copied whole into shared memory first, lib/slotfill_expand_staged.cuh). Every thread
 -- checks the image's header against M, K and the layout first: an image that is not this kernel's writes NaN into
 -- Wd (so into Y) and nothing past its header is read. bf16 (the GEMM's), K % 8 == 0 (its copy engine's rows).
 local text = require("lib.text")
@@ -27,6 +28,9 @@ function M.gemm_config(gpu)
 end
 
 function M.check(c, gpu, p)
+  if c.xload ~= "scatter" and (c.expand == 0 or c.decode ~= "bitmap") then
+    return false, "xload = staged: the bitmap layout's expansion only"
+  end
   if c.expand == 0 then return true end
   if c.decode ~= "bitmap" and c.decode ~= "sp24" then return false, "the bitmap and sp24 layouts only" end
   if c.dtype ~= "bf16" then return false, "bf16 (the dense GEMM's format)" end
@@ -47,12 +51,13 @@ function M.launch(c, p, gpu)
 end
 
 local EXPAND_BITMAP = cuda_file("slotfill_expand_bitmap")
+local EXPAND_STAGED = cuda_file("slotfill_expand_staged")
 
 local EXPAND_SP24 = cuda_file("slotfill_expand_sp24")
 
 -- The expansion kernel and the GEMM kernel (names.expand, names.gemm), both over the template's arguments.
 function M.emit(c, names, params, gpu)
-  local sp24 = c.decode == "sp24"
+  local sp24, staged = c.decode == "sp24", c.xload == "staged"
   local g = M.gemm_config(gpu)
   local l = mainloop.loop(g)
   local d = l.derive(g)
@@ -65,7 +70,7 @@ ${block_fn}
 extern "C" __global__ void __launch_bounds__(${xthreads})
 ${expand}(${params})
 {
-    __shared__ __align__(16) unsigned short sp_tiles[${warps}][16][SP_TW];
+${tiles}
     const int warp = threadIdx.x >> 5, lane = threadIdx.x & 31;
     const sp_u32 *h = (const sp_u32 *)W;
     /* the image must be this kernel's (magic, version, bf16, the layout, M, K): else Wd (and so Y) is NaN and
@@ -76,7 +81,7 @@ ${expand}(${params})
     const long long b = (long long)blockIdx.x * ${warps} + warp;
     if (b >= (long long)tiles * chunks) return;
     const int i = (int)(b / chunks), c = (int)(b % chunks);
-    unsigned short (*t)[SP_TW] = sp_tiles[warp];
+${take}
     if (ok) {
         sp_expand_block(${where}, t, lane);
     } else {
@@ -104,11 +109,20 @@ ${gemm}(${params}${kparams})
 ${body}
     }
 }
-]], {tw = (sp24 and 64 or 128) + 8, block_fn = sp24 and EXPAND_SP24 or EXPAND_BITMAP, xthreads = 32 * M.WARPS,
+]], {tw = (sp24 and 64 or 128) + 8, xthreads = 32 * M.WARPS,
+     block_fn = sp24 and EXPAND_SP24 or staged and EXPAND_STAGED or EXPAND_BITMAP,
      expand = names.expand, params = params, warps = M.WARPS, cols = sp24 and 64 or 128,
      header = sp24 and "h[5] == 64u && h[36] == 3u && (h[22] | h[23] | h[24] | h[25]) == 0u"
                    or "h[5] == 128u && h[36] == 2u",
+     -- xload = staged: the block copied whole into the warp's buffer first (16-byte copies all in flight at once),
+     -- decoded from there, the tile written over it
+     tiles = staged and "    __shared__ __align__(16) unsigned short sp_stage[" .. M.WARPS .. "][SP_STAGE_UNITS * 8];"
+                    or "    __shared__ __align__(16) unsigned short sp_tiles[" .. M.WARPS .. "][16][SP_TW];",
+     take = staged and "    unsigned short (*t)[SP_TW] = (unsigned short (*)[SP_TW])sp_stage[warp];"
+                   or "    unsigned short (*t)[SP_TW] = sp_tiles[warp];",
      where = sp24 and "W + 256 + (size_t)b * 1152"
+                  or staged and "W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255), "
+                                .. "(const sp_u32 *)(W + 256) + b"
                   or "W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255) + (size_t)((const sp_u32 *)(W + 256))[b] * 16",
      gemm_device = mainloop.device(g), threads = threads, gemm = names.gemm, kparams = mainloop.kernel_params(g),
      body = body})

@@ -94,6 +94,9 @@ local params = {
    doc = "wsrc=dec: decoder warps (a tile each, or with 64 rows 8 or 16: two or four a tile, taking turns by stage)"},
   {name = "wrows", values = {64, 128}, default = 64, added = true,
    doc = "wsrc=dec: rows of W a CTA (64: its consumer warpgroups split the tokens; 128: the rows, X read half as often)"},
+  {name = "xload", values = {"scatter", "staged"}, default = "scatter", added = true,
+   doc = "expand = 1, bitmap: each value loaded from the image where its lane's count puts it (scatter), or each "
+      .. "block copied whole into shared memory with 16-byte copies first and decoded from there (staged)"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
@@ -545,12 +548,13 @@ return {
   -- pipeline as shared memory allows (the layout from the problem's kind of pruning: 2:4 weights take sp24, up to bn
   -- 128 in stages of 2 or 4 records: docs/journal/2026-12-04.md); for
   -- unstructured weights in bf16, W expanded before the dense GEMM once the batch fills 64 of its tiles (from 256
-  -- tokens on: that measured faster than the fused kernel on every H200 shape, docs/journal/2026-12-03.md)
+  -- tokens on: that measured faster than the fused kernel on every H200 shape, docs/journal/2026-12-03.md), each
+  -- block staged whole (0-3 % faster on every H100 problem measured, docs/journal/2026-12-06.md)
   defaults = function(gpu, p)
     if not (gpu.wgmma and p and p.N and p.N >= 32) then return nil end
     if p.dist ~= 3 and p.fp16 == 0 and p.K % 8 == 0 and p.N >= 256 and
        ((p.N + 127) // 128) * ((p.M + 255) // 256) >= 64 then
-      return "expand=1"
+      return "expand=1,xload=staged"
     end
     local bn = 32
     while bn < p.N and bn < 256 do bn = bn * 2 end
