@@ -10,7 +10,8 @@
 #    per problem.
 # Env: NGROUPS="32 64,128 ..." (batches measured by one process), CHECK_TIMEOUT (seconds a process, 420),
 # SHAPES="MxK ..." (Llama-3-8B's gate/up, down, q/o, k/v, Qwen2-7B's gate/up), KINDS="2 3", RUNS=10;
-# CANDS=fused (the large-batch kernel's CTA shapes, the default), expand (W expanded, then the dense GEMM), wsmem (W
+# CANDS=fused (the large-batch kernel's CTA shapes, the default), expand (W expanded, then the dense GEMM; the bitmap's
+# blocks scattered and staged), wsmem (W
 # decoded into shared memory, the bitmap layout's) or all.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
@@ -26,7 +27,7 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   grep -E "CHECK failed|checks" "$out/gpu_ops.log" | head -20
   mc="mainloop=wgmma,warps=8,bn=128,stages=3,split=2,ring=48;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=1"
   mc="$mc;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=64,stages=3,split=2,krec=2"
-  [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,decode=sp24,window=64,dbits=7"
+  [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,xload=staged;expand=1,decode=sp24,window=64,dbits=7"
   [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2"
   for d in 2 3; do
     timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" check slotfill-spmm --gpu auto \
@@ -78,6 +79,7 @@ cands() {
   if [ "${CANDS:-fused}" != fused ]; then
     list="${list:+$list;}expand=1"
     [ "$d" = 3 ] && list="${list%expand=1}expand=1,decode=sp24,window=64,dbits=7"
+    [ "$d" = 3 ] || list="$list;expand=1,xload=staged"   # the bitmap block staged whole
     [ "${CANDS}" = expand ] && { echo "$list"; return; }
   fi
   if [ "$d" = 3 ]; then sp24_cands "$n" "$m" "$bn" "$list"; return; fi
