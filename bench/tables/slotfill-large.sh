@@ -77,9 +77,8 @@ cands() {
     [ "$CANDS" = wsmem ] && { echo "$list"; return; }
   fi
   if [ "${CANDS:-fused}" != fused ]; then
-    list="${list:+$list;}expand=1"
-    [ "$d" = 3 ] && list="${list%expand=1}expand=1,decode=sp24,window=64,dbits=7"
-    [ "$d" = 3 ] || list="$list;expand=1,xload=staged"   # the bitmap block staged whole
+    if [ "$d" = 3 ]; then list="${list:+$list;}expand=1,decode=sp24,window=64,dbits=7"
+    else list="${list:+$list;}expand=1;expand=1,xload=staged"; fi   # the bitmap's blocks scattered and staged
     [ "${CANDS}" = expand ] && { echo "$list"; return; }
   fi
   if [ "$d" = 3 ]; then sp24_cands "$n" "$m" "$bn" "$list"; return; fi

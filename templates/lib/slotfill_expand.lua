@@ -55,6 +55,9 @@ local EXPAND_STAGED = cuda_file("slotfill_expand_staged")
 
 local EXPAND_SP24 = cuda_file("slotfill_expand_sp24")
 
+-- where a bitmap image's blocks start: after the header and the block offsets (xoff, padded to 256 bytes)
+local EXTRAS = "W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255)"
+
 -- The expansion kernel and the GEMM kernel (names.expand, names.gemm), both over the template's arguments.
 function M.emit(c, names, params, gpu)
   local sp24, staged = c.decode == "sp24", c.xload == "staged"
@@ -121,9 +124,8 @@ ${body}
      take = staged and "    unsigned short (*t)[SP_TW] = (unsigned short (*)[SP_TW])sp_stage[warp];"
                    or "    unsigned short (*t)[SP_TW] = sp_tiles[warp];",
      where = sp24 and "W + 256 + (size_t)b * 1152"
-                  or staged and "W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255), "
-                                .. "(const sp_u32 *)(W + 256) + b"
-                  or "W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)255) + (size_t)((const sp_u32 *)(W + 256))[b] * 16",
+                  or staged and EXTRAS .. ", (const sp_u32 *)(W + 256) + b"
+                  or EXTRAS .. " + (size_t)((const sp_u32 *)(W + 256))[b] * 16",
      gemm_device = mainloop.device(g), threads = threads, gemm = names.gemm, kparams = mainloop.kernel_params(g),
      body = body})
 end
