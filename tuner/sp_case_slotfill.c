@@ -45,6 +45,8 @@ typedef struct sf_state {
     float *hRef;
     CUdeviceptr W, X, Y, Ybase, Wdense, Yref, Wd;   /* Wd: the workspace of expand = 1 (W expanded) */
     size_t wcap;                       /* bytes allocated at W */
+    long long wd_cap, wd_used;         /* elements allocated at Wd, and the bound configuration's */
+    sp_problem prob;
     const sp_slotfill *bound;          /* the encoding on the device */
     double encode_s;                   /* seconds the last new encoding took */
 } sf_state;
@@ -102,6 +104,7 @@ static sptune_status sf_create(sp_bench *b, const sp_problem *p, void **out)
     sf_state *g = calloc(1, sizeof *g);
     if (!g) return sp_fail(SPTUNE_ERR_NOMEM, "out of memory");
     g->b = b;
+    g->prob = *p;
     if (!sp_problem_int(p, "M", &g->M) || !sp_problem_int(p, "K", &g->K) || !sp_problem_int(p, "N", &g->N)) {
         free(g);
         return sp_fail(SPTUNE_ERR_INVALID, "slotfill-spmm needs positive integers M, K, N");
@@ -134,7 +137,7 @@ static sptune_status sf_create(sp_bench *b, const sp_problem *p, void **out)
     }
     if ((st = sp_bench_alloc(b, mk * 2, &g->Wdense)) || (st = sp_bench_alloc(b, nk * 2, &g->X)) ||
         (st = sp_bench_alloc(b, nm * 2, &g->Y)) || (st = sp_bench_alloc(b, nm * 2, &g->Ybase)) ||
-        (st = sp_bench_alloc(b, nm * 4, &g->Yref)) || (st = sp_bench_alloc(b, mk * 2, &g->Wd)))
+        (st = sp_bench_alloc(b, nm * 4, &g->Yref)))
         goto fail;
     if ((st = sp_bench_upload(g->Wdense, g->hW, mk * 2)) || (st = sp_bench_upload(g->X, g->hX, nk * 2))) goto fail;
     if ((st = sp_cublas_create(&g->blas)) || (st = sp_cublas_set_stream(g->blas, b->stream))) goto fail;
@@ -158,7 +161,31 @@ static void *sf_arg(void *p, const char *name)
     return sp_case_arg_find(name, v, sizeof v / sizeof v[0]);
 }
 
-/* The encoding for configuration c (encoded now if it is not kept), uploaded to W. */
+/* The workspace Wd as the template declares it for configuration c (none for the fused kernels), allocated to fit:
+ * a kernel gets exactly what an application sizing it by sptune_kernel_workspace would give it. */
+static sptune_status bind_workspace(sf_state *g, const sp_template *t, const sp_config *c)
+{
+    long long n = 0;
+    const int ai = sp_template_arg_index(t, "Wd");
+    if (ai >= 0) {
+        sp_vars v;
+        sp_config_vars(t, c, &g->prob, &v);
+        sptune_status st = sp_arg_elements(sp_template_arg(t, ai), &v, &n);
+        if (st != SPTUNE_OK) return st;
+    }
+    if (n > g->wd_cap) {
+        sp_bench_free(g->Wd);
+        g->Wd = 0;
+        g->wd_cap = 0;
+        sptune_status st = sp_bench_alloc(g->b, (size_t)n * 2, &g->Wd);
+        if (st != SPTUNE_OK) return st;
+        g->wd_cap = n;
+    }
+    g->wd_used = n;
+    return SPTUNE_OK;
+}
+
+/* The encoding for configuration c (encoded now if it is not kept), uploaded to W; its workspace. */
 static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
 {
     sf_state *g = p;
@@ -167,7 +194,7 @@ static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
     int at = -1;
     for (int i = 0; i < wc.nenc && at < 0; i++)
         if (memcmp(&wc.enc[i].params, &want, sizeof want) == 0) at = i;
-    if (at == 0 && g->bound == &wc.enc[0]) return SPTUNE_OK; /* already on the device */
+    if (at == 0 && g->bound == &wc.enc[0]) return bind_workspace(g, t, c); /* already on the device */
     sp_slotfill e;
     if (at >= 0) {
         e = wc.enc[at];
@@ -195,15 +222,16 @@ static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
         g->wcap = e.size;
     }
     sptune_status st = sp_bench_upload(g->W, e.image, e.size);
-    if (st == SPTUNE_OK) g->bound = &wc.enc[0];
-    return st;
+    if (st != SPTUNE_OK) return st;
+    g->bound = &wc.enc[0];
+    return bind_workspace(g, t, c);
 }
 
 static sptune_status sf_poison(void *p, CUstream s)
 {
     sf_state *g = p;
     /* 0xffff: NaN in bf16 and in fp16; Wd too, so that an expansion that leaves part of W unwritten is caught */
-    sptune_status st = sp_poison_bf16(g->Wd, (size_t)g->M * g->K, s);
+    sptune_status st = g->wd_used > 0 ? sp_poison_bf16(g->Wd, (size_t)g->wd_used, s) : SPTUNE_OK;
     return st != SPTUNE_OK ? st : sp_poison_bf16(g->Y, (size_t)g->N * g->M, s);
 }
 

@@ -11,8 +11,8 @@
 # Env: NGROUPS="32 64,128 ..." (batches measured by one process), CHECK_TIMEOUT (seconds a process, 420),
 # SHAPES="MxK ..." (Llama-3-8B's gate/up, down, q/o, k/v, Qwen2-7B's gate/up), KINDS="2 3", RUNS=10;
 # CANDS=fused (the large-batch kernel's CTA shapes, the default), expand (W expanded, then the dense GEMM; the bitmap's
-# blocks scattered and staged), wsmem (W
-# decoded into shared memory, the bitmap layout's) or all.
+# blocks scattered and staged), wsmem (W decoded into shared memory, the bitmap layout's), dec (so by decoder warps of
+# their own, the bitmap layout's: docs/journal/2026-12-05.md) or all.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
 bench_setup "${1:-build-static}" slotfill-large
@@ -22,6 +22,7 @@ nvidia-smi --query-gpu=name,driver_version,clocks.sm,clocks.mem,temperature.gpu 
 status=0
 if [ "${SKIP_CHECK:-0}" != 1 ]; then
   match=mainloop=wgmma; [ "${CANDS:-fused}" = expand ] && match=expand=1; [ "${CANDS:-fused}" = wsmem ] && match=wsrc=smem
+  [ "${CANDS:-fused}" = dec ] && match=wsrc=dec
   SPTUNE_TEST_OPS=slotfill-spmm SPTUNE_TEST_MATCH=$match timeout 300 "${1:-build-static}/tests/test_gpu_ops" \
     > "$out/gpu_ops.log" 2>&1 || status=1
   grep -E "CHECK failed|checks" "$out/gpu_ops.log" | head -20
@@ -29,6 +30,7 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   mc="$mc;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=64,stages=3,split=2,krec=2"
   [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,xload=staged;expand=1,decode=sp24,window=64,dbits=7"
   [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2"
+  [ "${CANDS:-fused}" = dec ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=2,dwarps=8"
   for d in 2 3; do
     timeout 240 compute-sanitizer --tool memcheck --error-exitcode 9 "$bin" check slotfill-spmm --gpu auto \
       --shape "M=1000,K=960,N=200,sparsity=50,fp16=0,dist=$d" --config "$mc" --runs 2 --timeout 230 --no-db \
@@ -75,6 +77,19 @@ cands() {
       done
     done
     [ "$CANDS" = wsmem ] && { echo "$list"; return; }
+  fi
+  if [ "${CANDS:-fused}" = dec ] || [ "${CANDS:-fused}" = all ]; then   # decoder warps of their own (bitmap)
+    for b in $([ "$d" = 3 ] || { [ "$bn" -gt 128 ] && echo 128 64 || echo $bn $([ "$bn" -ge 64 ] && echo $((bn / 2))); }); do
+      for r in 64 128; do
+        w=$([ "$b" -le 32 ] && [ "$r" = 64 ] && echo 4 || echo 8)
+        local ctas=$(( (m + r - 1) / r * ((n + b - 1) / b) ))
+        for s in 1 2 4; do
+          [ "$s" -gt 1 ] && [ $((ctas * s / 2)) -ge 132 ] && continue
+          list="${list:+$list;}mainloop=wgmma,wsrc=dec,warps=$w,bn=$b,stages=4,split=$s,dwarps=8$([ "$r" = 128 ] && echo ,wrows=128)"
+        done
+      done
+    done
+    [ "$CANDS" = dec ] && { echo "$list"; return; }
   fi
   if [ "${CANDS:-fused}" != fused ]; then
     if [ "$d" = 3 ]; then list="${list:+$list;}expand=1,decode=sp24,window=64,dbits=7"
