@@ -248,10 +248,10 @@ static void check_named_paths(void)
         }
 }
 
-/* slotfill-spmm's large-batch kernels (mainloop=wgmma, W decoded into registers or shared memory): both layouts
- * compile for sm_90a (the widest token tile, 128 accumulators a thread beside the decode; split-K through clusters;
- * fp16); a GPU without wgmma (sm_120) and a K the
- * copy engine cannot read (K % 8 != 0) refuse it. */
+/* slotfill-spmm's large-batch kernels (mainloop=wgmma, W decoded into registers or shared memory; and the expand
+ * path's GEMM at a narrower tile): both layouts compile for sm_90a (the widest token tile, 128 accumulators a thread
+ * beside the decode; split-K through clusters; fp16); a GPU without wgmma (sm_120) and a K the copy engine cannot read
+ * (K % 8 != 0) refuse it. */
 static void check_slotfill_large(void)
 {
     static const struct { const char *shape, *config; } cases[] = {
@@ -276,6 +276,8 @@ static void check_slotfill_large(void)
          "mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=2,dwarps=8,wrows=128"},
         {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2",
          "mainloop=wgmma,wsrc=dec,warps=8,bn=64,stages=6,split=2,dwarps=16"},
+        /* W expanded, then the dense GEMM in tiles narrower than the default 256 rows of W */
+        {"M=1000,K=1032,N=600,sparsity=50,fp16=0,dist=2", "expand=1,xload=staged,xbn=192"},
     };
     sp_template *t = NULL;
     CHECK_ST(sp_template_load("slotfill-spmm", &t), SPTUNE_OK);
@@ -305,6 +307,27 @@ static void check_slotfill_large(void)
         CHECK_ST(sp_gpu_profile_named("rtx-pro-6000", &gpu), SPTUNE_OK);
         CHECK_ST(sp_template_check(t, &c, &gpu, &p, &ok, NULL), SPTUNE_OK);
         CHECK_MSG(ok == 0, "slotfill-spmm %s valid on rtx-pro-6000 (no wgmma)", cases[i].config);
+    }
+    /* nothing measured near: per-row pruned W expanded from 256 tokens on, the GEMM's tile as wide as its waves on
+     * 132 SMs allow (each the fastest of the three widths measured, docs/journal/2026-12-06.md); 2:4 W never expanded */
+    static const struct { const char *shape, *has; } defaults[] = {
+        {"M=4096,K=4096,N=512,sparsity=50,fp16=0,dist=2", "expand=1,wsrc=regs,krec=1,dwarps=4,wrows=64,xload=staged,xbn=128"},
+        {"M=18944,K=3584,N=512,sparsity=50,fp16=0,dist=2", "xload=staged,xbn=192"},
+        {"M=14336,K=4096,N=2048,sparsity=50,fp16=0,dist=2", "xload=staged,xbn=256"},
+        {"M=1024,K=4096,N=2048,sparsity=50,fp16=0,dist=2", "xload=staged,xbn=128"},
+        {"M=14336,K=4096,N=2048,sparsity=50,fp16=0,dist=3", "decode=sp24"},
+    };
+    sp_gpu_profile h100;
+    CHECK_ST(sp_gpu_profile_named("h100", &h100), SPTUNE_OK);
+    for (size_t i = 0; i < sizeof defaults / sizeof defaults[0]; i++) {
+        sp_problem p;
+        sp_config c;
+        CHECK_ST(sp_problem_parse(t, defaults[i].shape, &p), SPTUNE_OK);
+        CHECK_ST(sp_config_default_for(t, &h100, &p, &c), SPTUNE_OK);
+        char *text = sp_config_format(t, &c);
+        CHECK_MSG(text && strstr(text, defaults[i].has) && (strstr(defaults[i].has, "sp24") == NULL) == (strstr(text, "expand=1") != NULL),
+                  "slotfill-spmm's default at %s: %s", defaults[i].shape, text ? text : "?");
+        free(text);
     }
     sp_template_free(t);
 }

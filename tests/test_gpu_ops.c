@@ -115,8 +115,9 @@ static const char *const slotfill_configs[] = {
     "mainloop=wgmma,wsrc=dec,warps=4,bn=64,stages=8,split=2,dwarps=16",
     "mainloop=wgmma,wsrc=dec,warps=8,bn=32,stages=6,split=1,dwarps=16,dtype=f16",
     /* W expanded into the workspace, then the dense GEMM (bf16, K % 8 == 0): both layouts, tails in M, K and N; the
-     * bitmap block staged whole */
-    "expand=1", "expand=1,decode=sp24,window=64,dbits=7", "expand=1,xload=staged", NULL};
+     * bitmap block staged whole; the GEMM's narrower tiles */
+    "expand=1", "expand=1,decode=sp24,window=64,dbits=7", "expand=1,xload=staged", "expand=1,xload=staged,xbn=128",
+    "expand=1,decode=sp24,window=64,dbits=7,xbn=192", NULL};
 
 /* gemm: tails, odd N (element-wise epilogue), K % 8 != 0 (element-wise loads), a single row.
  * twell-d2t: tails; D % 8 != 0 with 40 of 130 neurons firing (most tiles overflow their slots);

@@ -328,7 +328,7 @@ static void case_nearest_valid(void)
         CHECK(sptune_kernel_recorded(k, &gpu) == NULL && gpu == NULL && sptune_kernel_recorded(NULL, NULL) == NULL);
         CHECK_MSG(!strcmp(sptune_kernel_config(k), "dtype=bf16,window=64,dbits=7,fill=0,warps=4,bn=8,stages=6,split=2,"
                                                     "decode=list,tpw=1,ring=36,ecap=128,vec=8,mainloop=mma,expand=0,"
-                                                    "wsrc=regs,krec=1,dwarps=4,wrows=64,xload=scatter"),
+                                                    "wsrc=regs,krec=1,dwarps=4,wrows=64,xload=scatter,xbn=256"),
                   "%s", sptune_kernel_config(k));
         sptune_kernel_free(k);
     }

@@ -11,7 +11,7 @@
 # Env: NGROUPS="32 64,128 ..." (batches measured by one process), CHECK_TIMEOUT (seconds a process, 420),
 # SHAPES="MxK ..." (Llama-3-8B's gate/up, down, q/o, k/v, Qwen2-7B's gate/up), KINDS="2 3", RUNS=10;
 # CANDS=fused (the large-batch kernel's CTA shapes, the default), expand (W expanded, then the dense GEMM; the bitmap's
-# blocks scattered and staged), wsmem (W decoded into shared memory, the bitmap layout's), dec (so by decoder warps of
+# blocks scattered and staged, the GEMM's tile at three widths), wsmem (W decoded into shared memory, the bitmap layout's), dec (so by decoder warps of
 # their own, the bitmap layout's: docs/journal/2026-12-05.md) or all.
 set -uo pipefail
 source "$(dirname "$0")/../lib.sh"
@@ -28,7 +28,7 @@ if [ "${SKIP_CHECK:-0}" != 1 ]; then
   grep -E "CHECK failed|checks" "$out/gpu_ops.log" | head -20
   mc="mainloop=wgmma,warps=8,bn=128,stages=3,split=2,ring=48;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=4,bn=64,stages=4,split=1"
   mc="$mc;mainloop=wgmma,decode=sp24,window=64,dbits=7,warps=16,bn=64,stages=3,split=2,krec=2"
-  [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,xload=staged;expand=1,decode=sp24,window=64,dbits=7"
+  [ "${CANDS:-fused}" != fused ] && mc="$mc;expand=1;expand=1,xload=staged,xbn=128;expand=1,decode=sp24,window=64,dbits=7"
   [ "${CANDS:-fused}" = wsmem ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=smem,warps=8,bn=128,stages=4,split=2"
   [ "${CANDS:-fused}" = dec ] || [ "${CANDS:-fused}" = all ] && mc="$mc;mainloop=wgmma,wsrc=dec,warps=8,bn=128,stages=4,split=2,dwarps=8"
   for d in 2 3; do
@@ -93,7 +93,9 @@ cands() {
   fi
   if [ "${CANDS:-fused}" != fused ]; then
     if [ "$d" = 3 ]; then list="${list:+$list;}expand=1,decode=sp24,window=64,dbits=7"
-    else list="${list:+$list;}expand=1;expand=1,xload=staged"; fi   # the bitmap's blocks scattered and staged
+    else   # the bitmap's blocks scattered and staged, the GEMM's tile at 256 (the default), 192 and 128 rows of W
+      list="${list:+$list;}expand=1;expand=1,xload=staged;expand=1,xload=staged,xbn=192;expand=1,xload=staged,xbn=128"
+    fi
     [ "${CANDS}" = expand ] && { echo "$list"; return; }
   fi
   if [ "$d" = 3 ]; then sp24_cands "$n" "$m" "$bn" "$list"; return; fi

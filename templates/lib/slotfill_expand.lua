@@ -17,19 +17,36 @@ local M = {}
 
 M.WARPS = 8   -- expansion warps a CTA (a block each)
 
--- The GEMM's main loop: the dense template's Hopper default, or its portable mma.sync loop.
-function M.gemm_config(gpu)
+-- The GEMM's main loop: the dense template's Hopper default at xbn rows of W a tile, or its portable mma.sync loop.
+function M.gemm_config(gpu, xbn)
   local c = {group_m = 8, epi = "inline"}
   for _, p in ipairs(mainloop.params) do c[p.name] = p.default end
   if gpu.wgmma then
-    c.mainloop, c.bk, c.wgs, c.load, c.bm, c.bn, c.stages = "wgmma", 64, 2, "tma", 128, 256, 4
+    c.mainloop, c.bk, c.wgs, c.load, c.bm, c.bn, c.stages = "wgmma", 64, 2, "tma", 128, xbn or 256, 4
   end
   return c
+end
+
+-- The GEMM's tile width (xbn) that keeps the SMs busiest for N tokens of a W of `rows` rows: the fewest tile-times,
+-- a tile's time taken as its width (the same K), waves counted whole; the widest among equals (and where the SMs are
+-- not known: a target named by its architecture).
+function M.widest_by_waves(gpu, rows, N)
+  local best, cost = 256, math.huge
+  if gpu.sm_count <= 0 then return best end
+  for _, bn in ipairs({256, 192, 128}) do
+    local tiles = ((N + 127) // 128) * ((rows + bn - 1) // bn)
+    local t = ((tiles + gpu.sm_count - 1) // gpu.sm_count) * bn
+    if t < cost then best, cost = bn, t end
+  end
+  return best
 end
 
 function M.check(c, gpu, p)
   if c.xload ~= "scatter" and (c.expand == 0 or c.decode ~= "bitmap") then
     return false, "xload = staged: the bitmap layout's expansion only"
+  end
+  if c.xbn ~= 256 and (c.expand == 0 or not gpu.wgmma) then
+    return false, "xbn: the wgmma GEMM of expand = 1 (sm_90a)"
   end
   if c.expand == 0 then return true end
   if c.decode ~= "bitmap" and c.decode ~= "sp24" then return false, "the bitmap and sp24 layouts only" end
@@ -44,7 +61,7 @@ end
 
 function M.launch(c, p, gpu)
   local blocks = ((p.M + 15) // 16) * ((p.K + (c.decode == "sp24" and 63 or 127)) // (c.decode == "sp24" and 64 or 128))
-  local g = M.gemm_config(gpu)
+  local g = M.gemm_config(gpu, c.xbn)
   return {{grid = {(blocks + M.WARPS - 1) // M.WARPS, 1, 1}, block = {32 * M.WARPS, 1, 1}, smem = 0},
           mainloop.launch{c = g, M = p.N, N = p.M, K = p.K, a = "X", b = "Wd", gpu = gpu,
                           smem = g.mainloop == "wgmma" and epilogue.staging_bytes(g) or 0}}
@@ -61,7 +78,7 @@ local EXTRAS = "W + 256 + ((((size_t)tiles * chunks + 1) * 4 + 255) & ~(size_t)2
 -- The expansion kernel and the GEMM kernel (names.expand, names.gemm), both over the template's arguments.
 function M.emit(c, names, params, gpu)
   local sp24, staged = c.decode == "sp24", c.xload == "staged"
-  local g = M.gemm_config(gpu)
+  local g = M.gemm_config(gpu, c.xbn)
   local l = mainloop.loop(g)
   local d = l.derive(g)
   local body = text.lines({l.cta_prologue(g), l.mainloop(g),

@@ -97,6 +97,9 @@ local params = {
   {name = "xload", values = {"scatter", "staged"}, default = "scatter", added = true,
    doc = "expand = 1, bitmap: each value loaded from the image where its lane's count puts it (scatter), or each "
       .. "block copied whole into shared memory with 16-byte copies first and decoded from there (staged)"},
+  {name = "xbn", values = {256, 192, 128}, default = 256, added = true,
+   doc = "expand = 1 on sm_90a: rows of W a tile of the dense GEMM (128 tokens by xbn), narrower where the wide tiles "
+      .. "leave SMs idle over their waves (a few hundred tokens, or rows just past a wave)"},
 }
 
 local function kernel_name(c) return text.kernel_name("sp_slotfill", c, params) end
@@ -549,12 +552,13 @@ return {
   -- 128 in stages of 2 or 4 records: docs/journal/2026-12-04.md); for
   -- unstructured weights in bf16, W expanded before the dense GEMM once the batch fills 64 of its tiles (from 256
   -- tokens on: that measured faster than the fused kernel on every H200 shape, docs/journal/2026-12-03.md), each
-  -- block staged whole (0-3 % faster on every H100 problem measured, docs/journal/2026-12-06.md)
+  -- block staged whole (0-3 % faster on every H100 problem measured), the GEMM's tile as wide as its waves allow
+  -- (the best of 256, 192 and 128 rows at each of 20 H100 problems, docs/journal/2026-12-06.md)
   defaults = function(gpu, p)
     if not (gpu.wgmma and p and p.N and p.N >= 32) then return nil end
     if p.dist ~= 3 and p.fp16 == 0 and p.K % 8 == 0 and p.N >= 256 and
        ((p.N + 127) // 128) * ((p.M + 255) // 256) >= 64 then
-      return "expand=1,xload=staged"
+      return "expand=1,xload=staged,xbn=" .. expand.widest_by_waves(gpu, p.M, p.N)
     end
     local bn = 32
     while bn < p.N and bn < 256 do bn = bn * 2 end
