@@ -176,7 +176,7 @@ static sptune_status bind_workspace(sf_state *g, const sp_template *t, const sp_
     if (n > g->wd_cap) {
         sp_bench_free(g->Wd);
         g->Wd = 0;
-        g->wd_cap = 0;
+        g->wd_cap = g->wd_used = 0;   /* nothing is poisoned or passed should the allocation fail */
         sptune_status st = sp_bench_alloc(g->b, (size_t)n * 2, &g->Wd);
         if (st != SPTUNE_OK) return st;
         g->wd_cap = n;

@@ -81,7 +81,8 @@ cands() {
   if [ "${CANDS:-fused}" = dec ] || [ "${CANDS:-fused}" = all ]; then   # decoder warps of their own (bitmap)
     for b in $([ "$d" = 3 ] || { [ "$bn" -gt 128 ] && echo 128 64 || echo $bn $([ "$bn" -ge 64 ] && echo $((bn / 2))); }); do
       for r in 64 128; do
-        w=$([ "$b" -le 32 ] && [ "$r" = 64 ] && echo 4 || echo 8)
+        # 64 rows a CTA: the second warpgroup takes tokens past the tile's first bn, so one warpgroup where bn covers n
+        w=$({ [ "$b" -le 32 ] || [ "$b" -ge "$n" ]; } && [ "$r" = 64 ] && echo 4 || echo 8)
         local ctas=$(( (m + r - 1) / r * ((n + b - 1) / b) ))
         for s in 1 2 4; do
           [ "$s" -gt 1 ] && [ $((ctas * s / 2)) -ge 132 ] && continue
@@ -126,7 +127,8 @@ for mk in ${SHAPES:-14336x4096 4096x14336 4096x4096 1024x4096 18944x3584}; do
         shapes="${shapes:+$shapes;}M=$m,K=$k,N=$n,sparsity=50,fp16=0,dist=$d"
         cfgs="${cfgs:+$cfgs;}$(cands "$n" "$m" "$d")"
       done
-      cfgs=$(echo "$cfgs" | tr ';' '\n' | sort -u | paste -sd';')
+      cfgs=$(echo "$cfgs" | tr ';' '\n' | sed '/^$/d' | sort -u | paste -sd';')
+      [ -n "$cfgs" ] || continue   # no candidate of this kind (CANDS=dec and wsmem: the bitmap layout's only)
       log="$out/large.$mk.d$d.N${ns%% *}.log"
       timeout "${CHECK_TIMEOUT:-420}" "$bin" check slotfill-spmm --gpu auto --shape "$shapes" --config "$cfgs" --runs "${RUNS:-10}" \
         > "$log" 2>&1 || echo "check $mk dist=$d N=$ns: exit $?"
