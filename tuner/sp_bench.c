@@ -240,6 +240,17 @@ sptune_status sp_bench_alloc(sp_bench *b, size_t bytes, CUdeviceptr *p)
     return SPTUNE_OK;
 }
 
+sptune_status sp_bench_fit(sp_bench *b, size_t bytes, CUdeviceptr *p, size_t *cap)
+{
+    if (bytes <= *cap) return SPTUNE_OK;
+    sp_bench_free(*p);
+    *p = 0;
+    *cap = 0;
+    sptune_status st = sp_bench_alloc(b, bytes, p);
+    if (st == SPTUNE_OK) *cap = bytes;
+    return st;
+}
+
 void sp_bench_free(CUdeviceptr p)
 {
     const sp_cuda_api *cu;

@@ -58,6 +58,9 @@ sptune_status sp_bench_time(sp_bench *b, sp_bench_fn fn, void *ud, sp_timing *t)
 /* Device memory helpers with checked calls. */
 sptune_status sp_bench_alloc(sp_bench *b, size_t bytes, CUdeviceptr *p);
 void sp_bench_free(CUdeviceptr p);
+/* *p holds at least `bytes` afterwards: reallocated when its capacity *cap is smaller (contents lost; on failure
+ * *p and *cap are 0), kept otherwise. */
+sptune_status sp_bench_fit(sp_bench *b, size_t bytes, CUdeviceptr *p, size_t *cap);
 /* Copies host to dst and waits until the copy is done: from pageable memory it may still be in
  * flight when cuMemcpyHtoD returns, and the bench stream (non-blocking) does not wait for it. */
 sptune_status sp_bench_upload(CUdeviceptr dst, const void *host, size_t bytes);

@@ -45,7 +45,8 @@ typedef struct sf_state {
     float *hRef;
     CUdeviceptr W, X, Y, Ybase, Wdense, Yref, Wd;   /* Wd: the workspace of expand = 1 (W expanded) */
     size_t wcap;                       /* bytes allocated at W */
-    long long wd_cap, wd_used;         /* elements allocated at Wd, and the bound configuration's */
+    size_t wd_cap;                     /* bytes allocated at Wd */
+    long long wd_used;                 /* Wd's elements for the bound configuration */
     sp_problem prob;
     const sp_slotfill *bound;          /* the encoding on the device */
     double encode_s;                   /* seconds the last new encoding took */
@@ -173,16 +174,10 @@ static sptune_status bind_workspace(sf_state *g, const sp_template *t, const sp_
         sptune_status st = sp_arg_elements(sp_template_arg(t, ai), &v, &n);
         if (st != SPTUNE_OK) return st;
     }
-    if (n > g->wd_cap) {
-        sp_bench_free(g->Wd);
-        g->Wd = 0;
-        g->wd_cap = g->wd_used = 0;   /* nothing is poisoned or passed should the allocation fail */
-        sptune_status st = sp_bench_alloc(g->b, (size_t)n * 2, &g->Wd);
-        if (st != SPTUNE_OK) return st;
-        g->wd_cap = n;
-    }
-    g->wd_used = n;
-    return SPTUNE_OK;
+    g->wd_used = 0;   /* nothing is poisoned or passed should the allocation fail */
+    sptune_status st = sp_bench_fit(g->b, (size_t)n * 2, &g->Wd, &g->wd_cap);
+    if (st == SPTUNE_OK) g->wd_used = n;
+    return st;
 }
 
 /* The encoding for configuration c (encoded now if it is not kept), uploaded to W; its workspace. */
@@ -213,15 +208,8 @@ static sptune_status sf_bind(void *p, const sp_template *t, const sp_config *c)
     }
     wc.enc[0] = e;
     g->bound = NULL;
-    if (e.size > g->wcap) {
-        sp_bench_free(g->W);
-        g->W = 0;
-        g->wcap = 0;
-        sptune_status st = sp_bench_alloc(g->b, e.size, &g->W);
-        if (st != SPTUNE_OK) return st;
-        g->wcap = e.size;
-    }
-    sptune_status st = sp_bench_upload(g->W, e.image, e.size);
+    sptune_status st = sp_bench_fit(g->b, e.size, &g->W, &g->wcap);
+    if (st == SPTUNE_OK) st = sp_bench_upload(g->W, e.image, e.size);
     if (st != SPTUNE_OK) return st;
     g->bound = &wc.enc[0];
     return bind_workspace(g, t, c);

@@ -22,7 +22,7 @@ function M.gemm_config(gpu, xbn)
   local c = {group_m = 8, epi = "inline"}
   for _, p in ipairs(mainloop.params) do c[p.name] = p.default end
   if gpu.wgmma then
-    c.mainloop, c.bk, c.wgs, c.load, c.bm, c.bn, c.stages = "wgmma", 64, 2, "tma", 128, xbn or 256, 4
+    c.mainloop, c.bk, c.wgs, c.load, c.bm, c.bn, c.stages = "wgmma", 64, 2, "tma", 128, xbn, 4
   end
   return c
 end
@@ -33,8 +33,9 @@ end
 function M.widest_by_waves(gpu, rows, N)
   local best, cost = 256, math.huge
   if gpu.sm_count <= 0 then return best end
+  local bm = M.gemm_config(gpu, best).bm   -- tokens a tile
   for _, bn in ipairs({256, 192, 128}) do
-    local tiles = ((N + 127) // 128) * ((rows + bn - 1) // bn)
+    local tiles = ((N + bm - 1) // bm) * ((rows + bn - 1) // bn)
     local t = ((tiles + gpu.sm_count - 1) // gpu.sm_count) * bn
     if t < cost then best, cost = bn, t end
   end
