@@ -314,6 +314,7 @@ static void check_slotfill_large(void)
         {"M=4096,K=4096,N=512,sparsity=50,fp16=0,dist=2", "expand=1,wsrc=regs,krec=1,dwarps=4,wrows=64,xload=staged,xbn=128"},
         {"M=18944,K=3584,N=512,sparsity=50,fp16=0,dist=2", "xload=staged,xbn=192"},
         {"M=14336,K=4096,N=2048,sparsity=50,fp16=0,dist=2", "xload=staged,xbn=256"},
+        {"M=14336,K=4096,N=1024,sparsity=50,fp16=0,dist=2", "xload=staged,xbn=256"},
         {"M=1024,K=4096,N=2048,sparsity=50,fp16=0,dist=2", "xload=staged,xbn=128"},
         {"M=14336,K=4096,N=2048,sparsity=50,fp16=0,dist=3", "decode=sp24"},
     };

@@ -28,15 +28,16 @@ function M.gemm_config(gpu, xbn)
 end
 
 -- The GEMM's tile width (xbn) that keeps the SMs busiest for N tokens of a W of `rows` rows: the fewest tile-times,
--- a tile's time taken as its width (the same K), waves counted whole; the widest among equals (and where the SMs are
--- not known: a target named by its architecture).
+-- waves counted whole, a tile's time taken as its width plus half its tokens (the X tile it streams too: fitted to
+-- 14336 x 4096 at 1024 tokens, where width alone ranked 128 first and it measured slowest, docs/journal/2026-12-06.md);
+-- the widest among equals (and where the SMs are not known: a target named by its architecture).
 function M.widest_by_waves(gpu, rows, N)
   local best, cost = 256, math.huge
   if gpu.sm_count <= 0 then return best end
   local bm = M.gemm_config(gpu, best).bm   -- tokens a tile
   for _, bn in ipairs({256, 192, 128}) do
     local tiles = ((N + bm - 1) // bm) * ((rows + bn - 1) // bn)
-    local t = ((tiles + gpu.sm_count - 1) // gpu.sm_count) * bn
+    local t = ((tiles + gpu.sm_count - 1) // gpu.sm_count) * (bn + bm // 2)
     if t < cost then best, cost = bn, t end
   end
   return best
